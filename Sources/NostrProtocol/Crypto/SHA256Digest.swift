@@ -1,0 +1,12 @@
+import Crypto
+
+/// SHA-256 as raw bytes.
+enum SHA256Digest {
+    static func hash(_ bytes: [UInt8]) -> [UInt8] {
+        Array(SHA256.hash(data: bytes))
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        Hex.encode(SHA256.hash(data: bytes))
+    }
+}

@@ -1,0 +1,45 @@
+/// Why an `Authorization: Nostr …` header was refused. Each case is one precise reason, and its
+/// `description` is safe to return to the client.
+public enum HTTPAuthError: Error, Sendable, Equatable, CustomStringConvertible {
+    case missingHeader
+    case wrongScheme
+    case invalidBase64
+    case malformedEvent(EventDecodingError)
+    case wrongKind(UInt16)
+    case expired
+    case fromTheFuture
+    case missingTag(String)
+    case methodMismatch
+    case urlMismatch
+    case pathMismatch
+    case payloadMismatch
+    case missingPayload
+    case blankNonce
+    case unknownDialect
+    case dialectNotAccepted
+    case invalidID
+    case invalidSignature
+
+    public var description: String {
+        switch self {
+        case .missingHeader: "missing Authorization header"
+        case .wrongScheme: "Authorization scheme must be Nostr"
+        case .invalidBase64: "authorization event is not valid base64"
+        case .malformedEvent(let error): "authorization event is malformed: \(error)"
+        case .wrongKind(let kind): "authorization event kind \(kind) is not 27235"
+        case .expired: "authorization event is too old"
+        case .fromTheFuture: "authorization event is too far in the future"
+        case .missingTag(let name): "authorization event is missing the \(name) tag"
+        case .methodMismatch: "authorization method does not match the request"
+        case .urlMismatch: "authorization url does not match the request"
+        case .pathMismatch: "authorization path does not match the request"
+        case .payloadMismatch: "authorization payload hash does not match the body"
+        case .missingPayload: "authorization event must carry a payload hash for a request with a body"
+        case .blankNonce: "authorization nonce is blank"
+        case .unknownDialect: "authorization event has neither a u nor a path tag"
+        case .dialectNotAccepted: "authorization dialect not accepted here"
+        case .invalidID: "authorization event id is invalid"
+        case .invalidSignature: "authorization event signature is invalid"
+        }
+    }
+}
