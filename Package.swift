@@ -45,7 +45,11 @@ let package = Package(
         ),
         .testTarget(
             name: "NostrProtocolTests",
-            dependencies: ["NostrProtocol"],
+            dependencies: [
+                "NostrProtocol",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -1,0 +1,82 @@
+import NostrProtocol
+import Testing
+
+@Suite struct HexTests {
+    @Test func roundTrip() {
+        let bytes: [UInt8] = [0x00, 0x01, 0x7f, 0x80, 0xab, 0xff]
+        #expect(Hex.encode(bytes) == "00017f80abff")
+        #expect(Hex.decode("00017f80abff") == bytes)
+    }
+
+    @Test func rejectsUppercaseUnlessAllowed() {
+        #expect(Hex.decode("ABCD") == nil)
+        #expect(Hex.decode("ABCD", allowUppercase: true) == [0xab, 0xcd])
+    }
+
+    @Test func rejectsOddLengthAndNonHex() {
+        #expect(Hex.decode("abc") == nil)
+        #expect(Hex.decode("zz") == nil)
+        #expect(Hex.decode("00", count: 2) == nil)
+    }
+}
+
+@Suite struct Base64Tests {
+    @Test(arguments: [
+        ("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy"),
+    ])
+    func rfc4648Vectors(plain: String, encoded: String) {
+        #expect(Base64.encode(Array(plain.utf8)) == encoded)
+        #expect(Base64.decode(encoded) == Array(plain.utf8))
+    }
+
+    @Test func paddingOptionalOnlyWhenAllowed() {
+        #expect(Base64.decode("Zm8") == nil)
+        #expect(Base64.decode("Zm8", requirePadding: false) == Array("fo".utf8))
+        #expect(Base64.decode("Zg", requirePadding: false) == Array("f".utf8))
+    }
+
+    @Test func rejectsNonCanonicalAndJunk() {
+        #expect(Base64.decode("Zh==") == nil, "unused bits must be zero")
+        #expect(Base64.decode("Zm9=") == nil, "unused bits must be zero")
+        #expect(Base64.decode("Zm9v!A==") == nil)
+        #expect(Base64.decode("Z===") == nil)
+        #expect(Base64.decode("Zg==Zg==") == nil, "padding only at the end")
+        #expect(Base64.decode("Zm 9v") == nil)
+        #expect(Base64.decode("Z", requirePadding: false) == nil)
+    }
+}
+
+@Suite struct JSONParserTests {
+    @Test func parsesNestedValues() throws {
+        let value = try JSONValue(parsing: #"{"a":[1,-2,3.5,true,false,null,"x\u00e9\ud83d\ude00"],"b":{}}"#)
+        #expect(value["a"]?.arrayValue?.count == 7)
+        #expect(value["a"]?.arrayValue?[0] == .integer(1))
+        #expect(value["a"]?.arrayValue?[1] == .integer(-2))
+        #expect(value["a"]?.arrayValue?[2] == .double(3.5))
+        #expect(value["a"]?.arrayValue?[6] == .string("xé😀"))
+        #expect(value["b"] == .object([:]))
+    }
+
+    @Test(arguments: [
+        "", "{", "[1,]", "{\"a\":1,}", "01", "1.", "-", "tru", "\"abc", "\"a\u{01}\"", "{\"a\":1,\"a\":2}",
+        "\"\\x\"", "\"\\ud800\"", "[1] x", "{a:1}", "1e999",
+    ])
+    func rejectsMalformed(_ text: String) {
+        #expect(throws: JSONError.self) { try JSONValue(parsing: text) }
+    }
+
+    @Test func rejectsInvalidUTF8() {
+        #expect(throws: JSONError.self) { try JSONValue(parsing: [0x22, 0xff, 0xfe, 0x22]) }
+    }
+
+    @Test func boundsNesting() {
+        let deep = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
+        #expect(throws: JSONError.self) { try JSONValue(parsing: deep) }
+    }
+
+    @Test func writerEscapesLikeNIP01() {
+        var writer = JSONWriter()
+        writer.string("a\n\"\\\r\t\u{08}\u{0C}\u{01}\u{1F}\u{7F}/é\u{2028}")
+        #expect(writer.string == "\"a\\n\\\"\\\\\\r\\t\\b\\f\\u0001\\u001f\u{7F}/é\u{2028}\"")
+    }
+}
