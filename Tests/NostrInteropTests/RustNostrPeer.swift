@@ -1,0 +1,67 @@
+import Foundation
+import NostrProtocol
+import Testing
+
+/// Runs `scripts/interop/rust_nostr_peer.py` (rust-nostr through its Python bindings, installed
+/// into `.venv` by `scripts/test.sh`) with a batch of requests and returns its answers.
+enum RustNostrPeer {
+    static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static var python: String {
+        ProcessInfo.processInfo.environment["LINKSTR_PYTHON"] ?? repositoryRoot.appendingPathComponent(".venv/bin/python").path
+    }
+
+    /// Interop runs unless explicitly skipped; a missing virtualenv is a failure with a clear message.
+    static var enabled: Bool { ProcessInfo.processInfo.environment["LINKSTR_SKIP_INTEROP"] != "1" }
+
+    struct PeerError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Sends `requests` (each a JSON object) and returns one result per request; a request the
+    /// peer failed becomes `.failure` with its message.
+    static func run(_ requests: [JSONValue]) throws -> [Result<JSONValue, PeerError>] {
+        guard FileManager.default.isExecutableFile(atPath: python) else {
+            throw PeerError(description: "rust-nostr peer needs \(python); run scripts/test.sh (it creates .venv with nostr-sdk)")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [repositoryRoot.appendingPathComponent("scripts/interop/rust_nostr_peer.py").path]
+        let input = Pipe(), output = Pipe(), errors = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let request = JSONValue.array(requests).serialized
+        // Write and read concurrently so a large batch cannot deadlock on full pipes.
+        let writer = Thread {
+            input.fileHandleForWriting.write(Data(request.utf8))
+            try? input.fileHandleForWriting.close()
+        }
+        writer.start()
+        let stdout = output.fileHandleForReading.readDataToEndOfFile()
+        let stderr = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw PeerError(description: "peer exited \(process.terminationStatus): \(String(decoding: stderr, as: UTF8.self))")
+        }
+        guard case .array(let responses) = try JSONValue(parsing: [UInt8](stdout)), responses.count == requests.count else {
+            throw PeerError(description: "peer returned an unexpected answer")
+        }
+        return responses.map { response in
+            if response["ok"] == .bool(true), let result = response["result"] { return .success(result) }
+            return .failure(PeerError(description: response["error"]?.stringValue ?? "unknown error"))
+        }
+    }
+
+    /// One request whose success is required.
+    static func call(_ op: String, _ fields: [String: JSONValue]) throws -> JSONValue {
+        var object = fields
+        object["op"] = .string(op)
+        return try run([.object(object)])[0].get()
+    }
+}
+
+extension JSONValue {
+    static func tags(_ tags: [[String]]) -> JSONValue { .array(tags.map { .array($0.map(JSONValue.string)) }) }
+}
