@@ -1,13 +1,15 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.2
 import PackageDescription
 
 // Layers, each importing only what is below it:
 //   CSecp256k1 (Debian's libsecp256k1)  →  NostrProtocol (pure, no I/O)  →  executables.
 // Later layers (relay client, client core, gateway) slot in between NostrProtocol and the executables.
+// scripts/test.sh (and so CI) sets LINKSTR_STRICT=1: warnings in our own targets are errors there.
+let strict = Context.environment["LINKSTR_STRICT"] == "1"
 let strictSwift: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("InternalImportsByDefault"),
-]
+] + (strict ? [.treatAllWarnings(as: .error)] : [])
 
 let package = Package(
     name: "linkstr",

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs what building and testing need, idempotently, and says what it does.
+# Sourced by scripts/test.sh, scripts/up.sh and scripts/bench.sh.
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+VENV="$REPO_ROOT/.venv"
+
+say() { printf '==> %s\n' "$*"; }
+
+# Debian packages: libsecp256k1 (signatures, ECDH), pkg-config (SwiftPM finds libsecp256k1
+# through it), PostgreSQL (the gateway's store, started per test run).
+APT_PACKAGES=(libsecp256k1-dev pkg-config postgresql)
+# python3-venv only when the python3 on PATH cannot make a virtualenv by itself.
+python3 -c 'import venv, ensurepip' 2>/dev/null || APT_PACKAGES+=(python3-venv)
+
+ensure_apt_packages() {
+    local missing=()
+    for package in "${APT_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+    done
+    if ((${#missing[@]} == 0)); then
+        say "apt packages present: ${APT_PACKAGES[*]}"
+        return
+    fi
+    local sudo=""
+    [[ $(id -u) -ne 0 ]] && sudo="sudo"
+    say "installing apt packages: ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+ensure_python_venv() {
+    local requirements="$REPO_ROOT/scripts/requirements.txt"
+    local stamp="$VENV/.requirements.sha256"
+    local digest
+    digest="$(sha256sum "$requirements" | cut -d' ' -f1)"
+    if [[ -x "$VENV/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$digest" ]]; then
+        say "python virtualenv up to date: $VENV"
+        return
+    fi
+    say "creating python virtualenv $VENV with $(grep -v '^#' "$requirements" | xargs)"
+    [[ -x "$VENV/bin/python" ]] || python3 -m venv "$VENV"
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+    echo "$digest" > "$stamp"
+}
+
+ensure_swift() {
+    if ! command -v swift >/dev/null 2>&1; then
+        echo "swift is not on PATH: install Swift 6.3 first (https://www.swift.org/install/linux/)" >&2
+        exit 1
+    fi
+    say "using $(swift --version 2>/dev/null | head -n 1)"
+}
+
+setup_all() {
+    ensure_swift
+    ensure_apt_packages
+    ensure_python_venv
+}
