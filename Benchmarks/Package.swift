@@ -27,6 +27,11 @@ let package = Package(
             path: "NostrBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        .executableTarget(
+            name: "InstructionCounts",
+            dependencies: ["CSecp256k1Baseline", .product(name: "NostrProtocol", package: rootIdentity)],
+            path: "InstructionCounts"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
