@@ -5,6 +5,7 @@
 #   scripts/test.sh --filter NIP44  # passes extra arguments to `swift test`
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/postgres.sh"
 cd "$REPO_ROOT"
 
 setup_all
@@ -18,6 +19,11 @@ export LINKSTR_PYTHON="$VENV/bin/python"
 
 say "building (debug, tests included)"
 swift build --build-tests
+
+# A throwaway PostgreSQL cluster on loopback for the gateway tests; each test makes its own database.
+PG_DIR="$(mktemp -d /tmp/linkstr-test-pg.XXXXXX)"
+trap 'pg_stop_cluster "$PG_DIR"; rm -rf "$PG_DIR"' EXIT
+pg_start_cluster "$PG_DIR" "$(pg_free_port)"
 
 say "running tests"
 swift test --skip-build "$@"

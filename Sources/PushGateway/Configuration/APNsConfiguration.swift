@@ -1,0 +1,121 @@
+import Crypto
+import Foundation
+import NostrProtocol
+
+/// One app (APNs topic) the gateway can push to, with its token-auth key.
+public struct APNsApp: Sendable, Equatable {
+    public var topic: String
+    public var keyID: String
+    public var teamID: String
+    /// The ES256 key as PEM (the `.p8` file's text). Never logged.
+    public var privateKeyPEM: String
+
+    public init(topic: String, keyID: String, teamID: String, privateKeyPEM: String) {
+        self.topic = topic
+        self.keyID = keyID
+        self.teamID = teamID
+        self.privateKeyPEM = privateKeyPEM
+    }
+}
+
+/// Where and how pushes go.
+public struct APNsConfiguration: Sendable, Equatable {
+    /// `APNS_DISABLE=1`: a sender that only logs.
+    public var disabled: Bool
+    public var apps: [APNsApp]
+    /// The topic a device gets when it registers without one.
+    public var defaultTopic: String
+    public var productionURL: String
+    public var sandboxURL: String
+    /// Extra trusted CA (PEM path), for a local sandbox with its own certificate.
+    public var caFile: String?
+
+    public static let appleProductionURL = "https://api.push.apple.com"
+    public static let appleSandboxURL = "https://api.sandbox.push.apple.com"
+
+    public init(disabled: Bool, apps: [APNsApp], defaultTopic: String, productionURL: String = appleProductionURL,
+                sandboxURL: String = appleSandboxURL, caFile: String? = nil) {
+        self.disabled = disabled
+        self.apps = apps
+        self.defaultTopic = defaultTopic
+        self.productionURL = productionURL
+        self.sandboxURL = sandboxURL
+        self.caFile = caFile
+    }
+
+    public var topics: Set<String> { Set(apps.map(\.topic) + [defaultTopic]) }
+
+    static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> APNsConfiguration {
+        let disabled = ["1", "true", "yes"].contains(env["APNS_DISABLE"]?.lowercased() ?? "")
+        var apps: [APNsApp] = []
+        if let path = env["APNS_APPS_FILE"], !path.isEmpty {
+            apps = try loadAppsFile(path)
+        }
+        let topic = env["APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 }
+        if let topic, !apps.contains(where: { $0.topic == topic }) {
+            let keyID = try require(env, "APNS_KEY_ID", unless: disabled)
+            let teamID = try require(env, "APNS_TEAM_ID", unless: disabled)
+            let pem = try loadKey(env, unless: disabled)
+            if !disabled || pem != nil { apps.insert(APNsApp(topic: topic, keyID: keyID ?? "", teamID: teamID ?? "", privateKeyPEM: pem ?? ""), at: 0) }
+        }
+        guard let defaultTopic = topic ?? apps.first?.topic else {
+            if disabled {
+                return APNsConfiguration(disabled: true, apps: [], defaultTopic: "app.linkstr.ios")
+            }
+            throw ConfigurationError(key: "APNS_TOPIC", "required unless APNS_DISABLE=1 (or APNS_APPS_FILE lists apps)")
+        }
+        if !disabled {
+            for app in apps {
+                do { _ = try P256.Signing.PrivateKey(pemRepresentation: app.privateKeyPEM) } catch {
+                    throw ConfigurationError(key: "APNS_KEY_P8", "the key for \(app.topic) is not a PEM ES256 (P-256) private key")
+                }
+            }
+        }
+        return APNsConfiguration(
+            disabled: disabled, apps: apps, defaultTopic: defaultTopic,
+            productionURL: try url(env, "APNS_PRODUCTION_URL", default: appleProductionURL),
+            sandboxURL: try url(env, "APNS_SANDBOX_URL", default: appleSandboxURL),
+            caFile: env["APNS_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 })
+    }
+
+    private static func require(_ env: [String: String], _ key: String, unless disabled: Bool) throws(ConfigurationError) -> String? {
+        if let value = env[key], !value.isEmpty { return value }
+        if disabled { return nil }
+        throw ConfigurationError(key: key, "required unless APNS_DISABLE=1")
+    }
+
+    private static func loadKey(_ env: [String: String], unless disabled: Bool) throws(ConfigurationError) -> String? {
+        if let pem = env["APNS_KEY_P8"], !pem.isEmpty { return pem.replacingOccurrences(of: "\\n", with: "\n") }
+        if let path = env["APNS_KEY_P8_PATH"], !path.isEmpty {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw ConfigurationError(key: "APNS_KEY_P8_PATH", "cannot read \(path)")
+            }
+            return text
+        }
+        if disabled { return nil }
+        throw ConfigurationError(key: "APNS_KEY_P8", "APNS_KEY_P8 or APNS_KEY_P8_PATH is required unless APNS_DISABLE=1")
+    }
+
+    private static func url(_ env: [String: String], _ key: String, default value: String) throws(ConfigurationError) -> String {
+        guard let text = env[key], !text.isEmpty else { return value }
+        guard text.hasPrefix("https://") || text.hasPrefix("http://") else { throw ConfigurationError(key: key, "must be an http(s) URL") }
+        return text.hasSuffix("/") ? String(text.dropLast()) : text
+    }
+
+    /// `APNS_APPS_FILE`: a JSON list of `{"topic", "key_id", "team_id", "key_path"}`.
+    private static func loadAppsFile(_ path: String) throws(ConfigurationError) -> [APNsApp] {
+        func fail(_ why: String) -> ConfigurationError { ConfigurationError(key: "APNS_APPS_FILE", why) }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw fail("cannot read \(path)") }
+        guard case .array(let items)? = try? JSONValue(parsing: text) else { throw fail("must be a JSON array") }
+        var apps: [APNsApp] = []
+        for (index, item) in items.enumerated() {
+            guard let topic = item["topic"]?.stringValue, let keyID = item["key_id"]?.stringValue,
+                  let teamID = item["team_id"]?.stringValue, let keyPath = item["key_path"]?.stringValue else {
+                throw fail("entry \(index) needs topic, key_id, team_id and key_path")
+            }
+            guard let pem = try? String(contentsOfFile: keyPath, encoding: .utf8) else { throw fail("entry \(index): cannot read \(keyPath)") }
+            apps.append(APNsApp(topic: topic, keyID: keyID, teamID: teamID, privateKeyPEM: pem))
+        }
+        return apps
+    }
+}

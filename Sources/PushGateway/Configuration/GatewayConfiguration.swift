@@ -1,0 +1,104 @@
+import Foundation
+public import Logging
+
+/// Everything `linkstr-push` reads from its environment (and an optional `.env` file).
+/// Keys are documented in README.md.
+public struct GatewayConfiguration: Sendable {
+    public enum LogFormat: String, Sendable { case json, text }
+
+    public var listenHost: String
+    public var listenPort: Int
+    public var database: DatabaseURL
+    /// External base URL, for the standard NIP-98 `u` check.
+    public var publicURL: String?
+    public var logLevel: Logger.Level
+    public var logFormat: LogFormat
+    public var authMaxSkewSeconds: Int64
+    /// Bearer token for admin routes; admin routes are off without it.
+    public var adminToken: String?
+    public var apns: APNsConfiguration
+
+    public init(listenHost: String = "0.0.0.0", listenPort: Int = 8787, database: DatabaseURL, publicURL: String? = nil,
+                logLevel: Logger.Level = .info, logFormat: LogFormat = .text, authMaxSkewSeconds: Int64 = 300,
+                adminToken: String? = nil, apns: APNsConfiguration) {
+        self.listenHost = listenHost
+        self.listenPort = listenPort
+        self.database = database
+        self.publicURL = publicURL
+        self.logLevel = logLevel
+        self.logFormat = logFormat
+        self.authMaxSkewSeconds = authMaxSkewSeconds
+        self.adminToken = adminToken
+        self.apns = apns
+    }
+
+    /// Reads the configuration; the first problem found stops start-up with the key it concerns.
+    public static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> GatewayConfiguration {
+        let (host, port) = try parseListenAddress(env["LISTEN_ADDR"] ?? ":8787")
+        guard let databaseText = env["DATABASE_URL"], !databaseText.isEmpty else {
+            throw ConfigurationError(key: "DATABASE_URL", "required (postgres://user:pass@host:port/db)")
+        }
+        let database = try DatabaseURL(parsing: databaseText)
+        var publicURL = env["PUBLIC_URL"].flatMap { $0.isEmpty ? nil : $0 }
+        if let url = publicURL {
+            guard url.hasPrefix("https://") || url.hasPrefix("http://") else { throw ConfigurationError(key: "PUBLIC_URL", "must be an http(s) URL") }
+            if url.hasSuffix("/") { publicURL = String(url.dropLast()) }
+        }
+        let level: Logger.Level
+        if let text = env["LOG_LEVEL"], !text.isEmpty {
+            guard let parsed = Logger.Level(rawValue: text.lowercased()) else {
+                throw ConfigurationError(key: "LOG_LEVEL", "one of trace, debug, info, notice, warning, error, critical")
+            }
+            level = parsed
+        } else {
+            level = .info
+        }
+        let format: LogFormat
+        if let text = env["LOG_FORMAT"], !text.isEmpty {
+            guard let parsed = LogFormat(rawValue: text.lowercased()) else { throw ConfigurationError(key: "LOG_FORMAT", "json or text") }
+            format = parsed
+        } else {
+            format = .text
+        }
+        var skew: Int64 = 300
+        if let text = env["AUTH_MAX_SKEW_SECONDS"], !text.isEmpty {
+            guard let parsed = Int64(text), (1...86_400).contains(parsed) else {
+                throw ConfigurationError(key: "AUTH_MAX_SKEW_SECONDS", "an integer number of seconds in 1...86400")
+            }
+            skew = parsed
+        }
+        return GatewayConfiguration(
+            listenHost: host, listenPort: port, database: database, publicURL: publicURL, logLevel: level, logFormat: format,
+            authMaxSkewSeconds: skew, adminToken: env["ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 },
+            apns: try APNsConfiguration.fromEnvironment(env))
+    }
+
+    /// `:8787`, `127.0.0.1:8787`, `[::1]:8787`.
+    static func parseListenAddress(_ text: String) throws(ConfigurationError) -> (String, Int) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
+            throw ConfigurationError(key: "LISTEN_ADDR", "expected [host]:port, for example :8787")
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return (host.isEmpty ? "0.0.0.0" : host, port)
+    }
+
+    /// The process environment over an optional `.env` file (the environment wins).
+    public static func environment(dotEnvPath: String = ".env") -> [String: String] {
+        var merged: [String: String] = [:]
+        if let text = try? String(contentsOfFile: dotEnvPath, encoding: .utf8) {
+            for line in text.split(whereSeparator: \.isNewline) {
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                guard !trimmed.isEmpty, !trimmed.hasPrefix("#"), let equals = trimmed.firstIndex(of: "=") else { continue }
+                let key = trimmed[..<equals].trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "export ", with: "")
+                var value = trimmed[trimmed.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+                if value.count >= 2, (value.hasPrefix("\"") && value.hasSuffix("\"")) || (value.hasPrefix("'") && value.hasSuffix("'")) {
+                    value = String(value.dropFirst().dropLast())
+                }
+                merged[key] = value
+            }
+        }
+        for (key, value) in ProcessInfo.processInfo.environment { merged[key] = value }
+        return merged
+    }
+}

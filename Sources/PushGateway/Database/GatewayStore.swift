@@ -1,0 +1,219 @@
+public import Foundation
+public import Logging
+public import NostrProtocol
+public import PostgresNIO
+
+/// A registered device as the API shows it to its owner.
+public struct DeviceRecord: Sendable, Equatable {
+    public var deviceToken: String
+    public var environment: String
+    public var topic: String
+    public var relayWatch: Bool
+    public var registeredAt: Date
+}
+
+/// All SQL of the HTTP API. Every mutating call runs in one transaction that first consumes the
+/// request's single-use authorization key, so a replayed request changes nothing and a failed
+/// one leaves the key unused.
+public struct GatewayStore: Sendable {
+    public let client: PostgresClient
+    public let logger: Logger
+    /// How long dedupe rows are kept.
+    public static let dedupeRetention: TimeInterval = 30 * 86_400
+    /// How long a queued job may wait for delivery.
+    public static let jobLifetimeSeconds = 15 * 60
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Runs `body` in a transaction after recording `auth`'s replay key; a key seen before is a 401.
+    func authorized<Result: Sendable>(
+        _ auth: VerifiedHTTPAuth, replayWindow: Int64, _ body: @Sendable (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        let pubkey = auth.pubkey.hex
+        let key = auth.replayKey
+        let expires = Date(timeIntervalSince1970: TimeInterval(auth.event.createdAt + replayWindow + 60))
+        return try await storage {
+            try await client.withTransaction(logger: logger) { connection in
+                let inserted = try await connection.query("""
+                    INSERT INTO auth_replays (pubkey, replay_key, expires_at) VALUES (\(pubkey), \(key), \(expires))
+                    ON CONFLICT DO NOTHING RETURNING 1
+                    """, logger: logger).collect().count
+                guard inserted == 1 else { throw APIError.unauthorized("authorization was already used (replayed nonce or event)") }
+                return try await body(connection)
+            }
+        }
+    }
+
+    /// Maps anything that is not already an API error to a plain 500, logging only the error type
+    /// and PostgreSQL's SQLSTATE code, never values.
+    func storage<Result>(_ body: () async throws -> Result) async throws -> Result {
+        do {
+            return try await body()
+        } catch let error as APIError {
+            throw error
+        } catch let error as PostgresTransactionError where error.closureError is APIError {
+            // A rejection decided inside the transaction (a replayed key); it was rolled back.
+            throw error.closureError as! APIError
+        } catch let error as PSQLError {
+            logger.error("storage failure", metadata: ["db.code": "\(error.serverInfo?[.sqlState] ?? "none")", "db.error": "\(error.code)"])
+            throw APIError.storage
+        } catch {
+            logger.error("storage failure", metadata: ["error.type": "\(type(of: error))"])
+            throw APIError.storage
+        }
+    }
+
+    /// Registers (or moves) a device to `pubkey`. A token moving away from another pubkey drops
+    /// that pubkey's queued jobs for it, and that pubkey's archive state if it has no device left.
+    public func register(_ request: RegisterDeviceRequest, topic: String, auth: VerifiedHTTPAuth, replayWindow: Int64) async throws {
+        let pubkey = auth.pubkey.hex
+        let logger = self.logger
+        try await authorized(auth, replayWindow: replayWindow) { connection in
+            var previous: String?
+            for try await owner in try await connection.query(
+                "SELECT pubkey FROM devices WHERE device_token = \(request.deviceToken) FOR UPDATE", logger: logger
+            ).decode(String.self) {
+                previous = owner
+            }
+            try await connection.query("""
+                INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch)
+                VALUES (\(request.deviceToken), \(pubkey), \(request.environment.rawValue), \(topic), \(request.relayWatch))
+                ON CONFLICT (device_token) DO UPDATE SET pubkey = EXCLUDED.pubkey, apns_environment = EXCLUDED.apns_environment,
+                    topic = EXCLUDED.topic, relay_watch = EXCLUDED.relay_watch, updated_at = now()
+                """, logger: logger)
+            if let previous, previous != pubkey {
+                try await connection.query("DELETE FROM push_jobs WHERE device_token = \(request.deviceToken)", logger: logger)
+                try await Self.dropOrphanedArchive(previous, connection, logger)
+            }
+        }
+    }
+
+    /// Removes the caller's own device (a token owned by someone else is left alone).
+    @discardableResult
+    public func unregister(deviceToken: String, auth: VerifiedHTTPAuth, replayWindow: Int64) async throws -> Bool {
+        let pubkey = auth.pubkey.hex
+        let logger = self.logger
+        return try await authorized(auth, replayWindow: replayWindow) { connection in
+            let removed = try await connection.query(
+                "DELETE FROM devices WHERE device_token = \(deviceToken) AND pubkey = \(pubkey) RETURNING 1", logger: logger
+            ).collect().count
+            try await Self.dropOrphanedArchive(pubkey, connection, logger)
+            return removed > 0
+        }
+    }
+
+    /// Applies an archive update; returns false when nothing was stored because the caller has no
+    /// device. Archiving cancels queued jobs for those conversations.
+    @discardableResult
+    public func updateArchive(_ request: ArchiveStateRequest, auth: VerifiedHTTPAuth, replayWindow: Int64) async throws -> Bool {
+        let pubkey = auth.pubkey.hex
+        let logger = self.logger
+        return try await authorized(auth, replayWindow: replayWindow) { connection in
+            let hasDevice = try await connection.query("SELECT 1 FROM devices WHERE pubkey = \(pubkey) LIMIT 1", logger: logger).collect().count > 0
+            guard hasDevice else { return false }
+            if let known = request.known {
+                guard !known.isEmpty else { return true }
+                try await connection.query(
+                    "DELETE FROM archived_conversations WHERE pubkey = \(pubkey) AND conversation_id = ANY(\(known))", logger: logger)
+            } else {
+                try await connection.query("DELETE FROM archived_conversations WHERE pubkey = \(pubkey)", logger: logger)
+            }
+            if !request.archived.isEmpty {
+                try await connection.query("""
+                    INSERT INTO archived_conversations (pubkey, conversation_id)
+                    SELECT \(pubkey), unnest(\(request.archived)::text[]) ON CONFLICT DO NOTHING
+                    """, logger: logger)
+                try await connection.query(
+                    "DELETE FROM push_jobs WHERE pubkey = \(pubkey) AND conversation_id = ANY(\(request.archived))", logger: logger)
+            }
+            return true
+        }
+    }
+
+    public struct EnqueueResult: Sendable, Equatable {
+        public var recipientCount: Int
+        public var candidateDevices: Int
+    }
+
+    /// Dedupes per (event, type, recipient), skips the sender, recipients without devices and
+    /// archived conversations, and queues one job per remaining device, all in one statement.
+    /// `skipRelayWatchDevices`: while the relay watcher runs, devices it serves get no typed push.
+    public func enqueue(_ request: PushRequest, auth: VerifiedHTTPAuth, replayWindow: Int64, skipRelayWatchDevices: Bool = false) async throws -> EnqueueResult {
+        let sender = auth.pubkey.hex
+        let logger = self.logger
+        let lifetime = Self.jobLifetimeSeconds
+        return try await authorized(auth, replayWindow: replayWindow) { connection in
+            let rows = try await connection.query("""
+                WITH recipients AS (
+                    SELECT DISTINCT r AS pubkey FROM unnest(\(request.recipients)::text[]) AS r WHERE r <> \(sender)
+                ), fresh AS (
+                    INSERT INTO push_dedupe (event_id, notification_type, recipient)
+                    SELECT \(request.eventID), \(request.type.rawValue), pubkey FROM recipients
+                    ON CONFLICT DO NOTHING RETURNING recipient
+                ), jobs AS (
+                    INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, emoji, post_id, expires_at)
+                    SELECT gen_random_uuid(), d.device_token, d.pubkey, \(request.type.rawValue), \(request.eventID), \(request.conversationID),
+                           \(request.emoji), \(request.postID), now() + make_interval(secs => \(lifetime))
+                    FROM fresh f JOIN devices d ON d.pubkey = f.recipient
+                    WHERE NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = d.pubkey AND a.conversation_id = \(request.conversationID))
+                      AND NOT (d.relay_watch AND \(skipRelayWatchDevices))
+                    RETURNING 1
+                )
+                SELECT (SELECT count(*) FROM recipients)::int, (SELECT count(*) FROM jobs)::int
+                """, logger: logger).decode((Int, Int).self)
+            for try await (recipients, jobs) in rows { return EnqueueResult(recipientCount: recipients, candidateDevices: jobs) }
+            return EnqueueResult(recipientCount: 0, candidateDevices: 0)
+        }
+    }
+
+    /// The caller's devices (read-only: the replay key is still consumed, as for every signed call).
+    public func devices(auth: VerifiedHTTPAuth, replayWindow: Int64) async throws -> [DeviceRecord] {
+        let pubkey = auth.pubkey.hex
+        let logger = self.logger
+        return try await authorized(auth, replayWindow: replayWindow) { connection in
+            var records: [DeviceRecord] = []
+            for try await (token, environment, topic, watch, registered) in try await connection.query("""
+                SELECT device_token, apns_environment, topic, relay_watch, registered_at FROM devices
+                WHERE pubkey = \(pubkey) ORDER BY registered_at, device_token
+                """, logger: logger).decode((String, String, String, Bool, Date).self) {
+                records.append(DeviceRecord(deviceToken: token, environment: environment, topic: topic, relayWatch: watch, registeredAt: registered))
+            }
+            return records
+        }
+    }
+
+    /// Erases everything stored for the caller: devices (and with them queued jobs), archive
+    /// state and dedupe rows. Returns the number of devices removed.
+    public func deleteAccount(auth: VerifiedHTTPAuth, replayWindow: Int64) async throws -> Int {
+        let pubkey = auth.pubkey.hex
+        let logger = self.logger
+        return try await authorized(auth, replayWindow: replayWindow) { connection in
+            let devices = try await connection.query("DELETE FROM devices WHERE pubkey = \(pubkey) RETURNING 1", logger: logger).collect().count
+            try await connection.query("DELETE FROM push_jobs WHERE pubkey = \(pubkey)", logger: logger)
+            try await connection.query("DELETE FROM archived_conversations WHERE pubkey = \(pubkey)", logger: logger)
+            try await connection.query("DELETE FROM push_dedupe WHERE recipient = \(pubkey)", logger: logger)
+            return devices
+        }
+    }
+
+    /// Deletes expired replay keys and dedupe rows past their retention. Returns rows removed.
+    @discardableResult
+    public func prune(now: Date = Date()) async throws -> Int {
+        let dedupeCutoff = now.addingTimeInterval(-Self.dedupeRetention)
+        return try await storage {
+            let replays = try await client.query("DELETE FROM auth_replays WHERE expires_at < \(now) RETURNING 1", logger: logger).collect().count
+            let dedupe = try await client.query("DELETE FROM push_dedupe WHERE created_at < \(dedupeCutoff) RETURNING 1", logger: logger).collect().count
+            return replays + dedupe
+        }
+    }
+
+    static func dropOrphanedArchive(_ pubkey: String, _ connection: PostgresConnection, _ logger: Logger) async throws {
+        try await connection.query("""
+            DELETE FROM archived_conversations WHERE pubkey = \(pubkey)
+            AND NOT EXISTS (SELECT 1 FROM devices WHERE pubkey = \(pubkey))
+            """, logger: logger)
+    }
+}

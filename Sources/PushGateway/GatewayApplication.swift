@@ -1,0 +1,59 @@
+import Foundation
+public import Hummingbird
+public import Logging
+public import PostgresNIO
+import ServiceLifecycle
+
+/// Builds the gateway: a PostgreSQL client (a service), migrations applied before the server
+/// starts (unless disabled), and the HTTP server. `runService()` handles SIGTERM/SIGINT with a
+/// graceful shutdown.
+public enum GatewayApplication {
+    public static func postgresClient(_ url: DatabaseURL, logger: Logger) -> PostgresClient {
+        var configuration = PostgresClient.Configuration(
+            host: url.host, port: url.port, username: url.username, password: url.password, database: url.database,
+            tls: url.tls == .disable ? .disable : (url.tls == .require ? .require(.makeClientConfiguration()) : .prefer(.makeClientConfiguration())))
+        configuration.options.maximumConnections = 40
+        return PostgresClient(configuration: configuration, backgroundLogger: logger)
+    }
+
+    public static func build(
+        configuration: GatewayConfiguration, migrator: Migrator, migrateOnStart: Bool = true, logger: Logger
+    ) -> some ApplicationProtocol {
+        let client = postgresClient(configuration.database, logger: logger)
+        let store = GatewayStore(client: client, logger: logger)
+        let api = GatewayAPI(store: store, configuration: configuration, latestMigration: migrator.latestVersion)
+        var app = Application(
+            router: buildRouter(api: api),
+            configuration: .init(address: .hostname(configuration.listenHost, port: configuration.listenPort), serverName: "linkstr-push"),
+            services: [client, MaintenanceService(store: store, logger: logger)],
+            logger: logger)
+        if migrateOnStart {
+            app.beforeServerStarts {
+                try await migrator.migrate(client: client, logger: logger)
+            }
+        }
+        return app
+    }
+}
+
+/// Prunes expired replay keys and old dedupe rows every few minutes.
+struct MaintenanceService: Service {
+    let store: GatewayStore
+    let logger: Logger
+    var interval: Duration = .seconds(300)
+
+    func run() async throws {
+        // A graceful shutdown cancels the sleep, so the service ends at once.
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                try await Task.sleep(for: interval)
+                do {
+                    let removed = try await store.prune()
+                    logger.debug("pruned expired rows", metadata: ["db.rows": "\(removed)"])
+                } catch {
+                    logger.warning("prune failed", metadata: ["error.type": "\(type(of: error))"])
+                }
+            }
+        }
+    }
+}

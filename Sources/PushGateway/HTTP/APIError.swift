@@ -1,0 +1,31 @@
+public import Hummingbird
+import NIOCore
+
+/// An error answered as `{"error": message}` with its status. Messages are the ones the linkstr
+/// app knows (see ../shared/spec/linkstr-wire.md §4) or equally plain ones; they never carry
+/// database or crypto internals.
+public struct APIError: Error, Sendable, Equatable, HTTPResponseError {
+    public let status: HTTPResponse.Status
+    public let message: String
+    public var headers: HTTPFields = [:]
+
+    public init(_ status: HTTPResponse.Status, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+
+    public static func badRequest(_ message: String) -> APIError { APIError(.badRequest, message) }
+    public static func unauthorized(_ message: String) -> APIError { APIError(.unauthorized, message) }
+
+    public static let invalidJSON = APIError.badRequest("invalid json body")
+    public static let unreadableBody = APIError.badRequest("failed to read request body")
+    public static let storage = APIError(.internalServerError, "storage error")
+
+    public static func == (lhs: APIError, rhs: APIError) -> Bool { lhs.status == rhs.status && lhs.message == rhs.message }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var headers = self.headers
+        headers[.contentType] = "application/json"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: JSONBody.object(["error": .string(message)]))))
+    }
+}

@@ -1,0 +1,172 @@
+public import Foundation
+public import Hummingbird
+import Logging
+import NIOCore
+import NostrProtocol
+import PostgresNIO
+
+/// The HTTP API: linkstr's routes exactly as the app calls them, plus the additions.
+/// Every signed route reads the body (≤ 64 KiB), verifies the `Authorization: Nostr` header
+/// against it, validates the body, and only then touches the database.
+public struct GatewayAPI: Sendable {
+    public static let maxBodyBytes = 64 * 1024
+
+    let store: GatewayStore
+    let verifier: HTTPAuthVerifier
+    let defaultTopic: String
+    let topics: Set<String>
+    let adminToken: String?
+    let startedAt: Date
+    let latestMigration: Int
+
+    public init(store: GatewayStore, configuration: GatewayConfiguration, latestMigration: Int, startedAt: Date = Date()) {
+        self.store = store
+        self.verifier = HTTPAuthVerifier(maxSkewSeconds: configuration.authMaxSkewSeconds, publicBaseURL: configuration.publicURL)
+        self.defaultTopic = configuration.apns.defaultTopic
+        self.topics = configuration.apns.topics
+        self.adminToken = configuration.adminToken
+        self.startedAt = startedAt
+        self.latestMigration = latestMigration
+    }
+
+    var replayWindow: Int64 { verifier.maxSkewSeconds }
+
+    /// Reads the body within the limit; anything unreadable or too large is the app's 400.
+    static func readBody(_ request: inout Request) async throws(APIError) -> [UInt8] {
+        do {
+            let buffer = try await request.body.collect(upTo: maxBodyBytes)
+            return Array(buffer.readableBytesView)
+        } catch {
+            throw .unreadableBody
+        }
+    }
+
+    func authenticate(_ request: Request, body: [UInt8]) throws(APIError) -> VerifiedHTTPAuth {
+        let query = request.uri.query.flatMap { $0.isEmpty ? nil : $0 }
+        let facts = HTTPAuthRequest(method: request.method.rawValue, path: request.uri.path, query: query, body: body)
+        do {
+            return try verifier.verify(authorization: request.headers[.authorization], request: facts)
+        } catch {
+            throw .unauthorized(error.description)
+        }
+    }
+
+    /// Body, then auth, then the route's own parsing.
+    func signed<Parsed>(_ request: inout Request, parse: ([UInt8]) throws(APIError) -> Parsed) async throws -> (VerifiedHTTPAuth, Parsed) {
+        let body = try await Self.readBody(&request)
+        let auth = try authenticate(request, body: body)
+        return (auth, try parse(body))
+    }
+
+    public func register(_ request: inout Request) async throws -> Response {
+        let (auth, registration) = try await signed(&request, parse: RegisterDeviceRequest.parse)
+        let topic = registration.topic ?? defaultTopic
+        guard topics.contains(topic) else { throw APIError.badRequest("unknown topic") }
+        try await store.register(registration, topic: topic, auth: auth, replayWindow: replayWindow)
+        store.logger.info("device registered", metadata: [
+            "nostr.pubkey": "\(auth.pubkey.hex)", "apns.token": "\(DeviceToken.redacted(registration.deviceToken))",
+            "apns.environment": "\(registration.environment.rawValue)", "push.relay_watch": "\(registration.relayWatch)",
+        ])
+        return JSONBody.response(.accepted, ["status": "registered"])
+    }
+
+    public func unregister(_ request: inout Request) async throws -> Response {
+        let (auth, unregistration) = try await signed(&request, parse: UnregisterDeviceRequest.parse)
+        try await store.unregister(deviceToken: unregistration.deviceToken, auth: auth, replayWindow: replayWindow)
+        return JSONBody.response(.accepted, ["status": "unregistered"])
+    }
+
+    public func archiveState(_ request: inout Request) async throws -> Response {
+        let (auth, update) = try await signed(&request, parse: ArchiveStateRequest.parse)
+        try await store.updateArchive(update, auth: auth, replayWindow: replayWindow)
+        return JSONBody.response(.accepted, ["status": "synced"])
+    }
+
+    public func push(_ request: inout Request) async throws -> Response {
+        let (auth, push) = try await signed(&request, parse: PushRequest.parse)
+        let result = try await store.enqueue(push, auth: auth, replayWindow: replayWindow)
+        return JSONBody.response(.accepted, [
+            "status": "accepted", "recipient_count": .integer(Int64(result.recipientCount)),
+            "candidate_devices": .integer(Int64(result.candidateDevices)),
+        ])
+    }
+
+    public func listDevices(_ request: inout Request) async throws -> Response {
+        let (auth, _) = try await signed(&request) { (_: [UInt8]) throws(APIError) in () }
+        let devices = try await store.devices(auth: auth, replayWindow: replayWindow)
+        let formatter = ISO8601DateFormatter()
+        return JSONBody.response(.ok, ["devices": .array(devices.map { device in
+            .object([
+                "device_token": .string(device.deviceToken), "apns_environment": .string(device.environment),
+                "topic": .string(device.topic), "relay_watch": .bool(device.relayWatch),
+                "registered_at": .string(formatter.string(from: device.registeredAt)),
+            ])
+        })])
+    }
+
+    public func deleteAccount(_ request: inout Request) async throws -> Response {
+        let (auth, _) = try await signed(&request) { (_: [UInt8]) throws(APIError) in () }
+        let removed = try await store.deleteAccount(auth: auth, replayWindow: replayWindow)
+        store.logger.info("account erased", metadata: ["nostr.pubkey": "\(auth.pubkey.hex)", "push.devices": "\(removed)"])
+        return JSONBody.response(.ok, ["status": "deleted", "devices_removed": .integer(Int64(removed))])
+    }
+
+    /// Ready when the database answers and every known migration is applied.
+    public func ready() async -> Response {
+        do {
+            let version = try await Migrator.currentVersion(client: store.client, logger: store.logger)
+            guard let version, version >= latestMigration else {
+                return JSONBody.response(.serviceUnavailable, ["status": "not ready", "error": "database not migrated"])
+            }
+            return JSONBody.response(.ok, ["status": "ready", "migration": .integer(Int64(version))])
+        } catch {
+            return JSONBody.response(.serviceUnavailable, ["status": "not ready", "error": "database unreachable"])
+        }
+    }
+
+    /// `GET /admin/status` with `Authorization: Bearer <ADMIN_TOKEN>`.
+    public func adminStatus(_ request: Request) async throws -> Response {
+        guard let adminToken else { throw APIError(.notFound, "admin routes are disabled (set ADMIN_TOKEN)") }
+        let presented = request.headers[.authorization] ?? ""
+        guard Self.constantTimeEquals(presented, "Bearer \(adminToken)") else { throw APIError.unauthorized("admin token required") }
+        let (devices, watching, queued, due) = try await store.storage {
+            var counts = (0, 0, 0, 0)
+            for try await row in try await store.client.query("""
+                SELECT (SELECT count(*) FROM devices)::int, (SELECT count(*) FROM devices WHERE relay_watch)::int,
+                       (SELECT count(*) FROM push_jobs)::int, (SELECT count(*) FROM push_jobs WHERE next_attempt_at <= now())::int
+                """, logger: store.logger).decode((Int, Int, Int, Int).self) {
+                counts = row
+            }
+            return counts
+        }
+        return JSONBody.response(.ok, [
+            "status": "ok", "uptime_seconds": .integer(Int64(Date().timeIntervalSince(startedAt))),
+            "devices": .integer(Int64(devices)), "relay_watch_devices": .integer(Int64(watching)),
+            "queue": .object(["jobs": .integer(Int64(queued)), "due": .integer(Int64(due))]),
+            "migration": .integer(Int64(latestMigration)),
+        ])
+    }
+
+    static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        var difference: UInt8 = 0
+        for (p, q) in zip(x, y) { difference |= p ^ q }
+        return difference == 0
+    }
+}
+
+/// The routes, for `buildApplication` and for tests that drive the router directly.
+public func buildRouter(api: GatewayAPI) -> Router<BasicRequestContext> {
+    let router = Router(context: BasicRequestContext.self)
+    router.get("/healthz") { _, _ in JSONBody.response(.ok, ["status": "ok"]) }
+    router.get("/readyz") { _, _ in await api.ready() }
+    router.post("/v1/devices/register") { request, _ in var request = request; return try await api.register(&request) }
+    router.post("/v1/devices/unregister") { request, _ in var request = request; return try await api.unregister(&request) }
+    router.put("/v1/conversations/archive-state") { request, _ in var request = request; return try await api.archiveState(&request) }
+    router.post("/v1/push") { request, _ in var request = request; return try await api.push(&request) }
+    router.get("/v1/devices") { request, _ in var request = request; return try await api.listDevices(&request) }
+    router.delete("/v1/account") { request, _ in var request = request; return try await api.deleteAccount(&request) }
+    router.get("/admin/status") { request, _ in try await api.adminStatus(request) }
+    return router
+}

@@ -1,0 +1,142 @@
+import Foundation
+import HTTPTypes
+import NostrProtocol
+@testable import PushGateway
+import Testing
+
+@Suite(.serialized) struct ArchiveAndPushTests {
+    static func pushBody(_ type: String = "new_post", event: String = "ev1", conversation: String = "C1", to recipients: [Keys], extra: String = "") -> String {
+        let list = recipients.map { "\"\($0.publicKey.hex)\"" }.joined(separator: ",")
+        return #"{"notification_type":"\#(type)","event_id":"\#(event)","conversation_id":"\#(conversation)","recipient_pubkeys":[\#(list)]\#(extra)}"#
+    }
+
+    @Test func archiveReplaceScopedAndEmptyScope() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate()
+            let pub = alice.publicKey.hex
+            // Without a device nothing is stored.
+            let early = try await gateway.send(alice, .put, "/v1/conversations/archive-state", json: #"{"archived_conversation_ids":["A"]}"#)
+            #expect(early.status == .accepted)
+            #expect(early.json == ["status": "synced"])
+            #expect(try await gateway.count("SELECT count(*)::int FROM archived_conversations") == 0)
+
+            try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x40)))
+            try await gateway.send(alice, .put, "/v1/conversations/archive-state", json: #"{"archived_conversation_ids":[" A ","B","B",""]}"#)
+            #expect(try await gateway.count("SELECT count(*)::int FROM archived_conversations WHERE pubkey = '\(pub)' AND conversation_id IN ('A','B')") == 2)
+            #expect(try await gateway.count("SELECT count(*)::int FROM archived_conversations") == 2)
+
+            // Scoped: only C and A change; B stays archived.
+            try await gateway.send(alice, .put, "/v1/conversations/archive-state",
+                                   json: #"{"archived_conversation_ids":["C"],"known_conversation_ids":["A","C"]}"#)
+            #expect(try await gateway.count("SELECT count(*)::int FROM archived_conversations WHERE conversation_id IN ('B','C')") == 2)
+            #expect(try await gateway.count("SELECT count(*)::int FROM archived_conversations") == 2)
+
+            // An empty scope changes nothing.
+            try await gateway.send(alice, .put, "/v1/conversations/archive-state", json: #"{"archived_conversation_ids":[],"known_conversation_ids":[]}"#)
+            #expect(try await gateway.count("SELECT count(*)::int FROM archived_conversations") == 2)
+
+            // Full replacement.
+            try await gateway.send(alice, .put, "/v1/conversations/archive-state", json: #"{"archived_conversation_ids":["Z"]}"#)
+            #expect(try await gateway.count("SELECT count(*)::int FROM archived_conversations WHERE conversation_id = 'Z'") == 1)
+            #expect(try await gateway.count("SELECT count(*)::int FROM archived_conversations") == 1)
+
+            // Removed with the last device.
+            try await gateway.send(alice, .post, "/v1/devices/unregister", json: #"{"device_token":"\#(GatewayHarness.token(0x40))"}"#)
+            #expect(try await gateway.count("SELECT count(*)::int FROM archived_conversations") == 0)
+        }
+    }
+
+    @Test func archiveErrors() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate()
+            try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x41)))
+            let cases: [(String, String)] = [
+                ("{}", "archived_conversation_ids is required"),
+                (#"{"archived_conversation_ids":"A"}"#, "invalid json body: archived_conversation_ids must be an array of strings"),
+                (#"{"archived_conversation_ids":["A"],"known_conversation_ids":["A",""]}"#, "known_conversation_ids must contain nonempty conversation IDs"),
+                (#"{"archived_conversation_ids":["A"],"known_conversation_ids":["B"]}"#, "archived_conversation_ids must be within known_conversation_ids"),
+                ("nope", "invalid json body"),
+            ]
+            for (body, message) in cases {
+                let response = try await gateway.send(alice, .put, "/v1/conversations/archive-state", json: body)
+                #expect(response.status == .badRequest, "\(body)")
+                #expect(response.errorMessage == message, "\(body)")
+            }
+            #expect(try await gateway.count("SELECT count(*)::int FROM archived_conversations") == 0)
+        }
+    }
+
+    @Test func pushFanOutSkipsSenderArchivedAndDeviceless() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate(), bob = Keys.generate(), carol = Keys.generate(), dave = Keys.generate()
+            try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x50)))
+            try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x51)))
+            try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x52), environment: "production"))
+            try await gateway.send(carol, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x53)))
+            try await gateway.send(carol, .put, "/v1/conversations/archive-state", json: #"{"archived_conversation_ids":["C1"]}"#)
+
+            // Alice posts to everyone, herself included: Bob's two devices get jobs; Carol archived
+            // the conversation; Dave has no device; Alice is the sender.
+            let response = try await gateway.send(alice, .post, "/v1/push", json: Self.pushBody(to: [alice, bob, carol, dave, bob]))
+            #expect(response.status == .accepted)
+            #expect(response.json == ["status": "accepted", "recipient_count": 3, "candidate_devices": 2])
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE pubkey = '\(bob.publicKey.hex)' AND event_id = 'ev1'") == 2)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE expires_at BETWEEN now() + interval '14 minutes' AND now() + interval '16 minutes'") == 2)
+
+            // The same event again is deduped; a reaction to it is a different notification.
+            let again = try await gateway.send(alice, .post, "/v1/push", json: Self.pushBody(to: [bob]))
+            #expect(again.json?["candidate_devices"] == 0)
+            let reaction = try await gateway.send(alice, .post, "/v1/push",
+                                                  json: Self.pushBody("new_emoji_reaction", to: [bob], extra: #","emoji":"👍","post_id":"p1""#))
+            #expect(reaction.json?["candidate_devices"] == 2)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE emoji = '👍' AND post_id = 'p1'") == 2)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE notification_type = 'new_post' AND post_id IS NOT NULL") == 0)
+
+            // Archiving the conversation cancels Bob's queued jobs for it.
+            try await gateway.send(bob, .put, "/v1/conversations/archive-state", json: #"{"archived_conversation_ids":["C1"]}"#)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE pubkey = '\(bob.publicKey.hex)'") == 0)
+        }
+    }
+
+    @Test func removingADeviceCancelsItsJobs() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate(), bob = Keys.generate()
+            try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x60)))
+            try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x61)))
+            try await gateway.send(alice, .post, "/v1/push", json: Self.pushBody(to: [bob]))
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 2)
+            try await gateway.send(bob, .post, "/v1/devices/unregister", json: #"{"device_token":"\#(GatewayHarness.token(0x60))"}"#)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 1)
+            // A token that moves to another pubkey takes no queued job with it.
+            try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x61)))
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0)
+        }
+    }
+
+    @Test func pushValidation() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate(), bob = Keys.generate()
+            try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x70)))
+            let many = (0..<501).map { _ in "\"\(Keys.generate().publicKey.hex)\"" }.joined(separator: ",")
+            let cases: [(String, String)] = [
+                (#"{"notification_type":"new_thing","event_id":"e","conversation_id":"c","recipient_pubkeys":["\#(bob.publicKey.hex)"]}"#, "unsupported notification_type"),
+                (#"{"notification_type":"new_post","conversation_id":"c","recipient_pubkeys":["\#(bob.publicKey.hex)"]}"#, "event_id is required"),
+                (#"{"notification_type":"new_post","event_id":" ","conversation_id":"c","recipient_pubkeys":["\#(bob.publicKey.hex)"]}"#, "event_id is required"),
+                (#"{"notification_type":"new_post","event_id":"e","recipient_pubkeys":["\#(bob.publicKey.hex)"]}"#, "conversation_id is required"),
+                (#"{"notification_type":"new_post","event_id":"e","conversation_id":"c","recipient_pubkeys":[]}"#, "recipient_pubkeys is required"),
+                (#"{"notification_type":"new_post","event_id":"e","conversation_id":"c","recipient_pubkeys":["", " "]}"#, "recipient_pubkeys is required"),
+                (#"{"notification_type":"new_emoji_reaction","event_id":"e","conversation_id":"c","recipient_pubkeys":["\#(bob.publicKey.hex)"]}"#, "emoji is required for new_emoji_reaction"),
+                (#"{"notification_type":"new_post","event_id":"e","conversation_id":"c","recipient_pubkeys":["not-a-key"]}"#, "recipient_pubkeys must be 64-character hex public keys"),
+                (#"{"notification_type":"new_post","event_id":"e","conversation_id":"c","recipient_pubkeys":[\#(many)]}"#, "recipient_pubkeys has 501 entries; at most 500 are accepted"),
+                (#"{"notification_type":"new_post","event_id":"e","conversation_id":"c","recipient_pubkeys":"x"}"#, "invalid json body: recipient_pubkeys must be an array of strings"),
+            ]
+            for (body, message) in cases {
+                let response = try await gateway.send(alice, .post, "/v1/push", json: body)
+                #expect(response.status == .badRequest, "\(message)")
+                #expect(response.errorMessage == message)
+            }
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_dedupe") == 0)
+        }
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import HTTPTypes
+import NostrProtocol
+@testable import PushGateway
+import Testing
+
+@Suite(.serialized) struct AuthTests {
+    @Test func rejectionsAre401WithReasonAndStoreNothing() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate()
+            let body = GatewayHarness.registerBody(GatewayHarness.token(0x30))
+            let path = "/v1/devices/register"
+
+            let missing = try await gateway.send(nil, .post, path, json: body)
+            #expect(missing.status == .unauthorized)
+            #expect(missing.errorMessage == "missing Authorization header")
+
+            let expired = try await gateway.send(alice, .post, path, json: body, createdAt: UnixTime.now() - 301)
+            #expect(expired.status == .unauthorized)
+            #expect(expired.errorMessage == "authorization event is too old")
+
+            let future = try await gateway.send(alice, .post, path, json: body, createdAt: UnixTime.now() + 301)
+            #expect(future.errorMessage == "authorization event is too far in the future")
+
+            // Signed for another path, another method, another body.
+            let otherPath = HTTPAuth.linkstrEvent(keys: alice, method: "POST", path: "/v1/push", body: Array(body.utf8))
+            let wrongPath = try await gateway.send(nil, .post, path, json: body, headers: [.authorization: HTTPAuth.headerValue(for: otherPath)])
+            #expect(wrongPath.errorMessage == "authorization path does not match the request")
+            let otherMethod = HTTPAuth.linkstrEvent(keys: alice, method: "PUT", path: path, body: Array(body.utf8))
+            let wrongMethod = try await gateway.send(nil, .post, path, json: body, headers: [.authorization: HTTPAuth.headerValue(for: otherMethod)])
+            #expect(wrongMethod.errorMessage == "authorization method does not match the request")
+            let otherBody = HTTPAuth.linkstrEvent(keys: alice, method: "POST", path: path, body: Array("{}".utf8))
+            let wrongBody = try await gateway.send(nil, .post, path, json: body, headers: [.authorization: HTTPAuth.headerValue(for: otherBody)])
+            #expect(wrongBody.errorMessage == "authorization payload hash does not match the body")
+
+            let garbage = try await gateway.send(nil, .post, path, json: body, headers: [.authorization: "Nostr not-base64!"])
+            #expect(garbage.errorMessage == "authorization event is not valid base64")
+            let bearer = try await gateway.send(nil, .post, path, json: body, headers: [.authorization: "Bearer x"])
+            #expect(bearer.errorMessage == "Authorization scheme must be Nostr")
+
+            // Auth is checked before the body: a bad body with bad auth is a 401.
+            let both = try await gateway.send(nil, .post, path, json: "{")
+            #expect(both.status == .unauthorized)
+
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 0)
+            #expect(try await gateway.count("SELECT count(*)::int FROM auth_replays") == 0)
+        }
+    }
+
+    @Test func replayedNonceIsRejected() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate()
+            let event = HTTPAuth.linkstrEvent(keys: alice, method: "POST", path: "/v1/devices/register",
+                                              body: Array(GatewayHarness.registerBody(GatewayHarness.token(0x31)).utf8), nonce: "once")
+            let header: HTTPFields = [.authorization: HTTPAuth.headerValue(for: event)]
+            let body = GatewayHarness.registerBody(GatewayHarness.token(0x31))
+            #expect(try await gateway.send(nil, .post, "/v1/devices/register", json: body, headers: header).status == .accepted)
+            // Delete the device, then replay the captured request: it must not come back.
+            try await gateway.send(alice, .post, "/v1/devices/unregister", json: #"{"device_token":"\#(GatewayHarness.token(0x31))"}"#)
+            let replay = try await gateway.send(nil, .post, "/v1/devices/register", json: body, headers: header)
+            #expect(replay.status == .unauthorized)
+            #expect(replay.errorMessage == "authorization was already used (replayed nonce or event)")
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 0)
+            // The same nonce from another pubkey is a different key.
+            #expect(try await gateway.send(Keys.generate(), .post, "/v1/devices/register", json: body, nonce: "once").status == .accepted)
+        }
+    }
+
+    @Test func standardNIP98WithPublicURL() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate()
+            let body = GatewayHarness.registerBody(GatewayHarness.token(0x32))
+            let event = HTTPAuth.standardEvent(keys: alice, url: "https://push.example.com/v1/devices/register", method: "POST", body: Array(body.utf8))
+            let header: HTTPFields = [.authorization: HTTPAuth.headerValue(for: event)]
+            #expect(try await gateway.send(nil, .post, "/v1/devices/register", json: body, headers: header).status == .accepted)
+            let replay = try await gateway.send(nil, .post, "/v1/devices/register", json: body, headers: header)
+            #expect(replay.status == .unauthorized, "a standard NIP-98 event is single use too")
+            let elsewhere = HTTPAuth.standardEvent(keys: alice, url: "https://evil.example.com/v1/devices/register", method: "POST", body: Array(body.utf8))
+            let wrongHost = try await gateway.send(nil, .post, "/v1/devices/register", json: body, headers: [.authorization: HTTPAuth.headerValue(for: elsewhere)])
+            #expect(wrongHost.errorMessage == "authorization url does not match the request")
+        }
+    }
+}

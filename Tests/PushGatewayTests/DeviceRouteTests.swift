@@ -1,0 +1,152 @@
+import Foundation
+import HTTPTypes
+import NostrProtocol
+@testable import PushGateway
+import Testing
+
+@Suite(.serialized) struct DeviceRouteTests {
+    @Test func healthAndReadiness() async throws {
+        try await GatewayHarness.run { gateway in
+            let health = try await gateway.send(nil, .get, "/healthz")
+            #expect(health.status == .ok)
+            #expect(health.json == ["status": "ok"])
+            let ready = try await gateway.send(nil, .get, "/readyz")
+            #expect(ready.status == .ok)
+            #expect(ready.json?["status"] == "ready")
+        }
+    }
+
+    @Test func registerListAndUnregister() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate()
+            let token = GatewayHarness.token(0xab)
+            let registered = try await gateway.send(alice, .post, "/v1/devices/register",
+                                                    json: GatewayHarness.registerBody(token.uppercased(), environment: " Production "))
+            #expect(registered.status == .accepted)
+            #expect(registered.json == ["status": "registered"])
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE device_token = '\(token)' AND pubkey = '\(alice.publicKey.hex)' AND apns_environment = 'production' AND NOT relay_watch") == 1)
+
+            let listed = try await gateway.send(alice, .get, "/v1/devices")
+            #expect(listed.status == .ok)
+            let devices = try #require(listed.json?["devices"]?.arrayValue)
+            #expect(devices.count == 1)
+            #expect(devices.first?["device_token"] == .string(token))
+            #expect(devices.first?["topic"] == .string(GatewayHarness.topic))
+
+            // Someone else cannot unregister Alice's token.
+            let mallory = Keys.generate()
+            #expect(try await gateway.send(mallory, .post, "/v1/devices/unregister", json: #"{"device_token":"\#(token)"}"#).status == .accepted)
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 1)
+
+            let unregistered = try await gateway.send(alice, .post, "/v1/devices/unregister", json: #"{"device_token":"\#(token)"}"#)
+            #expect(unregistered.status == .accepted)
+            #expect(unregistered.json == ["status": "unregistered"])
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 0)
+        }
+    }
+
+    @Test func registrationCarriesTopicAndRelayWatch() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate()
+            let token = GatewayHarness.token(0x01)
+            let body = GatewayHarness.registerBody(token, extra: #","topic":"\#(GatewayHarness.topic)","relay_watch":true"#)
+            #expect(try await gateway.send(alice, .post, "/v1/devices/register", json: body).status == .accepted)
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE relay_watch") == 1)
+            let unknown = try await gateway.send(alice, .post, "/v1/devices/register",
+                                                 json: GatewayHarness.registerBody(token, extra: #","topic":"com.other.app""#))
+            #expect(unknown.status == .badRequest)
+            #expect(unknown.errorMessage == "unknown topic")
+        }
+    }
+
+    @Test func tokenMovesBetweenPubkeys() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate(), bob = Keys.generate()
+            let token = GatewayHarness.token(0x42)
+            try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token))
+            try await gateway.send(alice, .put, "/v1/conversations/archive-state", json: #"{"archived_conversation_ids":["C1"]}"#)
+            #expect(try await gateway.count("SELECT count(*)::int FROM archived_conversations WHERE pubkey = '\(alice.publicKey.hex)'") == 1)
+
+            #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token)).status == .accepted)
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE pubkey = '\(bob.publicKey.hex)'") == 1)
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE pubkey = '\(alice.publicKey.hex)'") == 0)
+            // Alice lost her last device, and with it her archive state.
+            #expect(try await gateway.count("SELECT count(*)::int FROM archived_conversations WHERE pubkey = '\(alice.publicKey.hex)'") == 0)
+        }
+    }
+
+    @Test func badRegistrationsChangeNothing() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate()
+            let token = GatewayHarness.token(0x10)
+            let cases: [(String, String)] = [
+                ("{", "invalid json body"),
+                ("[1]", "invalid json body"),
+                (#"{"device_token":"\#(token)"}"#, "device_token and apns_environment are required"),
+                (#"{"device_token":"  ","apns_environment":"sandbox"}"#, "device_token and apns_environment are required"),
+                (#"{"device_token":"\#(token)","apns_environment":"staging"}"#, "apns_environment must be sandbox or production"),
+                (#"{"device_token":"xyz\#(token.dropFirst(3))","apns_environment":"sandbox"}"#, "device_token must be hex with an even length of 64 to 200 characters"),
+                (#"{"device_token":"abcd","apns_environment":"sandbox"}"#, "device_token must be hex with an even length of 64 to 200 characters"),
+                (#"{"device_token":"\#(token)a","apns_environment":"sandbox"}"#, "device_token must be hex with an even length of 64 to 200 characters"),
+                (#"{"device_token":12,"apns_environment":"sandbox"}"#, "invalid json body: device_token must be a string"),
+                (#"{"device_token":"\#(token)","apns_environment":"sandbox","relay_watch":"yes"}"#, "invalid json body: relay_watch must be a boolean"),
+                (#"{"device_token":"\#(token)","device_token":"\#(token)","apns_environment":"sandbox"}"#, "invalid json body"),
+            ]
+            for (body, message) in cases {
+                let response = try await gateway.send(alice, .post, "/v1/devices/register", json: body)
+                #expect(response.status == .badRequest, "\(body)")
+                #expect(response.errorMessage == message, "\(body)")
+            }
+            let huge = GatewayHarness.registerBody(token, extra: #","padding":"\#(String(repeating: "x", count: 70_000))""#)
+            let tooLarge = try await gateway.send(alice, .post, "/v1/devices/register", json: huge)
+            #expect(tooLarge.status == .badRequest)
+            #expect(tooLarge.errorMessage == "failed to read request body")
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 0)
+            // A failed request does not burn its nonce: the same nonce with a good body still works.
+            let retry = try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token), nonce: "reused-after-400")
+            #expect(retry.status == .accepted)
+        }
+    }
+
+    @Test func unknownFieldsAreIgnored() async throws {
+        try await GatewayHarness.run { gateway in
+            let response = try await gateway.send(Keys.generate(), .post, "/v1/devices/register",
+                                                  json: GatewayHarness.registerBody(GatewayHarness.token(0x11), extra: #","app_version":"1.2""#))
+            #expect(response.status == .accepted)
+        }
+    }
+
+    @Test func deleteAccountErasesEverything() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate(), bob = Keys.generate()
+            try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x21)))
+            try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x22)))
+            try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x23)))
+            try await gateway.send(alice, .put, "/v1/conversations/archive-state", json: #"{"archived_conversation_ids":["A"]}"#)
+            let push = #"{"notification_type":"new_post","event_id":"e1","conversation_id":"B","recipient_pubkeys":["\#(alice.publicKey.hex)"]}"#
+            try await gateway.send(bob, .post, "/v1/push", json: push)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 2)
+
+            let deleted = try await gateway.send(alice, .delete, "/v1/account")
+            #expect(deleted.status == .ok)
+            #expect(deleted.json?["devices_removed"] == 2)
+            let alicePub = alice.publicKey.hex
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE pubkey = '\(alicePub)'") == 0)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0)
+            #expect(try await gateway.count("SELECT count(*)::int FROM archived_conversations") == 0)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_dedupe WHERE recipient = '\(alicePub)'") == 0)
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 1, "Bob's device stays")
+        }
+    }
+
+    @Test func adminStatusNeedsTheToken() async throws {
+        try await GatewayHarness.run { gateway in
+            #expect(try await gateway.send(nil, .get, "/admin/status").status == .unauthorized)
+            #expect(try await gateway.send(nil, .get, "/admin/status", headers: [.authorization: "Bearer wrong"]).status == .unauthorized)
+            let status = try await gateway.send(nil, .get, "/admin/status", headers: [.authorization: "Bearer admin-secret"])
+            #expect(status.status == .ok)
+            #expect(status.json?["devices"] == 0)
+            #expect(status.json?["queue"]?["jobs"] == 0)
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import NostrProtocol
+import PostgresNIO
+@testable import PushGateway
+
+/// Runs the real gateway (HTTP server on loopback, real PostgreSQL) for one test.
+struct GatewayHarness: Sendable {
+    let client: any TestClientProtocol
+    let database: PostgresClient
+    let configuration: GatewayConfiguration
+
+    static let topic = "app.linkstr.test"
+
+    static func configuration(_ url: DatabaseURL, adminToken: String? = "admin-secret", publicURL: String? = "https://push.example.com") -> GatewayConfiguration {
+        GatewayConfiguration(listenHost: "127.0.0.1", listenPort: 0, database: url, publicURL: publicURL, authMaxSkewSeconds: 300,
+                             adminToken: adminToken, apns: APNsConfiguration(disabled: true, apps: [], defaultTopic: topic))
+    }
+
+    static func run(_ body: @Sendable (GatewayHarness) async throws -> Void) async throws {
+        try await TestDatabase.with { url, database in
+            let configuration = configuration(url)
+            let migrator = try Migrator.load(directory: Migrator.defaultDirectory())
+            let app = GatewayApplication.build(configuration: configuration, migrator: migrator, logger: TestDatabase.logger)
+            try await app.test(.live) { client in
+                try await body(GatewayHarness(client: client, database: database, configuration: configuration))
+            }
+        }
+    }
+
+    /// A signed request (linkstr dialect, fresh nonce unless given).
+    @discardableResult
+    func send(_ keys: Keys?, _ method: HTTPRequest.Method, _ path: String, json: String = "", nonce: String? = nil,
+              createdAt: Int64? = nil, headers extra: HTTPFields = [:]) async throws -> TestResponse {
+        var headers = extra
+        if let keys {
+            let event = HTTPAuth.linkstrEvent(keys: keys, method: method.rawValue, path: path, body: Array(json.utf8), nonce: nonce,
+                                              createdAt: createdAt ?? UnixTime.now())
+            headers[.authorization] = HTTPAuth.headerValue(for: event)
+        }
+        headers[.contentType] = "application/json"
+        return try await client.execute(uri: path, method: method, headers: headers, body: json.isEmpty ? nil : ByteBuffer(string: json))
+    }
+
+    func count(_ sql: String) async throws -> Int { try await TestDatabase.count(database, sql) }
+
+    static func token(_ seed: UInt8) -> String { Hex.encode([UInt8](repeating: seed, count: 32)) }
+
+    static func registerBody(_ token: String, environment: String = "sandbox", extra: String = "") -> String {
+        #"{"device_token":"\#(token)","apns_environment":"\#(environment)"\#(extra)}"#
+    }
+}
+
+extension TestResponse {
+    var json: JSONValue? { try? JSONValue(parsing: Array(body.readableBytesView)) }
+    var errorMessage: String? { json?["error"]?.stringValue }
+}

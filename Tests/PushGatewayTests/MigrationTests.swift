@@ -1,0 +1,72 @@
+import Foundation
+import PostgresNIO
+@testable import PushGateway
+import Testing
+
+@Suite(.serialized) struct MigrationTests {
+    @Test func appliesOnceAndConcurrentStartsAreSafe() async throws {
+        try await TestDatabase.with(migrate: false) { (url: DatabaseURL, client: PostgresClient) async throws -> Void in
+            let migrator = try Migrator.load(directory: Migrator.defaultDirectory())
+            #expect(migrator.latestVersion >= 1)
+            #expect(try await Migrator.currentVersion(client: client, logger: TestDatabase.logger) == nil)
+            // Two "instances" migrate at once: one applies everything, the other nothing.
+            let other = GatewayApplication.postgresClient(url, logger: TestDatabase.logger)
+            let results = try await withThrowingTaskGroup(of: [Int].self) { group in
+                group.addTask { await other.run(); return [] }
+                async let first = migrator.migrate(client: client, logger: TestDatabase.logger)
+                async let second = migrator.migrate(client: other, logger: TestDatabase.logger)
+                let both = try await [first, second]
+                group.cancelAll()
+                return both
+            }
+            #expect(results.flatMap { $0 }.sorted() == migrator.migrations.map(\.version))
+            #expect(try await Migrator.currentVersion(client: client, logger: TestDatabase.logger) == migrator.latestVersion)
+            #expect(try await migrator.migrate(client: client, logger: TestDatabase.logger).isEmpty)
+            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM schema_migrations") == migrator.migrations.count)
+        }
+    }
+
+    @Test func aFailingMigrationLeavesNothingBehind() async throws {
+        try await TestDatabase.with(migrate: false) { (_: DatabaseURL, client: PostgresClient) async throws -> Void in
+            let broken = Migrator(migrations: [
+                .init(version: 1, name: "ok", sql: "CREATE TABLE a (x int);"),
+                .init(version: 2, name: "broken", sql: "CREATE TABLE b (y int); SELECT * FROM no_such_table;"),
+            ])
+            await #expect(throws: MigrationError.self) { try await broken.migrate(client: client, logger: TestDatabase.logger) }
+            #expect(try await Migrator.currentVersion(client: client, logger: TestDatabase.logger) == 1)
+            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM pg_tables WHERE tablename = 'b'") == 0)
+        }
+    }
+
+    @Test func readinessFollowsMigrations() async throws {
+        try await TestDatabase.with(migrate: false) { (url: DatabaseURL, client: PostgresClient) async throws -> Void in
+            let configuration = GatewayHarness.configuration(url)
+            let migrator = try Migrator.load(directory: Migrator.defaultDirectory())
+            let api = GatewayAPI(store: GatewayStore(client: client, logger: TestDatabase.logger), configuration: configuration, latestMigration: migrator.latestVersion)
+            #expect(await api.ready().status == .serviceUnavailable)
+            try await migrator.migrate(client: client, logger: TestDatabase.logger)
+            #expect(await api.ready().status == .ok)
+        }
+    }
+}
+
+@Suite struct SQLScriptTests {
+    @Test func splitsOutsideQuotesCommentsAndDollarBodies() {
+        let script = """
+            -- a comment; with a semicolon
+            CREATE TABLE a (x text DEFAULT 'a;b');
+            /* block; comment */ CREATE TABLE "we;ird" (y int);
+            CREATE FUNCTION f() RETURNS int AS $body$ SELECT 1; $body$ LANGUAGE sql;
+            DO $$ BEGIN PERFORM 1; END $$;
+            SELECT 'it''s; fine'
+            """
+        let statements = SQLScript.statements(script)
+        #expect(statements.count == 5)
+        #expect(statements[0].hasSuffix("DEFAULT 'a;b')"))
+        #expect(statements[1].contains("\"we;ird\""))
+        #expect(statements[2].contains("$body$ SELECT 1; $body$"))
+        #expect(statements[3] == "DO $$ BEGIN PERFORM 1; END $$")
+        #expect(statements[4] == "SELECT 'it''s; fine'")
+        #expect(SQLScript.statements("-- only a comment\n").isEmpty)
+    }
+}

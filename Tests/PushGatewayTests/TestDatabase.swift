@@ -1,0 +1,58 @@
+import Foundation
+import Logging
+import NostrProtocol
+import PostgresNIO
+@testable import PushGateway
+import Testing
+
+/// A throwaway database per test on the PostgreSQL cluster that scripts/test.sh starts
+/// (`POSTGRES_TEST_URL`). Tests fail with a clear message when no server is configured.
+enum TestDatabase {
+    static let logger: Logger = {
+        var logger = Logger(label: "test")
+        logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+        return logger
+    }()
+
+    static func adminURL() throws -> DatabaseURL {
+        guard let text = ProcessInfo.processInfo.environment["POSTGRES_TEST_URL"], !text.isEmpty else {
+            throw TestSetupError("POSTGRES_TEST_URL is not set: run the tests through scripts/test.sh, which starts PostgreSQL")
+        }
+        return try DatabaseURL(parsing: text)
+    }
+
+    /// Creates a fresh database, runs `body` with its URL and a running client, drops it after.
+    static func with<T: Sendable>(migrate: Bool = true, _ body: @Sendable (DatabaseURL, PostgresClient) async throws -> T) async throws -> T {
+        let admin = try adminURL()
+        var url = admin
+        url.database = "t_" + Hex.encode(SecureRandom.bytes(8))
+        let adminClient = GatewayApplication.postgresClient(admin, logger: logger)
+        let client = GatewayApplication.postgresClient(url, logger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await adminClient.run() }
+            try await adminClient.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(url.database)"), logger: logger)
+            group.addTask { await client.run() }
+            do {
+                if migrate { try await Migrator.load(directory: Migrator.defaultDirectory()).migrate(client: client, logger: logger) }
+                let result = try await body(url, client)
+                group.cancelAll()
+                _ = try? await adminClient.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(url.database) WITH (FORCE)"), logger: logger)
+                return result
+            } catch {
+                _ = try? await adminClient.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(url.database) WITH (FORCE)"), logger: logger)
+                group.cancelAll()
+                throw error
+            }
+        }
+    }
+
+    static func count(_ client: PostgresClient, _ sql: String) async throws -> Int {
+        for try await value in try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(Int.self) { return value }
+        return 0
+    }
+}
+
+struct TestSetupError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
