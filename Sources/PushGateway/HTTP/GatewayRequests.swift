@@ -102,10 +102,11 @@ public struct PushRequest: Sendable, Equatable {
         }
         let emoji = try fields.string("emoji")
         if type == .newEmojiReaction, emoji == nil { throw .badRequest("emoji is required for new_emoji_reaction") }
-        guard eventID.utf8.count <= 128, conversationID.utf8.count <= 128, (emoji?.utf8.count ?? 0) <= 64 else {
-            throw .badRequest("event_id, conversation_id or emoji is too long")
-        }
         let postID = try fields.string("post_id")
+        // Bounds that keep every APNs payload under Apple's 4096 bytes.
+        guard eventID.utf8.count <= 128, conversationID.utf8.count <= 128, (emoji?.utf8.count ?? 0) <= 64, (postID?.utf8.count ?? 0) <= 128 else {
+            throw .badRequest("event_id, conversation_id and post_id are limited to 128 bytes, emoji to 64")
+        }
         return PushRequest(type: type, eventID: eventID, conversationID: conversationID, recipients: recipients,
                            emoji: type == .newEmojiReaction ? emoji : nil, postID: type == .newEmojiReaction ? postID : nil)
     }
