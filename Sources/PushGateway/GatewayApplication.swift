@@ -17,15 +17,25 @@ public enum GatewayApplication {
     }
 
     public static func build(
-        configuration: GatewayConfiguration, migrator: Migrator, migrateOnStart: Bool = true, logger: Logger
+        configuration: GatewayConfiguration, migrator: Migrator, migrateOnStart: Bool = true, deliver: Bool = true, logger: Logger
     ) -> some ApplicationProtocol {
         let client = postgresClient(configuration.database, logger: logger)
         let store = GatewayStore(client: client, logger: logger)
         let api = GatewayAPI(store: store, configuration: configuration, latestMigration: migrator.latestVersion)
+        let queue = DeliveryQueue(client: client, logger: logger)
+        var services: [any Service] = [client, MaintenanceService(store: store, queue: queue, logger: logger)]
+        if !deliver {
+            // API-only instance (tests that inspect the queue, or an operator splitting roles).
+        } else if configuration.apns.disabled {
+            services.append(DeliveryWorker(queue: queue, sender: LoggingAPNsSender(logger: logger), logger: logger))
+        } else {
+            // The HTTP/2 APNs sender is the next step of issue #3; until then jobs stay queued.
+            logger.warning("APNs delivery over HTTP/2 is not built yet: pushes are queued but not sent (set APNS_DISABLE=1 to log them)")
+        }
         var app = Application(
             router: buildRouter(api: api),
             configuration: .init(address: .hostname(configuration.listenHost, port: configuration.listenPort), serverName: "linkstr-push"),
-            services: [client, MaintenanceService(store: store, logger: logger)],
+            services: services,
             logger: logger)
         if migrateOnStart {
             app.beforeServerStarts {
@@ -36,9 +46,10 @@ public enum GatewayApplication {
     }
 }
 
-/// Prunes expired replay keys and old dedupe rows every few minutes.
+/// Prunes expired replay keys, old dedupe rows and expired jobs every few minutes.
 struct MaintenanceService: Service {
     let store: GatewayStore
+    let queue: DeliveryQueue
     let logger: Logger
     var interval: Duration = .seconds(300)
 
@@ -48,7 +59,7 @@ struct MaintenanceService: Service {
             while !Task.isCancelled {
                 try await Task.sleep(for: interval)
                 do {
-                    let removed = try await store.prune()
+                    let removed = try await store.prune() + queue.dropExpired()
                     logger.debug("pruned expired rows", metadata: ["db.rows": "\(removed)"])
                 } catch {
                     logger.warning("prune failed", metadata: ["error.type": "\(type(of: error))"])

@@ -21,11 +21,12 @@ struct GatewayHarness: Sendable {
                              adminToken: adminToken, apns: APNsConfiguration(disabled: true, apps: [], defaultTopic: topic))
     }
 
-    static func run(_ body: @Sendable (GatewayHarness) async throws -> Void) async throws {
+    /// `deliver`: also run the delivery worker (with APNs disabled it logs and finishes jobs).
+    static func run(deliver: Bool = false, _ body: @Sendable (GatewayHarness) async throws -> Void) async throws {
         try await TestDatabase.with { url, database in
             let configuration = configuration(url)
             let migrator = try Migrator.load(directory: Migrator.defaultDirectory())
-            let app = GatewayApplication.build(configuration: configuration, migrator: migrator, logger: TestDatabase.logger)
+            let app = GatewayApplication.build(configuration: configuration, migrator: migrator, deliver: deliver, logger: TestDatabase.logger)
             try await app.test(.live) { client in
                 try await body(GatewayHarness(client: client, database: database, configuration: configuration))
             }

@@ -1,0 +1,34 @@
+public import Logging
+
+/// Sends one notification and reports what APNs answered.
+public protocol APNsSender: Sendable {
+    func send(_ job: ClaimedJob) async -> APNsSendResult
+}
+
+public struct APNsSendResult: Sendable, Equatable {
+    public var status: Int
+    public var reason: String?
+    /// Apple's 410 `timestamp` (milliseconds since 1970).
+    public var timestampMilliseconds: Int64?
+
+    public init(status: Int, reason: String? = nil, timestampMilliseconds: Int64? = nil) {
+        self.status = status
+        self.reason = reason
+        self.timestampMilliseconds = timestampMilliseconds
+    }
+}
+
+/// `APNS_DISABLE=1`: logs each notification (token redacted) and reports success.
+public struct LoggingAPNsSender: APNsSender {
+    let logger: Logger
+
+    public init(logger: Logger) { self.logger = logger }
+
+    public func send(_ job: ClaimedJob) async -> APNsSendResult {
+        logger.info("push (APNs disabled)", metadata: [
+            "apns.id": "\(job.apnsID)", "apns.token": "\(DeviceToken.redacted(job.deviceToken))", "apns.topic": "\(job.topic)",
+            "apns.environment": "\(job.environment.rawValue)", "push.type": "\(job.notification.type.rawValue)",
+        ])
+        return APNsSendResult(status: 200)
+    }
+}

@@ -1,0 +1,107 @@
+public import Foundation
+public import Logging
+public import PostgresNIO
+
+/// A job claimed for delivery, joined with its device.
+public struct ClaimedJob: Sendable, Equatable {
+    public var id: Int64
+    /// Stable across retries: Apple dedupes and reports by it.
+    public var apnsID: UUID
+    public var deviceToken: String
+    public var pubkey: String
+    public var environment: APNsEnvironment
+    public var topic: String
+    /// When the device was last (re-)registered, for the 410 rule.
+    public var deviceUpdatedAt: Date
+    public var notification: APNsNotification
+    /// Attempts including this one.
+    public var attempts: Int
+    public var expiresAt: Date
+}
+
+/// The durable queue in PostgreSQL. Workers on any number of instances claim due jobs with
+/// `FOR UPDATE SKIP LOCKED` and a lease: a worker that dies mid-send leaves its jobs to be
+/// claimed again when the lease ends, so delivery is at-least-once and nothing is lost.
+public struct DeliveryQueue: Sendable {
+    public let client: PostgresClient
+    public let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Claims up to `limit` due, unexpired jobs for `leaseSeconds`.
+    public func claim(limit: Int, leaseSeconds: Int = 30) async throws -> [ClaimedJob] {
+        let rows = try await client.query("""
+            WITH due AS (
+                SELECT id FROM push_jobs
+                WHERE next_attempt_at <= now() AND (locked_until IS NULL OR locked_until < now()) AND expires_at > now()
+                ORDER BY next_attempt_at, id
+                LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED
+            )
+            UPDATE push_jobs j SET locked_until = now() + make_interval(secs => \(leaseSeconds)), attempts = j.attempts + 1
+            FROM due, devices d
+            WHERE j.id = due.id AND d.device_token = j.device_token
+            RETURNING j.id, j.apns_id, j.device_token, j.pubkey, d.apns_environment, d.topic, d.updated_at,
+                      j.notification_type, j.event_id, j.conversation_id, j.emoji, j.post_id, j.attempts, j.expires_at
+            """, logger: logger)
+        var jobs: [ClaimedJob] = []
+        for try await (id, apnsID, token, pubkey, environment, topic, updatedAt, type, eventID, conversationID, emoji, postID, attempts, expiresAt)
+            in rows.decode((Int64, UUID, String, String, String, String, Date, String, String, String, String?, String?, Int, Date).self) {
+            guard let environment = APNsEnvironment(rawValue: environment), let type = NotificationType(rawValue: type) else { continue }
+            jobs.append(ClaimedJob(
+                id: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic, deviceUpdatedAt: updatedAt,
+                notification: APNsNotification(type: type, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID),
+                attempts: attempts, expiresAt: expiresAt))
+        }
+        return jobs
+    }
+
+    /// Delivered, or dropped for good.
+    public func finish(_ job: ClaimedJob) async throws {
+        try await client.query("DELETE FROM push_jobs WHERE id = \(job.id)", logger: logger)
+    }
+
+    /// Back to the queue after `delaySeconds`, keeping the error for operators.
+    public func reschedule(_ job: ClaimedJob, delaySeconds: Double, error: String) async throws {
+        try await client.query("""
+            UPDATE push_jobs SET next_attempt_at = now() + make_interval(secs => \(delaySeconds)), locked_until = NULL, last_error = \(error)
+            WHERE id = \(job.id)
+            """, logger: logger)
+    }
+
+    /// Removes a dead token (and with it its jobs). With `invalidSince` (APNs 410 timestamp), a
+    /// device re-registered after that moment is kept: the new registration is newer news.
+    @discardableResult
+    public func removeDevice(token: String, invalidSince: Date?) async throws -> Bool {
+        let rows = if let invalidSince {
+            try await client.query(
+                "DELETE FROM devices WHERE device_token = \(token) AND updated_at <= \(invalidSince) RETURNING pubkey", logger: logger)
+        } else {
+            try await client.query("DELETE FROM devices WHERE device_token = \(token) RETURNING pubkey", logger: logger)
+        }
+        var owner: String?
+        for try await pubkey in rows.decode(String.self) { owner = pubkey }
+        guard let owner else { return false }
+        // Archive state lives only while its pubkey has a device.
+        try await client.query("""
+            DELETE FROM archived_conversations WHERE pubkey = \(owner)
+            AND NOT EXISTS (SELECT 1 FROM devices WHERE pubkey = \(owner))
+            """, logger: logger)
+        return true
+    }
+
+    /// Deletes jobs past their expiry; returns how many.
+    @discardableResult
+    public func dropExpired() async throws -> Int {
+        try await client.query("DELETE FROM push_jobs WHERE expires_at <= now() RETURNING 1", logger: logger).collect().count
+    }
+
+    /// Jobs waiting (for metrics and status).
+    public func depth() async throws -> Int {
+        for try await count in try await client.query("SELECT count(*)::int FROM push_jobs", logger: logger).decode(Int.self) { return count }
+        return 0
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import HTTPTypes
+import Logging
+import NostrProtocol
+import PostgresNIO
+@testable import PushGateway
+import Synchronization
+import Testing
+
+/// Queue and worker against a real PostgreSQL. APNs answers come from a scripted sender here;
+/// the HTTP/2 path against the APNs sandbox is tested with the sender that speaks it.
+@Suite(.serialized) struct DeliveryTests {
+    /// Seeds devices and jobs through the real API store.
+    static func seed(_ client: PostgresClient, devices: [(token: String, pubkey: String)], jobsPerDevice: Int = 1) async throws {
+        for device in devices {
+            try await client.query("""
+                INSERT INTO devices (device_token, pubkey, apns_environment, topic) VALUES (\(device.token), \(device.pubkey), 'sandbox', 'app.test')
+                """, logger: TestDatabase.logger)
+            for index in 0..<jobsPerDevice {
+                let event = "ev-\(index)"
+                try await client.query("""
+                    INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, expires_at)
+                    VALUES (gen_random_uuid(), \(device.token), \(device.pubkey), 'new_post', \(event), 'C1', now() + interval '15 minutes')
+                    """, logger: TestDatabase.logger)
+            }
+        }
+    }
+
+    static func devices(_ count: Int) -> [(token: String, pubkey: String)] {
+        (0..<count).map { (GatewayHarness.token(UInt8($0 + 1)), Keys.generate().publicKey.hex) }
+    }
+
+    final class ScriptedSender: APNsSender {
+        let answers: @Sendable (ClaimedJob) -> APNsSendResult
+        let sent = Mutex<[ClaimedJob]>([])
+        init(answers: @escaping @Sendable (ClaimedJob) -> APNsSendResult) { self.answers = answers }
+        func send(_ job: ClaimedJob) async -> APNsSendResult {
+            sent.withLock { $0.append(job) }
+            return answers(job)
+        }
+    }
+
+    @Test func concurrentClaimersNeverShareAJob() async throws {
+        try await TestDatabase.with { url, client in
+            try await Self.seed(client, devices: Self.devices(10), jobsPerDevice: 10)
+            let other = GatewayApplication.postgresClient(url, logger: TestDatabase.logger)
+            let claimed = try await withThrowingTaskGroup(of: [Int64].self) { group in
+                group.addTask { await other.run(); return [] }
+                let a = DeliveryQueue(client: client, logger: TestDatabase.logger)
+                let b = DeliveryQueue(client: other, logger: TestDatabase.logger)
+                async let first = [a.claim(limit: 30), a.claim(limit: 30), a.claim(limit: 30)]
+                async let second = [b.claim(limit: 30), b.claim(limit: 30), b.claim(limit: 30)]
+                let all = try await (first + second).flatMap { $0.map(\.id) }
+                group.cancelAll()
+                return all
+            }
+            #expect(claimed.count == 100, "every job claimed once")
+            #expect(Set(claimed).count == claimed.count, "no job claimed twice")
+        }
+    }
+
+    @Test func aLostLeaseIsClaimedAgainWithTheSameAPNsID() async throws {
+        try await TestDatabase.with { _, client in
+            try await Self.seed(client, devices: Self.devices(1))
+            let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
+            let first = try #require(try await queue.claim(limit: 10, leaseSeconds: 1).first)
+            #expect(try await queue.claim(limit: 10).isEmpty, "leased")
+            try await Task.sleep(for: .milliseconds(1500))  // the worker "died"; its lease runs out
+            let again = try #require(try await queue.claim(limit: 10).first)
+            #expect(again.id == first.id && again.apnsID == first.apnsID)
+            #expect(again.attempts == 2)
+            #expect(again.notification == APNsNotification(type: .newPost, eventID: "ev-0", conversationID: "C1"))
+        }
+    }
+
+    @Test func workerAppliesEveryOutcome() async throws {
+        try await TestDatabase.with { _, client in
+            let devices = Self.devices(6)
+            try await Self.seed(client, devices: devices)
+            // Device 3 was re-registered after the 410 timestamp APNs will report for it.
+            let longAgo = Int64(Date().addingTimeInterval(-3600).timeIntervalSince1970 * 1000)
+            let answers: [String: APNsSendResult] = [
+                devices[0].token: APNsSendResult(status: 200),
+                devices[1].token: APNsSendResult(status: 400, reason: "BadDeviceToken"),
+                devices[2].token: APNsSendResult(status: 410, reason: "Unregistered", timestampMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 1000),
+                devices[3].token: APNsSendResult(status: 410, reason: "Unregistered", timestampMilliseconds: longAgo),
+                devices[4].token: APNsSendResult(status: 500, reason: "InternalServerError"),
+                devices[5].token: APNsSendResult(status: 400, reason: "BadCollapseId"),
+            ]
+            let sender = ScriptedSender { answers[$0.deviceToken]! }
+            let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
+            let worker = DeliveryWorker(queue: queue, sender: sender, logger: TestDatabase.logger)
+            #expect(try await worker.runOnce() == 6)
+            #expect(sender.sent.withLock { $0.count } == 6)
+
+            func exists(_ table: String, _ token: String) async throws -> Bool {
+                try await TestDatabase.count(client, "SELECT count(*)::int FROM \(table) WHERE device_token = '\(token)'") > 0
+            }
+            #expect(try await !exists("push_jobs", devices[0].token), "delivered")
+            #expect(try await !exists("devices", devices[1].token), "BadDeviceToken removes the device")
+            #expect(try await !exists("devices", devices[2].token), "410 after registration removes it")
+            #expect(try await exists("devices", devices[3].token), "re-registered after the 410 timestamp: kept")
+            #expect(try await !exists("push_jobs", devices[3].token))
+            #expect(try await exists("push_jobs", devices[4].token), "500 is retried")
+            #expect(try await TestDatabase.count(client, """
+                SELECT count(*)::int FROM push_jobs WHERE device_token = '\(devices[4].token)' AND last_error = 'InternalServerError'
+                AND locked_until IS NULL AND next_attempt_at BETWEEN now() + interval '1 second' AND now() + interval '3 seconds'
+                """) == 1, "backs off 2 s plus jitter")
+            #expect(try await !exists("push_jobs", devices[5].token), "sender bugs are dropped, not retried")
+            #expect(try await worker.runOnce() == 0, "nothing else is due yet")
+        }
+    }
+
+    @Test func queuedPushesDrainThroughTheRunningGateway() async throws {
+        try await GatewayHarness.run(deliver: true) { gateway in
+            let alice = Keys.generate(), bob = Keys.generate()
+            try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x90)))
+            let body = ArchiveAndPushTests.pushBody(to: [bob])
+            #expect(try await gateway.send(alice, .post, "/v1/push", json: body).json?["candidate_devices"] == 1)
+            // The gateway runs with APNS_DISABLE semantics: its worker logs and finishes the job.
+            var remaining = 1
+            for _ in 0..<50 where remaining > 0 {
+                try await Task.sleep(for: .milliseconds(100))
+                remaining = try await gateway.count("SELECT count(*)::int FROM push_jobs")
+            }
+            #expect(remaining == 0)
+        }
+    }
+}
