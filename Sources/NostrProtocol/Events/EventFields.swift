@@ -46,6 +46,11 @@ struct EventFields {
         return writer.bytes
     }
 
+    /// JSON text to a value, with JSON errors reported as event decoding errors.
+    static func parse(_ json: String) throws(EventDecodingError) -> JSONValue {
+        do { return try JSONValue(parsing: json) } catch { throw .json(error) }
+    }
+
     struct Decoded {
         var id: EventID
         var pubkey: PublicKey

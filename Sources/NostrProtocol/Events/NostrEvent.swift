@@ -24,9 +24,7 @@ public struct NostrEvent: Sendable, Hashable {
 
     /// Parses event JSON. Unknown keys are ignored and not kept.
     public init(json: String) throws(EventDecodingError) {
-        let value: JSONValue
-        do { value = try JSONValue(parsing: json) } catch { throw .json(error) }
-        try self.init(jsonValue: value)
+        try self.init(jsonValue: EventFields.parse(json))
     }
 
     public init(jsonValue: JSONValue) throws(EventDecodingError) {

@@ -20,9 +20,7 @@ public struct UnsignedEvent: Sendable, Hashable {
     /// Parses rumor JSON: `id` required, `sig` refused. The id is not trusted: compare it with
     /// `computedID` (NIP-59 unwrapping does).
     public init(json: String) throws(EventDecodingError) {
-        let value: JSONValue
-        do { value = try JSONValue(parsing: json) } catch { throw .json(error) }
-        try self.init(jsonValue: value)
+        try self.init(jsonValue: EventFields.parse(json))
     }
 
     public init(jsonValue: JSONValue) throws(EventDecodingError) {
