@@ -64,6 +64,7 @@ import Testing
         let wrongKind = keys.sign(kind: 1, tags: [["method", "POST"], ["path", "/v1/devices/register"]], content: "", createdAt: now)
         let noMethod = keys.sign(kind: 27235, tags: [["path", "/v1/devices/register"]], content: "", createdAt: now)
         let noDialect = keys.sign(kind: 27235, tags: [["method", "POST"]], content: "", createdAt: now)
+        let withContent = keys.sign(kind: 27235, tags: [["method", "POST"], ["path", "/v1/devices/register"]], content: "hi", createdAt: now)
         let noNonce = keys.sign(kind: 27235, tags: [["method", "POST"], ["path", "/v1/devices/register"], ["payload_sha256", Hex.encode(SHA256.hash(data: body))]], content: "", createdAt: now)
         let noPayload = keys.sign(kind: 27235, tags: [["method", "POST"], ["path", "/v1/devices/register"], ["nonce", "x"]], content: "", createdAt: now)
         let good = HTTPAuth.linkstrEvent(keys: keys, method: "POST", path: "/v1/devices/register", body: body, nonce: "n", createdAt: now)
@@ -81,6 +82,7 @@ import Testing
             ("Nostr !!!!", .invalidBase64),
             ("Nostr " + Base64.encode(Array("[1,2]".utf8)), .malformedEvent(.notAnObject)),
             (HTTPAuth.headerValue(for: wrongKind), .wrongKind(1)),
+            (HTTPAuth.headerValue(for: withContent), .nonEmptyContent),
             (linkstrHeader(createdAt: now - 301), .expired),
             (linkstrHeader(createdAt: now + 301), .fromTheFuture),
             (HTTPAuth.headerValue(for: noMethod), .missingTag("method")),

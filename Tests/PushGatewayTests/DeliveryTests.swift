@@ -73,6 +73,29 @@ import Testing
         }
     }
 
+    @Test func racedJobsAreNeverSentAndStaleWorkersAreFenced() async throws {
+        try await TestDatabase.with { _, client in
+            let devices = Self.devices(3)
+            try await Self.seed(client, devices: devices)
+            // Device 0 moved to another pubkey and device 1's owner archived C1 while their jobs
+            // were being queued (the races the API's own cancellation cannot see).
+            try await client.query("UPDATE devices SET pubkey = \(Keys.generate().publicKey.hex) WHERE device_token = \(devices[0].token)", logger: TestDatabase.logger)
+            try await client.query("INSERT INTO archived_conversations VALUES (\(devices[1].pubkey), 'C1')", logger: TestDatabase.logger)
+            let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
+            let claimed = try await queue.claim(limit: 10, leaseSeconds: 1)
+            #expect(claimed.map(\.deviceToken) == [devices[2].token])
+
+            // A worker whose lease ran out cannot finish the job someone else now holds.
+            let stale = try #require(claimed.first)
+            try await Task.sleep(for: .milliseconds(1500))
+            let fresh = try #require(try await queue.claim(limit: 10).first)
+            try await queue.finish(stale)
+            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs WHERE id = \(fresh.id)") == 1)
+            try await queue.finish(fresh)
+            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs WHERE id = \(fresh.id)") == 0)
+        }
+    }
+
     @Test func workerAppliesEveryOutcome() async throws {
         try await TestDatabase.with { _, client in
             let devices = Self.devices(6)

@@ -100,6 +100,7 @@ public struct HTTPAuthVerifier: Sendable {
         }
 
         guard event.kind == HTTPAuth.kind else { throw .wrongKind(event.kind) }
+        guard event.content.isEmpty else { throw .nonEmptyContent }
         guard event.createdAt >= now - maxSkewSeconds else { throw .expired }
         guard event.createdAt <= now + maxSkewSeconds else { throw .fromTheFuture }
 

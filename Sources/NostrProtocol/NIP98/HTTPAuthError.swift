@@ -6,6 +6,7 @@ public enum HTTPAuthError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidBase64
     case malformedEvent(EventDecodingError)
     case wrongKind(UInt16)
+    case nonEmptyContent
     case expired
     case fromTheFuture
     case missingTag(String)
@@ -27,6 +28,7 @@ public enum HTTPAuthError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidBase64: "authorization event is not valid base64"
         case .malformedEvent(let error): "authorization event is malformed: \(error)"
         case .wrongKind(let kind): "authorization event kind \(kind) is not 27235"
+        case .nonEmptyContent: "authorization event content must be empty"
         case .expired: "authorization event is too old"
         case .fromTheFuture: "authorization event is too far in the future"
         case .missingTag(let name): "authorization event is missing the \(name) tag"

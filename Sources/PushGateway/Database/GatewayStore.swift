@@ -58,7 +58,13 @@ public struct GatewayStore: Sendable {
             // A rejection decided inside the transaction (a replayed key); it was rolled back.
             throw error.closureError as! APIError
         } catch let error as PSQLError {
-            logger.error("storage failure", metadata: ["db.code": "\(error.serverInfo?[.sqlState] ?? "none")", "db.error": "\(error.code)"])
+            Self.logStorageFailure(error, logger)
+            throw APIError.storage
+        } catch let error as PostgresTransactionError {
+            let inner = error.closureError ?? error.commitError ?? error.beginError
+            if let psql = inner as? PSQLError { Self.logStorageFailure(psql, logger) } else {
+                logger.error("storage failure", metadata: ["error.type": "\(type(of: inner))"])
+            }
             throw APIError.storage
         } catch {
             logger.error("storage failure", metadata: ["error.type": "\(type(of: error))"])
@@ -112,7 +118,7 @@ public struct GatewayStore: Sendable {
         let pubkey = auth.pubkey.hex
         let logger = self.logger
         return try await authorized(auth, replayWindow: replayWindow) { connection in
-            let hasDevice = try await connection.query("SELECT 1 FROM devices WHERE pubkey = \(pubkey) LIMIT 1", logger: logger).collect().count > 0
+            let hasDevice = try await connection.query("SELECT 1 FROM devices WHERE pubkey = \(pubkey) LIMIT 1 FOR SHARE", logger: logger).collect().count > 0
             guard hasDevice else { return false }
             if let known = request.known {
                 guard !known.isEmpty else { return true }
@@ -151,7 +157,7 @@ public struct GatewayStore: Sendable {
                     SELECT DISTINCT r AS pubkey FROM unnest(\(request.recipients)::text[]) AS r WHERE r <> \(sender)
                 ), fresh AS (
                     INSERT INTO push_dedupe (event_id, notification_type, recipient)
-                    SELECT \(request.eventID), \(request.type.rawValue), pubkey FROM recipients
+                    SELECT \(request.eventID), \(request.type.rawValue), pubkey FROM recipients ORDER BY pubkey
                     ON CONFLICT DO NOTHING RETURNING recipient
                 ), jobs AS (
                     INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, emoji, post_id, expires_at)
@@ -160,6 +166,8 @@ public struct GatewayStore: Sendable {
                     FROM fresh f JOIN devices d ON d.pubkey = f.recipient
                     WHERE NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = d.pubkey AND a.conversation_id = \(request.conversationID))
                       AND NOT (d.relay_watch AND \(skipRelayWatchDevices))
+                    -- A device being unregistered concurrently is skipped, not a foreign-key failure.
+                    FOR KEY SHARE OF d
                     RETURNING 1
                 )
                 SELECT (SELECT count(*) FROM recipients)::int, (SELECT count(*) FROM jobs)::int
@@ -208,6 +216,10 @@ public struct GatewayStore: Sendable {
             let dedupe = try await client.query("DELETE FROM push_dedupe WHERE created_at < \(dedupeCutoff) RETURNING 1", logger: logger).collect().count
             return replays + dedupe
         }
+    }
+
+    static func logStorageFailure(_ error: PSQLError, _ logger: Logger) {
+        logger.error("storage failure", metadata: ["db.code": "\(error.serverInfo?[.sqlState] ?? "none")", "db.error": "\(error.code)"])
     }
 
     static func dropOrphanedArchive(_ pubkey: String, _ connection: PostgresConnection, _ logger: Logger) async throws {

@@ -35,11 +35,14 @@ public struct DeliveryQueue: Sendable {
     public func claim(limit: Int, leaseSeconds: Int = 30) async throws -> [ClaimedJob] {
         let rows = try await client.query("""
             WITH due AS (
-                SELECT id FROM push_jobs
-                WHERE next_attempt_at <= now() AND (locked_until IS NULL OR locked_until < now()) AND expires_at > now()
-                ORDER BY next_attempt_at, id
+                SELECT j.id FROM push_jobs j
+                WHERE j.next_attempt_at <= now() AND (j.locked_until IS NULL OR j.locked_until < now()) AND j.expires_at > now()
+                  -- A job raced by a token move or an archive update is never sent; expiry removes it.
+                  AND EXISTS (SELECT 1 FROM devices d WHERE d.device_token = j.device_token AND d.pubkey = j.pubkey)
+                  AND NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = j.pubkey AND a.conversation_id = j.conversation_id)
+                ORDER BY j.next_attempt_at, j.id
                 LIMIT \(limit)
-                FOR UPDATE SKIP LOCKED
+                    FOR UPDATE OF j SKIP LOCKED
             )
             UPDATE push_jobs j SET locked_until = now() + make_interval(secs => \(leaseSeconds)), attempts = j.attempts + 1
             FROM due, devices d
@@ -59,38 +62,38 @@ public struct DeliveryQueue: Sendable {
         return jobs
     }
 
-    /// Delivered, or dropped for good.
+    /// Delivered, or dropped for good. Fenced by the attempt count: a worker whose lease ran out
+    /// (and whose job was claimed again) cannot touch the newer claim.
     public func finish(_ job: ClaimedJob) async throws {
-        try await client.query("DELETE FROM push_jobs WHERE id = \(job.id)", logger: logger)
+        try await client.query("DELETE FROM push_jobs WHERE id = \(job.id) AND attempts = \(job.attempts)", logger: logger)
     }
 
     /// Back to the queue after `delaySeconds`, keeping the error for operators.
     public func reschedule(_ job: ClaimedJob, delaySeconds: Double, error: String) async throws {
         try await client.query("""
             UPDATE push_jobs SET next_attempt_at = now() + make_interval(secs => \(delaySeconds)), locked_until = NULL, last_error = \(error)
-            WHERE id = \(job.id)
+            WHERE id = \(job.id) AND attempts = \(job.attempts)
             """, logger: logger)
     }
 
-    /// Removes a dead token (and with it its jobs). With `invalidSince` (APNs 410 timestamp), a
-    /// device re-registered after that moment is kept: the new registration is newer news.
+    /// Removes a dead token (and with it its jobs) unless it was registered again after
+    /// `notUpdatedAfter` (the job's view of the registration, or APNs's 410 timestamp if older):
+    /// a newer registration is newer news than the APNs verdict.
     @discardableResult
-    public func removeDevice(token: String, invalidSince: Date?) async throws -> Bool {
-        let rows = if let invalidSince {
-            try await client.query(
-                "DELETE FROM devices WHERE device_token = \(token) AND updated_at <= \(invalidSince) RETURNING pubkey", logger: logger)
-        } else {
-            try await client.query("DELETE FROM devices WHERE device_token = \(token) RETURNING pubkey", logger: logger)
+    public func removeDevice(token: String, notUpdatedAfter: Date) async throws -> Bool {
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection in
+            var owner: String?
+            for try await pubkey in try await connection.query(
+                "DELETE FROM devices WHERE device_token = \(token) AND updated_at <= \(notUpdatedAfter) RETURNING pubkey", logger: logger
+            ).decode(String.self) {
+                owner = pubkey
+            }
+            guard let owner else { return false }
+            // Archive state lives only while its pubkey has a device.
+            try await GatewayStore.dropOrphanedArchive(owner, connection, logger)
+            return true
         }
-        var owner: String?
-        for try await pubkey in rows.decode(String.self) { owner = pubkey }
-        guard let owner else { return false }
-        // Archive state lives only while its pubkey has a device.
-        try await client.query("""
-            DELETE FROM archived_conversations WHERE pubkey = \(owner)
-            AND NOT EXISTS (SELECT 1 FROM devices WHERE pubkey = \(owner))
-            """, logger: logger)
-        return true
     }
 
     /// Deletes jobs past their expiry; returns how many.

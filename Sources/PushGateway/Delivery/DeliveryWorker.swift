@@ -63,8 +63,10 @@ public struct DeliveryWorker: Service {
             case .delivered:
                 try await queue.finish(job)
             case .removeDevice(let reason, let since):
-                let invalidSince = since.map { Date(timeIntervalSince1970: Double($0) / 1000) }
-                let removed = try await queue.removeDevice(token: job.deviceToken, invalidSince: invalidSince)
+                let invalidSince = since.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? job.deviceUpdatedAt
+                // 1 ms of slack absorbs timestamp rounding between PostgreSQL (µs) and Date (Double).
+                let removed = try await queue.removeDevice(
+                    token: job.deviceToken, notUpdatedAfter: min(invalidSince, job.deviceUpdatedAt).addingTimeInterval(0.001))
                 if !removed { try await queue.finish(job) }
                 logger.notice("device token rejected by APNs", metadata: metadata.merging(["apns.reason": "\(reason)", "push.device_removed": "\(removed)"]) { $1 })
             case .refreshTokenAndRetry(let reason):
