@@ -36,15 +36,31 @@ public struct GatewayStore: Sendable {
         let key = auth.replayKey
         let expires = Date(timeIntervalSince1970: TimeInterval(auth.event.createdAt + replayWindow + 60))
         return try await storage {
-            try await client.withTransaction(logger: logger) { connection in
-                let inserted = try await connection.query("""
-                    INSERT INTO auth_replays (pubkey, replay_key, expires_at) VALUES (\(pubkey), \(key), \(expires))
-                    ON CONFLICT DO NOTHING RETURNING 1
-                    """, logger: logger).collect().count
-                guard inserted == 1 else { throw APIError.unauthorized("authorization was already used (replayed nonce or event)") }
-                return try await body(connection)
+            // A device deleted by a concurrent request between our read and our insert (23503),
+            // or two pushes locking dedupe rows in opposite orders (40P01), rolls the whole
+            // transaction back, replay key included, so running it again is safe.
+            var attempt = 0
+            while true {
+                attempt += 1
+                do {
+                    return try await client.withTransaction(logger: logger) { connection in
+                        let inserted = try await connection.query("""
+                            INSERT INTO auth_replays (pubkey, replay_key, expires_at) VALUES (\(pubkey), \(key), \(expires))
+                            ON CONFLICT DO NOTHING RETURNING 1
+                            """, logger: logger).collect().count
+                        guard inserted == 1 else { throw APIError.unauthorized("authorization was already used (replayed nonce or event)") }
+                        return try await body(connection)
+                    }
+                } catch let error as PostgresTransactionError where attempt < 3 && Self.isTransient(error) {
+                    continue
+                }
             }
         }
+    }
+
+    static func isTransient(_ error: PostgresTransactionError) -> Bool {
+        guard let psql = (error.closureError ?? error.commitError) as? PSQLError, let state = psql.serverInfo?[.sqlState] else { return false }
+        return ["23503", "40P01", "40001"].contains(state)
     }
 
     /// Maps anything that is not already an API error to a plain 500, logging only the error type
@@ -166,8 +182,6 @@ public struct GatewayStore: Sendable {
                     FROM fresh f JOIN devices d ON d.pubkey = f.recipient
                     WHERE NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = d.pubkey AND a.conversation_id = \(request.conversationID))
                       AND NOT (d.relay_watch AND \(skipRelayWatchDevices))
-                    -- A device being unregistered concurrently is skipped, not a foreign-key failure.
-                    FOR KEY SHARE OF d
                     RETURNING 1
                 )
                 SELECT (SELECT count(*) FROM recipients)::int, (SELECT count(*) FROM jobs)::int
