@@ -161,6 +161,9 @@ public func buildRouter(api: GatewayAPI) -> Router<BasicRequestContext> {
     let router = Router(context: BasicRequestContext.self)
     router.get("/healthz") { _, _ in JSONBody.response(.ok, ["status": "ok"]) }
     router.get("/readyz") { _, _ in await api.ready() }
+    router.get("/openapi.yaml") { _, _ in
+        Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
+    }
     router.post("/v1/devices/register") { request, _ in var request = request; return try await api.register(&request) }
     router.post("/v1/devices/unregister") { request, _ in var request = request; return try await api.unregister(&request) }
     router.put("/v1/conversations/archive-state") { request, _ in var request = request; return try await api.archiveState(&request) }

@@ -1,0 +1,177 @@
+/// The OpenAPI 3.1 description served at `GET /openapi.yaml`. A test checks that its paths and
+/// methods are exactly the router's, so it cannot drift from the code.
+public enum OpenAPIDocument {
+    public static let yaml = """
+        openapi: 3.1.0
+        info:
+          title: linkstr-push
+          version: "1"
+          description: |
+            Push gateway for linkstr-style private Nostr apps. Signed routes take
+            `Authorization: Nostr <base64 kind-27235 event>` in the linkstr dialect (tags method, path,
+            payload_sha256, nonce) or standard NIP-98 (u, method, payload). Bodies are JSON, at most 64 KiB.
+        components:
+          securitySchemes:
+            nostr:
+              type: apiKey
+              in: header
+              name: Authorization
+              description: "Nostr <standard base64 of the signed kind-27235 event JSON>"
+            admin:
+              type: http
+              scheme: bearer
+          schemas:
+            Error:
+              type: object
+              required: [error]
+              properties:
+                error: {type: string}
+            Status:
+              type: object
+              required: [status]
+              properties:
+                status: {type: string}
+            Register:
+              type: object
+              required: [device_token, apns_environment]
+              properties:
+                device_token: {type: string, pattern: "^[0-9a-fA-F]{64,200}$"}
+                apns_environment: {type: string, description: "sandbox or production, case-insensitive"}
+                topic: {type: string}
+                relay_watch: {type: boolean, default: false}
+            Unregister:
+              type: object
+              required: [device_token]
+              properties:
+                device_token: {type: string}
+            ArchiveState:
+              type: object
+              required: [archived_conversation_ids]
+              properties:
+                archived_conversation_ids: {type: array, items: {type: string}}
+                known_conversation_ids: {type: array, items: {type: string}}
+            Push:
+              type: object
+              required: [notification_type, event_id, conversation_id, recipient_pubkeys]
+              properties:
+                notification_type: {type: string, enum: [new_post, new_emoji_reaction]}
+                event_id: {type: string, maxLength: 128}
+                conversation_id: {type: string, maxLength: 128}
+                recipient_pubkeys: {type: array, maxItems: 500, items: {type: string, pattern: "^[0-9a-fA-F]{64}$"}}
+                emoji: {type: string}
+                post_id: {type: string}
+            PushAccepted:
+              type: object
+              required: [status, recipient_count, candidate_devices]
+              properties:
+                status: {type: string, const: accepted}
+                recipient_count: {type: integer}
+                candidate_devices: {type: integer}
+            Devices:
+              type: object
+              required: [devices]
+              properties:
+                devices:
+                  type: array
+                  items:
+                    type: object
+                    properties:
+                      device_token: {type: string}
+                      apns_environment: {type: string}
+                      topic: {type: string}
+                      relay_watch: {type: boolean}
+                      registered_at: {type: string, format: date-time}
+          responses:
+            BadRequest:
+              description: Invalid body
+              content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}
+            Unauthorized:
+              description: Missing, invalid, expired or replayed authorization
+              content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}
+            StorageError:
+              description: The database failed
+              content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}
+        paths:
+          /healthz:
+            get:
+              summary: Liveness
+              responses:
+                "200": {description: Alive, content: {application/json: {schema: {$ref: "#/components/schemas/Status"}}}}
+          /readyz:
+            get:
+              summary: Readiness (database reachable and migrated)
+              responses:
+                "200": {description: Ready, content: {application/json: {schema: {$ref: "#/components/schemas/Status"}}}}
+                "503": {description: Not ready, content: {application/json: {schema: {$ref: "#/components/schemas/Status"}}}}
+          /openapi.yaml:
+            get:
+              summary: This document
+              responses:
+                "200": {description: OpenAPI 3.1 YAML, content: {application/yaml: {schema: {type: string}}}}
+          /v1/devices/register:
+            post:
+              summary: Register (or move) a device token to the caller's pubkey
+              security: [{nostr: []}]
+              requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/Register"}}}}
+              responses:
+                "202": {description: Registered, content: {application/json: {schema: {$ref: "#/components/schemas/Status"}}}}
+                "400": {$ref: "#/components/responses/BadRequest"}
+                "401": {$ref: "#/components/responses/Unauthorized"}
+                "500": {$ref: "#/components/responses/StorageError"}
+          /v1/devices/unregister:
+            post:
+              summary: Remove one of the caller's devices
+              security: [{nostr: []}]
+              requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/Unregister"}}}}
+              responses:
+                "202": {description: Unregistered, content: {application/json: {schema: {$ref: "#/components/schemas/Status"}}}}
+                "400": {$ref: "#/components/responses/BadRequest"}
+                "401": {$ref: "#/components/responses/Unauthorized"}
+                "500": {$ref: "#/components/responses/StorageError"}
+          /v1/devices:
+            get:
+              summary: The caller's devices
+              security: [{nostr: []}]
+              responses:
+                "200": {description: Devices, content: {application/json: {schema: {$ref: "#/components/schemas/Devices"}}}}
+                "401": {$ref: "#/components/responses/Unauthorized"}
+                "500": {$ref: "#/components/responses/StorageError"}
+          /v1/conversations/archive-state:
+            put:
+              summary: Replace (or, with known_conversation_ids, update) the caller's archived conversations
+              security: [{nostr: []}]
+              requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/ArchiveState"}}}}
+              responses:
+                "202": {description: Synced, content: {application/json: {schema: {$ref: "#/components/schemas/Status"}}}}
+                "400": {$ref: "#/components/responses/BadRequest"}
+                "401": {$ref: "#/components/responses/Unauthorized"}
+                "500": {$ref: "#/components/responses/StorageError"}
+          /v1/push:
+            post:
+              summary: Queue a typed push to the recipients' devices
+              security: [{nostr: []}]
+              requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/Push"}}}}
+              responses:
+                "202": {description: Accepted, content: {application/json: {schema: {$ref: "#/components/schemas/PushAccepted"}}}}
+                "400": {$ref: "#/components/responses/BadRequest"}
+                "401": {$ref: "#/components/responses/Unauthorized"}
+                "500": {$ref: "#/components/responses/StorageError"}
+          /v1/account:
+            delete:
+              summary: Erase everything stored for the caller
+              security: [{nostr: []}]
+              responses:
+                "200": {description: Deleted, content: {application/json: {schema: {type: object}}}}
+                "401": {$ref: "#/components/responses/Unauthorized"}
+                "500": {$ref: "#/components/responses/StorageError"}
+          /admin/status:
+            get:
+              summary: Devices, queue depth, uptime
+              security: [{admin: []}]
+              responses:
+                "200": {description: Status, content: {application/json: {schema: {type: object}}}}
+                "401": {description: Wrong or missing admin token, content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
+                "404": {description: Admin routes disabled (no ADMIN_TOKEN), content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
+
+        """
+}

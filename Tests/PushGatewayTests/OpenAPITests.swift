@@ -1,0 +1,79 @@
+import Foundation
+import Hummingbird
+import Logging
+import PostgresNIO
+@testable import PushGateway
+import Testing
+
+@Suite struct OpenAPITests {
+    /// `METHOD /path` pairs declared under `paths:` in the document.
+    static func documentedRoutes() -> Set<String> {
+        var routes = Set<String>()
+        var currentPath: String?
+        var inPaths = false
+        for line in OpenAPIDocument.yaml.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line == "paths:" { inPaths = true; continue }
+            guard inPaths else { continue }
+            if line.hasPrefix("  /"), line.hasSuffix(":"), !line.hasPrefix("   ") {
+                currentPath = String(line.dropFirst(2).dropLast())
+            } else if let path = currentPath, line.hasPrefix("    "), !line.hasPrefix("     "), line.hasSuffix(":") {
+                let method = line.trimmingCharacters(in: .whitespaces).dropLast().uppercased()
+                routes.insert("\(method) \(path)")
+            }
+        }
+        return routes
+    }
+
+    @Test func documentMatchesTheRouterExactly() throws {
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let client = PostgresClient(configuration: .init(host: "127.0.0.1", username: "x", password: nil, database: "x", tls: .disable))
+        let configuration = GatewayHarness.configuration(DatabaseURL(host: "127.0.0.1", username: "x", database: "x"))
+        let api = GatewayAPI(store: GatewayStore(client: client, logger: logger), configuration: configuration, latestMigration: 1)
+        let router = buildRouter(api: api)
+        let served = Set(router.routes.map { "\($0.method.rawValue) \($0.path)" })
+        let documented = Self.documentedRoutes()
+        #expect(served.count == 10)
+        #expect(documented == served, "undocumented: \(served.subtracting(documented)); not served: \(documented.subtracting(served))")
+    }
+
+    @Test func documentIsOpenAPI31WithEverySignedRouteSecured() {
+        let yaml = OpenAPIDocument.yaml
+        #expect(yaml.hasPrefix("openapi: 3.1.0\n"))
+        #expect(!yaml.contains("\t"), "YAML indentation is spaces only")
+        // Every /v1 route declares the Nostr scheme and the 401 answer.
+        let v1Blocks = yaml.components(separatedBy: "\n  /v1/").dropFirst()
+        #expect(v1Blocks.count == 6)
+        for block in v1Blocks {
+            let route = block.components(separatedBy: "\n  /").first ?? block
+            #expect(route.contains("security: [{nostr: []}]"), "\(route.prefix(40))")
+            #expect(route.contains("\"401\""), "\(route.prefix(40))")
+        }
+    }
+}
+
+@Suite struct OpenAPIValidationTests {
+    /// Validates the document with openapi-spec-validator (installed into .venv by scripts/test.sh).
+    @Test func documentValidatesAgainstTheOpenAPISchema() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let python = ProcessInfo.processInfo.environment["LINKSTR_PYTHON"] ?? root.appendingPathComponent(".venv/bin/python").path
+        guard FileManager.default.isExecutableFile(atPath: python) else {
+            Issue.record("needs \(python) with openapi-spec-validator: run scripts/test.sh")
+            return
+        }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("linkstr-openapi-\(UUID().uuidString).yaml")
+        try OpenAPIDocument.yaml.write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = ["-c", "import sys, yaml; from openapi_spec_validator import validate; validate(yaml.safe_load(open(sys.argv[1]))); print('ok')", file.path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(text)")
+        #expect(text.contains("ok"))
+    }
+}
