@@ -1,0 +1,64 @@
+import Foundation
+import HTTPTypes
+import Logging
+import NostrProtocol
+@testable import PushGateway
+import Synchronization
+import Testing
+
+/// Captures every log line of a gateway run and checks that no device token or key material
+/// appears in it.
+@Suite(.serialized) struct LogPrivacyTests {
+    final class Capture: Sendable {
+        let lines = Mutex<[String]>([])
+    }
+
+    struct CapturingHandler: LogHandler {
+        let capture: Capture
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            let fields = metadata.merging(event.metadata ?? [:]) { $1 }.map { "\($0)=\($1)" }.joined(separator: " ")
+            capture.lines.withLock { $0.append("\(event.level) \(event.message) \(fields)") }
+        }
+    }
+
+    @Test func tokensAndKeysNeverReachTheLogs() async throws {
+        let capture = Capture()
+        var configuredLogger = Logger(label: "privacy") { _ in CapturingHandler(capture: capture) }
+        configuredLogger.logLevel = .debug  // everything our code logs; PostgresNIO's trace level is never used in production
+        let logger = configuredLogger
+        let bob = Keys.generate(), alice = Keys.generate()
+        let token = Hex.encode(SecureRandom.bytes(32))
+        try await TestDatabase.with { url, database in
+            let configuration = GatewayHarness.configuration(url)
+            let app = GatewayApplication.build(configuration: configuration, migrator: try Migrator.load(directory: Migrator.defaultDirectory()),
+                                               deliver: true, logger: logger)
+            try await app.test(.live) { client in
+                let gateway = GatewayHarness(client: client, database: database, configuration: configuration)
+                #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token)).status == .accepted)
+                let push = ArchiveAndPushTests.pushBody(to: [bob])
+                #expect(try await gateway.send(alice, .post, "/v1/push", json: push).status == .accepted)
+                for _ in 0..<50 where try await gateway.count("SELECT count(*)::int FROM push_jobs") > 0 {
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                // A replay and a bad body are logged paths too.
+                _ = try await gateway.send(bob, .post, "/v1/devices/register", json: "{", nonce: "n")
+                _ = try await gateway.send(bob, .delete, "/v1/account")
+            }
+        }
+        let lines = capture.lines.withLock { $0 }
+        #expect(lines.contains { $0.contains("push (APNs disabled)") }, "the run did log")
+        #expect(lines.contains { $0.contains("…" + token.suffix(6)) }, "tokens appear redacted")
+        let secrets = [token, bob.secretKey.exportHex(), bob.secretKey.exportNsec(), alice.secretKey.exportHex(), alice.secretKey.exportNsec()]
+        for line in lines {
+            for secret in secrets {
+                #expect(!line.contains(secret), "log line leaks a secret: \(line.prefix(120))")
+            }
+        }
+    }
+}
