@@ -20,7 +20,7 @@ public enum GatewayApplication {
         configuration: GatewayConfiguration, migrator: Migrator, migrateOnStart: Bool = true, deliver: Bool = true, logger: Logger
     ) -> some ApplicationProtocol {
         let client = postgresClient(configuration.database, logger: logger)
-        let store = GatewayStore(client: client, logger: logger)
+        let store = GatewayStore(client: client, logger: logger, replayWindowSeconds: configuration.authMaxSkewSeconds)
         let api = GatewayAPI(store: store, configuration: configuration, latestMigration: migrator.latestVersion)
         let queue = DeliveryQueue(client: client, logger: logger)
         var services: [any Service] = [client, MaintenanceService(store: store, queue: queue, logger: logger)]

@@ -41,9 +41,6 @@ public actor APNsTokenCache {
         return true
     }
 
-    /// Seconds since the current token was issued (for the JWT-age metric).
-    public func age() -> TimeInterval? { current.map { now().timeIntervalSince($0.issuedAt) } }
-
     private func issue(at time: Date) throws -> String {
         let token = try signer.token(issuedAt: time)
         current = (token, time)

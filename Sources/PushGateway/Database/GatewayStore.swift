@@ -18,23 +18,27 @@ public struct DeviceRecord: Sendable, Equatable {
 public struct GatewayStore: Sendable {
     public let client: PostgresClient
     public let logger: Logger
+    /// How far `created_at` may be from now (`AUTH_MAX_SKEW_SECONDS`): replay keys are kept
+    /// until an event could no longer pass that check.
+    public let replayWindowSeconds: Int64
     /// How long dedupe rows are kept.
     public static let dedupeRetention: TimeInterval = 30 * 86_400
     /// How long a queued job may wait for delivery.
     public static let jobLifetimeSeconds = 15 * 60
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: PostgresClient, logger: Logger, replayWindowSeconds: Int64 = 300) {
         self.client = client
         self.logger = logger
+        self.replayWindowSeconds = replayWindowSeconds
     }
 
     /// Runs `body` in a transaction after recording `auth`'s replay key; a key seen before is a 401.
     func authorized<Result: Sendable>(
-        _ auth: VerifiedHTTPAuth, replayWindow: Int64, _ body: @Sendable (PostgresConnection) async throws -> Result
+        _ auth: VerifiedHTTPAuth, _ body: @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         let pubkey = auth.pubkey.hex
         let key = auth.replayKey
-        let expires = Date(timeIntervalSince1970: TimeInterval(auth.event.createdAt + replayWindow + 60))
+        let expires = Date(timeIntervalSince1970: TimeInterval(auth.event.createdAt + replayWindowSeconds + 60))
         return try await storage {
             // A device deleted by a concurrent request between our read and our insert (23503),
             // or two pushes locking dedupe rows in opposite orders (40P01), rolls the whole
@@ -90,10 +94,10 @@ public struct GatewayStore: Sendable {
 
     /// Registers (or moves) a device to `pubkey`. A token moving away from another pubkey drops
     /// that pubkey's queued jobs for it, and that pubkey's archive state if it has no device left.
-    public func register(_ request: RegisterDeviceRequest, topic: String, auth: VerifiedHTTPAuth, replayWindow: Int64) async throws {
+    public func register(_ request: RegisterDeviceRequest, topic: String, auth: VerifiedHTTPAuth) async throws {
         let pubkey = auth.pubkey.hex
         let logger = self.logger
-        try await authorized(auth, replayWindow: replayWindow) { connection in
+        try await authorized(auth) { connection in
             var previous: String?
             for try await owner in try await connection.query(
                 "SELECT pubkey FROM devices WHERE device_token = \(request.deviceToken) FOR UPDATE", logger: logger
@@ -115,10 +119,10 @@ public struct GatewayStore: Sendable {
 
     /// Removes the caller's own device (a token owned by someone else is left alone).
     @discardableResult
-    public func unregister(deviceToken: String, auth: VerifiedHTTPAuth, replayWindow: Int64) async throws -> Bool {
+    public func unregister(deviceToken: String, auth: VerifiedHTTPAuth) async throws -> Bool {
         let pubkey = auth.pubkey.hex
         let logger = self.logger
-        return try await authorized(auth, replayWindow: replayWindow) { connection in
+        return try await authorized(auth) { connection in
             let removed = try await connection.query(
                 "DELETE FROM devices WHERE device_token = \(deviceToken) AND pubkey = \(pubkey) RETURNING 1", logger: logger
             ).collect().count
@@ -130,10 +134,10 @@ public struct GatewayStore: Sendable {
     /// Applies an archive update; returns false when nothing was stored because the caller has no
     /// device. Archiving cancels queued jobs for those conversations.
     @discardableResult
-    public func updateArchive(_ request: ArchiveStateRequest, auth: VerifiedHTTPAuth, replayWindow: Int64) async throws -> Bool {
+    public func updateArchive(_ request: ArchiveStateRequest, auth: VerifiedHTTPAuth) async throws -> Bool {
         let pubkey = auth.pubkey.hex
         let logger = self.logger
-        return try await authorized(auth, replayWindow: replayWindow) { connection in
+        return try await authorized(auth) { connection in
             let hasDevice = try await connection.query("SELECT 1 FROM devices WHERE pubkey = \(pubkey) LIMIT 1 FOR SHARE", logger: logger).collect().count > 0
             guard hasDevice else { return false }
             if let known = request.known {
@@ -163,11 +167,11 @@ public struct GatewayStore: Sendable {
     /// Dedupes per (event, type, recipient), skips the sender, recipients without devices and
     /// archived conversations, and queues one job per remaining device, all in one statement.
     /// `skipRelayWatchDevices`: while the relay watcher runs, devices it serves get no typed push.
-    public func enqueue(_ request: PushRequest, auth: VerifiedHTTPAuth, replayWindow: Int64, skipRelayWatchDevices: Bool = false) async throws -> EnqueueResult {
+    public func enqueue(_ request: PushRequest, auth: VerifiedHTTPAuth, skipRelayWatchDevices: Bool = false) async throws -> EnqueueResult {
         let sender = auth.pubkey.hex
         let logger = self.logger
         let lifetime = Self.jobLifetimeSeconds
-        return try await authorized(auth, replayWindow: replayWindow) { connection in
+        return try await authorized(auth) { connection in
             let rows = try await connection.query("""
                 WITH recipients AS (
                     SELECT DISTINCT r AS pubkey FROM unnest(\(request.recipients)::text[]) AS r WHERE r <> \(sender)
@@ -192,10 +196,10 @@ public struct GatewayStore: Sendable {
     }
 
     /// The caller's devices (read-only: the replay key is still consumed, as for every signed call).
-    public func devices(auth: VerifiedHTTPAuth, replayWindow: Int64) async throws -> [DeviceRecord] {
+    public func devices(auth: VerifiedHTTPAuth) async throws -> [DeviceRecord] {
         let pubkey = auth.pubkey.hex
         let logger = self.logger
-        return try await authorized(auth, replayWindow: replayWindow) { connection in
+        return try await authorized(auth) { connection in
             var records: [DeviceRecord] = []
             for try await (token, environment, topic, watch, registered) in try await connection.query("""
                 SELECT device_token, apns_environment, topic, relay_watch, registered_at FROM devices
@@ -209,10 +213,10 @@ public struct GatewayStore: Sendable {
 
     /// Erases everything stored for the caller: devices (and with them queued jobs), archive
     /// state and dedupe rows. Returns the number of devices removed.
-    public func deleteAccount(auth: VerifiedHTTPAuth, replayWindow: Int64) async throws -> Int {
+    public func deleteAccount(auth: VerifiedHTTPAuth) async throws -> Int {
         let pubkey = auth.pubkey.hex
         let logger = self.logger
-        return try await authorized(auth, replayWindow: replayWindow) { connection in
+        return try await authorized(auth) { connection in
             let devices = try await connection.query("DELETE FROM devices WHERE pubkey = \(pubkey) RETURNING 1", logger: logger).collect().count
             try await connection.query("DELETE FROM push_jobs WHERE pubkey = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM archived_conversations WHERE pubkey = \(pubkey)", logger: logger)

@@ -101,10 +101,4 @@ public struct DeliveryQueue: Sendable {
     public func dropExpired() async throws -> Int {
         try await client.query("DELETE FROM push_jobs WHERE expires_at <= now() RETURNING 1", logger: logger).collect().count
     }
-
-    /// Jobs waiting (for metrics and status).
-    public func depth() async throws -> Int {
-        for try await count in try await client.query("SELECT count(*)::int FROM push_jobs", logger: logger).decode(Int.self) { return count }
-        return 0
-    }
 }

@@ -19,6 +19,7 @@ public struct GatewayAPI: Sendable {
     let startedAt: Date
     let latestMigration: Int
 
+    /// `store` should be built with `configuration.authMaxSkewSeconds` as its replay window.
     public init(store: GatewayStore, configuration: GatewayConfiguration, latestMigration: Int, startedAt: Date = Date()) {
         self.store = store
         self.verifier = HTTPAuthVerifier(maxSkewSeconds: configuration.authMaxSkewSeconds, publicBaseURL: configuration.publicURL)
@@ -28,8 +29,6 @@ public struct GatewayAPI: Sendable {
         self.startedAt = startedAt
         self.latestMigration = latestMigration
     }
-
-    var replayWindow: Int64 { verifier.maxSkewSeconds }
 
     /// Reads the body within the limit; anything unreadable or too large is the app's 400.
     static func readBody(_ request: inout Request) async throws(APIError) -> [UInt8] {
@@ -62,7 +61,7 @@ public struct GatewayAPI: Sendable {
         let (auth, registration) = try await signed(&request, parse: RegisterDeviceRequest.parse)
         let topic = registration.topic ?? defaultTopic
         guard topics.contains(topic) else { throw APIError.badRequest("unknown topic") }
-        try await store.register(registration, topic: topic, auth: auth, replayWindow: replayWindow)
+        try await store.register(registration, topic: topic, auth: auth)
         store.logger.info("device registered", metadata: [
             "nostr.pubkey": "\(auth.pubkey.hex)", "apns.token": "\(DeviceToken.redacted(registration.deviceToken))",
             "apns.environment": "\(registration.environment.rawValue)", "push.relay_watch": "\(registration.relayWatch)",
@@ -72,19 +71,19 @@ public struct GatewayAPI: Sendable {
 
     public func unregister(_ request: inout Request) async throws -> Response {
         let (auth, unregistration) = try await signed(&request, parse: UnregisterDeviceRequest.parse)
-        try await store.unregister(deviceToken: unregistration.deviceToken, auth: auth, replayWindow: replayWindow)
+        try await store.unregister(deviceToken: unregistration.deviceToken, auth: auth)
         return JSONBody.response(.accepted, ["status": "unregistered"])
     }
 
     public func archiveState(_ request: inout Request) async throws -> Response {
         let (auth, update) = try await signed(&request, parse: ArchiveStateRequest.parse)
-        try await store.updateArchive(update, auth: auth, replayWindow: replayWindow)
+        try await store.updateArchive(update, auth: auth)
         return JSONBody.response(.accepted, ["status": "synced"])
     }
 
     public func push(_ request: inout Request) async throws -> Response {
         let (auth, push) = try await signed(&request, parse: PushRequest.parse)
-        let result = try await store.enqueue(push, auth: auth, replayWindow: replayWindow)
+        let result = try await store.enqueue(push, auth: auth)
         return JSONBody.response(.accepted, [
             "status": "accepted", "recipient_count": .integer(Int64(result.recipientCount)),
             "candidate_devices": .integer(Int64(result.candidateDevices)),
@@ -93,7 +92,7 @@ public struct GatewayAPI: Sendable {
 
     public func listDevices(_ request: inout Request) async throws -> Response {
         let (auth, _) = try await signed(&request) { (_: [UInt8]) throws(APIError) in () }
-        let devices = try await store.devices(auth: auth, replayWindow: replayWindow)
+        let devices = try await store.devices(auth: auth)
         let formatter = ISO8601DateFormatter()
         return JSONBody.response(.ok, ["devices": .array(devices.map { device in
             .object([
@@ -106,7 +105,7 @@ public struct GatewayAPI: Sendable {
 
     public func deleteAccount(_ request: inout Request) async throws -> Response {
         let (auth, _) = try await signed(&request) { (_: [UInt8]) throws(APIError) in () }
-        let removed = try await store.deleteAccount(auth: auth, replayWindow: replayWindow)
+        let removed = try await store.deleteAccount(auth: auth)
         store.logger.info("account erased", metadata: ["nostr.pubkey": "\(auth.pubkey.hex)", "push.devices": "\(removed)"])
         return JSONBody.response(.ok, ["status": "deleted", "devices_removed": .integer(Int64(removed))])
     }
