@@ -48,7 +48,11 @@ struct EventFields {
 
     /// JSON text to a value, with JSON errors reported as event decoding errors.
     static func parse(_ json: String) throws(EventDecodingError) -> JSONValue {
-        do { return try JSONValue(parsing: json) } catch { throw .json(error) }
+        try parse(Array(json.utf8))
+    }
+
+    static func parse(_ bytes: [UInt8]) throws(EventDecodingError) -> JSONValue {
+        do { return try JSONValue(parsing: bytes) } catch { throw .json(error) }
     }
 
     struct Decoded {

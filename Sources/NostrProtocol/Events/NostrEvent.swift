@@ -62,4 +62,7 @@ public struct NostrEvent: Sendable, Hashable {
 
     /// The first tag named `name`.
     public func firstTag(_ name: String) -> [String]? { tags.first { $0.first == name } }
+
+    /// Position 1 of the first tag named `name` (`["method", "POST"]` → `"POST"`).
+    public func firstTagValue(_ name: String) -> String? { firstTag(name)?.dropFirst().first }
 }

@@ -89,44 +89,36 @@ public struct HTTPAuthVerifier: Sendable {
         // Accept base64 with or without padding: both are seen from real clients.
         guard let json = Base64.decode(encoded, requirePadding: false) else { throw .invalidBase64 }
         let event: NostrEvent
-        do {
-            let value: JSONValue
-            do { value = try JSONValue(parsing: json) } catch { throw EventDecodingError.json(error) }
-            event = try NostrEvent(jsonValue: value)
-        } catch let error as EventDecodingError {
-            throw .malformedEvent(error)
-        } catch {
-            throw .malformedEvent(.notAnObject)
-        }
+        do { event = try NostrEvent(jsonValue: EventFields.parse(json)) } catch { throw .malformedEvent(error) }
 
         guard event.kind == HTTPAuth.kind else { throw .wrongKind(event.kind) }
         guard event.content.isEmpty else { throw .nonEmptyContent }
         guard event.createdAt >= now - maxSkewSeconds else { throw .expired }
         guard event.createdAt <= now + maxSkewSeconds else { throw .fromTheFuture }
 
-        guard let method = event.firstTag("method")?.dropFirst().first else { throw .missingTag("method") }
+        guard let method = event.firstTagValue("method") else { throw .missingTag("method") }
         guard method.uppercased() == request.method.uppercased() else { throw .methodMismatch }
 
         let dialect: HTTPAuth.Dialect
         let replayKey: String
-        if let url = event.firstTag("u")?.dropFirst().first {
+        if let url = event.firstTagValue("u") {
             dialect = .standard
             guard acceptedDialects.contains(.standard) else { throw .dialectNotAccepted }
             try checkURL(url, request)
-            let payload = event.firstTag("payload")?.dropFirst().first
+            let payload = event.firstTagValue("payload")
             if let payload {
                 guard payload.lowercased() == SHA256Digest.hex(request.body) else { throw .payloadMismatch }
             } else if !request.body.isEmpty {
                 throw .missingPayload
             }
             replayKey = event.id.hex
-        } else if let path = event.firstTag("path")?.dropFirst().first {
+        } else if let path = event.firstTagValue("path") {
             dialect = .linkstr
             guard acceptedDialects.contains(.linkstr) else { throw .dialectNotAccepted }
             guard path == request.path else { throw .pathMismatch }
-            guard let payload = event.firstTag("payload_sha256")?.dropFirst().first else { throw .missingTag("payload_sha256") }
+            guard let payload = event.firstTagValue("payload_sha256") else { throw .missingTag("payload_sha256") }
             guard payload.lowercased() == SHA256Digest.hex(request.body) else { throw .payloadMismatch }
-            guard let nonce = event.firstTag("nonce")?.dropFirst().first else { throw .missingTag("nonce") }
+            guard let nonce = event.firstTagValue("nonce") else { throw .missingTag("nonce") }
             let trimmed = nonce.trimmingWhitespace()
             guard !trimmed.isEmpty else { throw .blankNonce }
             replayKey = trimmed
