@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Foundation
 import Hummingbird
 import Logging
+import Metrics
 import NostrProtocol
 import PushGateway
 
@@ -44,7 +45,11 @@ struct Serve: AsyncParsableCommand {
             "http.listen": "\(configuration.listenHost):\(configuration.listenPort)", "db.url": "\(configuration.database.redacted)",
             "apns.disabled": "\(configuration.apns.disabled)", "apns.topics": "\(configuration.apns.topics.sorted().joined(separator: ","))",
         ])
-        let app = GatewayApplication.build(configuration: configuration, migrator: migrator, migrateOnStart: !noMigrate, logger: logger)
+        // One registry for ours and the libraries' metrics (swift-metrics users such as Hummingbird).
+        let metrics = GatewayMetrics()
+        MetricsSystem.bootstrap(metrics.factory)
+        let app = try GatewayApplication.build(
+            configuration: configuration, migrator: migrator, migrateOnStart: !noMigrate, metrics: metrics, logger: logger)
         try await app.runService()
     }
 }

@@ -16,21 +16,31 @@ public enum GatewayApplication {
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 
+    /// `deliver: false` builds an API-only instance (tests that inspect the queue, or an operator
+    /// splitting roles). Throws when the APNs client cannot be set up (unreadable CA file, bad key).
     public static func build(
-        configuration: GatewayConfiguration, migrator: Migrator, migrateOnStart: Bool = true, deliver: Bool = true, logger: Logger
-    ) -> some ApplicationProtocol {
+        configuration: GatewayConfiguration, migrator: Migrator, migrateOnStart: Bool = true, deliver: Bool = true,
+        metrics: GatewayMetrics = GatewayMetrics(), logger: Logger
+    ) throws -> some ApplicationProtocol {
         let client = postgresClient(configuration.database, logger: logger)
         let store = GatewayStore(client: client, logger: logger, replayWindowSeconds: configuration.authMaxSkewSeconds)
-        let api = GatewayAPI(store: store, configuration: configuration, latestMigration: migrator.latestVersion)
+        let api = GatewayAPI(store: store, configuration: configuration, latestMigration: migrator.latestVersion, metrics: metrics)
         let queue = DeliveryQueue(client: client, logger: logger)
+        metrics.onScrape {
+            if let depth = try? await queue.depth() { metrics.queue(queued: depth.queued, due: depth.due) }
+        }
         var services: [any Service] = [client, MaintenanceService(store: store, queue: queue, logger: logger)]
-        if !deliver {
-            // API-only instance (tests that inspect the queue, or an operator splitting roles).
-        } else if configuration.apns.disabled {
-            services.append(DeliveryWorker(queue: queue, sender: LoggingAPNsSender(logger: logger), logger: logger))
-        } else {
-            // The HTTP/2 APNs sender is the next step of issue #3; until then jobs stay queued.
-            logger.warning("APNs delivery over HTTP/2 is not built yet: pushes are queued but not sent (set APNS_DISABLE=1 to log them)")
+        if deliver {
+            let sender: any APNsSender
+            if configuration.apns.disabled {
+                sender = LoggingAPNsSender(logger: logger)
+            } else {
+                let http2 = try HTTP2APNsSender(configuration: configuration.apns, metrics: metrics, logger: logger)
+                // Listed before the worker: services stop in reverse order, so the client closes last.
+                services.append(APNsClientService(sender: http2))
+                sender = http2
+            }
+            services.append(DeliveryWorker(queue: queue, sender: sender, settings: configuration.delivery, metrics: metrics, logger: logger))
         }
         var app = Application(
             router: buildRouter(api: api),

@@ -16,21 +16,38 @@ struct GatewayHarness: Sendable {
 
     static let topic = "app.linkstr.test"
 
-    static func configuration(_ url: DatabaseURL, adminToken: String? = "admin-secret", publicURL: String? = "https://push.example.com") -> GatewayConfiguration {
+    let metrics: GatewayMetrics
+
+    static func configuration(_ url: DatabaseURL, adminToken: String? = "admin-secret", publicURL: String? = "https://push.example.com",
+                              apns: APNsConfiguration? = nil) -> GatewayConfiguration {
         GatewayConfiguration(listenHost: "127.0.0.1", listenPort: 0, database: url, publicURL: publicURL, authMaxSkewSeconds: 300,
-                             adminToken: adminToken, apns: APNsConfiguration(disabled: true, apps: [], defaultTopic: topic))
+                             adminToken: adminToken, apns: apns ?? APNsConfiguration(disabled: true, apps: [], defaultTopic: topic),
+                             delivery: DeliverySettings(leaseSeconds: 5, batchSize: 64, loops: 2))
     }
 
-    /// `deliver`: also run the delivery worker (with APNs disabled it logs and finishes jobs).
-    static func run(deliver: Bool = false, _ body: @Sendable (GatewayHarness) async throws -> Void) async throws {
+    /// `deliver`: also run the delivery worker (with APNs disabled it logs and finishes jobs;
+    /// with `apns`, for example `SandboxFixture.apns`, it sends over HTTP/2).
+    static func run(deliver: Bool = false, apns: APNsConfiguration? = nil, _ body: @Sendable (GatewayHarness) async throws -> Void) async throws {
         try await TestDatabase.with { url, database in
-            let configuration = configuration(url)
+            let configuration = configuration(url, apns: apns)
             let migrator = try Migrator.load(directory: Migrator.defaultDirectory())
-            let app = GatewayApplication.build(configuration: configuration, migrator: migrator, deliver: deliver, logger: TestDatabase.logger)
+            let metrics = GatewayMetrics()
+            let app = try GatewayApplication.build(
+                configuration: configuration, migrator: migrator, deliver: deliver, metrics: metrics, logger: TestDatabase.logger)
             try await app.test(.live) { client in
-                try await body(GatewayHarness(client: client, database: database, configuration: configuration))
+                try await body(GatewayHarness(client: client, database: database, configuration: configuration, metrics: metrics))
             }
         }
+    }
+
+    /// Polls `condition` every 50 ms for up to `seconds`; returns whether it came true.
+    static func eventually(within seconds: Double = 10, _ condition: @Sendable () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try await condition()
     }
 
     /// A signed request (linkstr dialect, fresh nonce unless given).

@@ -36,10 +36,10 @@ import Testing
         let token = Hex.encode(SecureRandom.bytes(32))
         try await TestDatabase.with { url, database in
             let configuration = GatewayHarness.configuration(url)
-            let app = GatewayApplication.build(configuration: configuration, migrator: try Migrator.load(directory: Migrator.defaultDirectory()),
+            let app = try GatewayApplication.build(configuration: configuration, migrator: try Migrator.load(directory: Migrator.defaultDirectory()),
                                                deliver: true, logger: logger)
             try await app.test(.live) { client in
-                let gateway = GatewayHarness(client: client, database: database, configuration: configuration)
+                let gateway = GatewayHarness(client: client, database: database, configuration: configuration, metrics: GatewayMetrics())
                 #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token)).status == .accepted)
                 let push = ArchiveAndPushTests.pushBody(to: [bob])
                 #expect(try await gateway.send(alice, .post, "/v1/push", json: push).status == .accepted)

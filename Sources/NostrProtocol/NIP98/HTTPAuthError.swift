@@ -44,4 +44,29 @@ public enum HTTPAuthError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidSignature: "authorization event signature is invalid"
         }
     }
+
+    /// A short stable code for metrics labels (`linkstr_auth_failures_total{reason}`).
+    public var code: String {
+        switch self {
+        case .missingHeader: "missing_header"
+        case .wrongScheme: "wrong_scheme"
+        case .invalidBase64: "invalid_base64"
+        case .malformedEvent: "malformed_event"
+        case .wrongKind: "wrong_kind"
+        case .nonEmptyContent: "non_empty_content"
+        case .expired: "expired"
+        case .fromTheFuture: "from_the_future"
+        case .missingTag: "missing_tag"
+        case .methodMismatch: "method_mismatch"
+        case .urlMismatch: "url_mismatch"
+        case .pathMismatch: "path_mismatch"
+        case .payloadMismatch: "payload_mismatch"
+        case .missingPayload: "missing_payload"
+        case .blankNonce: "blank_nonce"
+        case .unknownDialect: "unknown_dialect"
+        case .dialectNotAccepted: "dialect_not_accepted"
+        case .invalidID: "invalid_id"
+        case .invalidSignature: "invalid_signature"
+        }
+    }
 }

@@ -24,6 +24,8 @@ public enum APNsResponseClassifier {
         case 400 where removeReasons.contains(reason): return .removeDevice(reason: reason, invalidSinceMilliseconds: nil)
         case 403 where reason == "ExpiredProviderToken": return .refreshTokenAndRetry(reason: reason)
         case 429, 500, 502, 503, 504: return .retry(reason: reason.isEmpty ? "HTTP \(status)" : reason)
+        // No answer from APNs (connection, TLS, timeout): try again later.
+        case 0 where reason == "ConnectionError": return .retry(reason: reason)
         default: return .drop(reason: reason.isEmpty ? "HTTP \(status)" : reason)
         }
     }

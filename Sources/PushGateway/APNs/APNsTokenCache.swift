@@ -41,6 +41,11 @@ public actor APNsTokenCache {
         return true
     }
 
+    /// Age of the current token in seconds (nil before the first one).
+    public func age() -> TimeInterval? {
+        current.map { now().timeIntervalSince($0.issuedAt) }
+    }
+
     private func issue(at time: Date) throws -> String {
         let token = try signer.token(issuedAt: time)
         current = (token, time)

@@ -52,7 +52,7 @@ public struct GatewayStore: Sendable {
                             INSERT INTO auth_replays (pubkey, replay_key, expires_at) VALUES (\(pubkey), \(key), \(expires))
                             ON CONFLICT DO NOTHING RETURNING 1
                             """, logger: logger).collect().count
-                        guard inserted == 1 else { throw APIError.unauthorized("authorization was already used (replayed nonce or event)") }
+                        guard inserted == 1 else { throw APIError.replayed }
                         return try await body(connection)
                     }
                 } catch let error as PostgresTransactionError where attempt < 3 && Self.isTransient(error) {

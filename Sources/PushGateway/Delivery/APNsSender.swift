@@ -5,11 +5,15 @@ public protocol APNsSender: Sendable {
     func send(_ job: ClaimedJob) async -> APNsSendResult
 }
 
+/// What APNs answered. `status` 0 means no answer (connection failure) or a refusal before
+/// sending, with `reason` saying which.
 public struct APNsSendResult: Sendable, Equatable {
     public var status: Int
     public var reason: String?
     /// Apple's 410 `timestamp` (milliseconds since 1970).
     public var timestampMilliseconds: Int64?
+    /// The provider token the request carried (never logged).
+    public var providerToken: String?
 
     public init(status: Int, reason: String? = nil, timestampMilliseconds: Int64? = nil) {
         self.status = status

@@ -68,6 +68,16 @@ public struct DeliveryQueue: Sendable {
         try await client.query("DELETE FROM push_jobs WHERE id = \(job.id) AND attempts = \(job.attempts)", logger: logger)
     }
 
+    /// Finishes many jobs in one statement, each fenced by its attempt count.
+    public func finish(_ jobs: [ClaimedJob]) async throws {
+        guard !jobs.isEmpty else { return }
+        let ids = jobs.map(\.id), attempts = jobs.map(\.attempts)
+        try await client.query("""
+            DELETE FROM push_jobs j USING unnest(\(ids)::bigint[], \(attempts)::int[]) AS done(id, attempts)
+            WHERE j.id = done.id AND j.attempts = done.attempts
+            """, logger: logger)
+    }
+
     /// Back to the queue after `delaySeconds`, keeping the error for operators.
     public func reschedule(_ job: ClaimedJob, delaySeconds: Double, error: String) async throws {
         try await client.query("""
@@ -94,6 +104,17 @@ public struct DeliveryQueue: Sendable {
             try await GatewayStore.dropOrphanedArchive(owner, connection, logger)
             return true
         }
+    }
+
+    /// Jobs in the queue, and how many of them are due now.
+    public func depth() async throws -> (queued: Int, due: Int) {
+        var result = (queued: 0, due: 0)
+        for try await row in try await client.query(
+            "SELECT count(*)::int, (count(*) FILTER (WHERE next_attempt_at <= now()))::int FROM push_jobs", logger: logger
+        ).decode((Int, Int).self) {
+            result = (row.0, row.1)
+        }
+        return result
     }
 
     /// Deletes jobs past their expiry; returns how many.

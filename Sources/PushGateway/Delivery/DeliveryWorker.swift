@@ -9,23 +9,32 @@ public struct DeliveryWorker: Service {
     let queue: DeliveryQueue
     let sender: any APNsSender
     let logger: Logger
+    let metrics: GatewayMetrics?
+    let settings: DeliverySettings
     var retryPolicy = RetryPolicy()
-    /// Jobs claimed per round, and sent concurrently.
-    public var batchSize = 64
-    /// How long to wait when the queue is empty.
+    /// How long a loop waits when the queue is empty.
     public var idleInterval: Duration = .milliseconds(200)
-    /// Called after a 403 ExpiredProviderToken so the token cache can refresh.
-    var onExpiredProviderToken: @Sendable (ClaimedJob) async -> Void = { _ in }
 
-    public init(queue: DeliveryQueue, sender: any APNsSender, logger: Logger, batchSize: Int = 64, idleInterval: Duration = .milliseconds(200)) {
+    public init(queue: DeliveryQueue, sender: any APNsSender, settings: DeliverySettings = DeliverySettings(), metrics: GatewayMetrics? = nil,
+                logger: Logger, idleInterval: Duration = .milliseconds(200)) {
         self.queue = queue
         self.sender = sender
+        self.settings = settings
+        self.metrics = metrics
         self.logger = logger
-        self.batchSize = batchSize
         self.idleInterval = idleInterval
     }
 
+    /// `settings.loops` claim-and-send loops until graceful shutdown; each finishes its round.
     public func run() async throws {
+        await withDiscardingTaskGroup { group in
+            for _ in 0..<settings.loops {
+                group.addTask { await loop() }
+            }
+        }
+    }
+
+    private func loop() async {
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             let delivered: Int
             do {
@@ -41,56 +50,89 @@ public struct DeliveryWorker: Service {
         }
     }
 
-    /// One round: returns how many jobs were claimed.
+    /// One round: claims up to a batch, sends it concurrently, records the outcomes (deliveries in
+    /// one statement). Returns how many jobs were claimed.
     @discardableResult
     public func runOnce() async throws -> Int {
-        let jobs = try await queue.claim(limit: batchSize)
+        let jobs = try await queue.claim(limit: settings.batchSize, leaseSeconds: settings.leaseSeconds)
         guard !jobs.isEmpty else { return 0 }
-        await withTaskGroup(of: Void.self) { group in
+        let finished = await withTaskGroup(of: ClaimedJob?.self) { group in
             for job in jobs {
-                group.addTask { await deliver(job) }
+                group.addTask { await deliver(job) ? job : nil }
             }
+            var finished: [ClaimedJob] = []
+            for await job in group { if let job { finished.append(job) } }
+            return finished
+        }
+        do {
+            try await queue.finish(finished)
+        } catch {
+            // The leases will run out and the jobs be sent again: at-least-once.
+            logger.warning("could not record deliveries", metadata: ["error.type": "\(type(of: error))", "push.jobs": "\(finished.count)"])
         }
         return jobs.count
     }
 
-    func deliver(_ job: ClaimedJob) async {
+    /// Sends one job and applies the outcome; returns true when the job is done and should be
+    /// deleted (delivered or dropped), which `runOnce` does for the whole batch at once.
+    func deliver(_ job: ClaimedJob) async -> Bool {
         let result = await sender.send(job)
         let outcome = APNsResponseClassifier.classify(status: result.status, reason: result.reason, timestampMilliseconds: result.timestampMilliseconds)
         let metadata: Logger.Metadata = ["apns.id": "\(job.apnsID)", "apns.token": "\(DeviceToken.redacted(job.deviceToken))", "apns.status": "\(result.status)"]
+        record(outcome, result: result, job: job)
         do {
             switch outcome {
             case .delivered:
-                try await queue.finish(job)
+                return true
             case .removeDevice(let reason, let since):
                 let invalidSince = since.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? job.deviceUpdatedAt
                 // 1 ms of slack absorbs timestamp rounding between PostgreSQL (µs) and Date (Double).
                 let removed = try await queue.removeDevice(
                     token: job.deviceToken, notUpdatedAfter: min(invalidSince, job.deviceUpdatedAt).addingTimeInterval(0.001))
-                if !removed { try await queue.finish(job) }
                 logger.notice("device token rejected by APNs", metadata: metadata.merging(["apns.reason": "\(reason)", "push.device_removed": "\(removed)"]) { $1 })
+                // Removing the device removed its jobs; a kept device still has this one to finish.
+                return !removed
             case .refreshTokenAndRetry(let reason):
-                await onExpiredProviderToken(job)
-                try await retryOrExpire(job, reason: reason)
+                // The sender has already refreshed the token (rules permitting) and retried once.
+                return try await retryOrExpire(job, reason: reason)
             case .retry(let reason):
-                try await retryOrExpire(job, reason: reason)
+                return try await retryOrExpire(job, reason: reason)
             case .drop(let reason):
-                try await queue.finish(job)
                 logger.warning("push dropped", metadata: metadata.merging(["apns.reason": "\(reason)"]) { $1 })
+                return true
             }
         } catch {
             // The lease will expire and the job will be claimed again: at-least-once.
             logger.warning("could not record delivery outcome", metadata: metadata.merging(["error.type": "\(type(of: error))"]) { $1 })
+            return false
         }
     }
 
-    private func retryOrExpire(_ job: ClaimedJob, reason: String) async throws {
+    private func record(_ outcome: APNsOutcome, result: APNsSendResult, job: ClaimedJob) {
+        guard let metrics else { return }
+        let (name, reason): (String, String?) = switch outcome {
+        case .delivered: ("delivered", nil)
+        case .removeDevice(let reason, _): ("device_removed", reason)
+        case .refreshTokenAndRetry(let reason): ("token_refresh", reason)
+        case .retry(let reason): ("retry", reason)
+        case .drop(let reason): ("dropped", reason)
+        }
+        metrics.push(outcome: name, reason: reason)
+        if let reason {
+            metrics.recentFailures.record(.init(
+                at: Date(), status: result.status, reason: reason, outcome: name, redactedToken: DeviceToken.redacted(job.deviceToken)))
+        }
+    }
+
+    /// Reschedules with backoff, or reports the job done when the retry would land after expiry.
+    private func retryOrExpire(_ job: ClaimedJob, reason: String) async throws -> Bool {
         let delay = retryPolicy.delay(afterAttempt: job.attempts)
         if Date().addingTimeInterval(delay) >= job.expiresAt {
-            try await queue.finish(job)
+            metrics?.push(outcome: "expired", reason: reason)
             logger.notice("push expired before delivery", metadata: ["apns.id": "\(job.apnsID)", "apns.reason": "\(reason)"])
-        } else {
-            try await queue.reschedule(job, delaySeconds: delay, error: reason)
+            return true
         }
+        try await queue.reschedule(job, delaySeconds: delay, error: reason)
+        return false
     }
 }

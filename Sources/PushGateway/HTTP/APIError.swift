@@ -8,6 +8,8 @@ public struct APIError: Error, Sendable, Equatable, HTTPResponseError {
     public let status: HTTPResponse.Status
     public let message: String
     public var headers: HTTPFields = [:]
+    /// For a refused `Authorization`: why, as a metrics label (`linkstr_auth_failures_total`).
+    public var authFailureCode: String?
 
     public init(_ status: HTTPResponse.Status, _ message: String) {
         self.status = status
@@ -15,7 +17,13 @@ public struct APIError: Error, Sendable, Equatable, HTTPResponseError {
     }
 
     public static func badRequest(_ message: String) -> APIError { APIError(.badRequest, message) }
-    public static func unauthorized(_ message: String) -> APIError { APIError(.unauthorized, message) }
+    public static func unauthorized(_ message: String, code: String = "other") -> APIError {
+        var error = APIError(.unauthorized, message)
+        error.authFailureCode = code
+        return error
+    }
+
+    public static let replayed = APIError.unauthorized("authorization was already used (replayed nonce or event)", code: "replayed")
 
     public static let invalidJSON = APIError.badRequest("invalid json body")
     public static let unreadableBody = APIError.badRequest("failed to read request body")

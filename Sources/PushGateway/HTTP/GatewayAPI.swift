@@ -18,10 +18,13 @@ public struct GatewayAPI: Sendable {
     let adminToken: String?
     let startedAt: Date
     let latestMigration: Int
+    public let metrics: GatewayMetrics
 
     /// `store` should be built with `configuration.authMaxSkewSeconds` as its replay window.
-    public init(store: GatewayStore, configuration: GatewayConfiguration, latestMigration: Int, startedAt: Date = Date()) {
+    public init(store: GatewayStore, configuration: GatewayConfiguration, latestMigration: Int, metrics: GatewayMetrics = GatewayMetrics(),
+                startedAt: Date = Date()) {
         self.store = store
+        self.metrics = metrics
         self.verifier = HTTPAuthVerifier(maxSkewSeconds: configuration.authMaxSkewSeconds, publicBaseURL: configuration.publicURL)
         self.defaultTopic = configuration.apns.defaultTopic
         self.topics = configuration.apns.topics
@@ -46,7 +49,7 @@ public struct GatewayAPI: Sendable {
         do {
             return try verifier.verify(authorization: request.headers[.authorization], request: facts)
         } catch {
-            throw .unauthorized(error.description)
+            throw .unauthorized(error.description, code: error.code)
         }
     }
 
@@ -111,6 +114,13 @@ public struct GatewayAPI: Sendable {
     }
 
     /// Ready when the database answers and every known migration is applied.
+    /// `GET /metrics`: refreshes the queue gauges, then renders every metric.
+    public func metricsExposition() async -> Response {
+        let bytes = await metrics.exposition()
+        return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
     public func ready() async -> Response {
         do {
             let version = try await Migrator.currentVersion(client: store.client, logger: store.logger)
@@ -127,7 +137,7 @@ public struct GatewayAPI: Sendable {
     public func adminStatus(_ request: Request) async throws -> Response {
         guard let adminToken else { throw APIError(.notFound, "admin routes are disabled (set ADMIN_TOKEN)") }
         let presented = request.headers[.authorization] ?? ""
-        guard Self.constantTimeEquals(presented, "Bearer \(adminToken)") else { throw APIError.unauthorized("admin token required") }
+        guard Self.constantTimeEquals(presented, "Bearer \(adminToken)") else { throw APIError.unauthorized("admin token required", code: "admin_token") }
         let (devices, watching, queued, due) = try await store.storage {
             var counts = (0, 0, 0, 0)
             for try await row in try await store.client.query("""
@@ -138,10 +148,19 @@ public struct GatewayAPI: Sendable {
             }
             return counts
         }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let failures: [JSONValue] = metrics.recentFailures.snapshot.map { failure in
+            .object([
+                "at": .string(formatter.string(from: failure.at)), "status": .integer(Int64(failure.status)), "reason": .string(failure.reason),
+                "outcome": .string(failure.outcome), "device_token": .string(failure.redactedToken),
+            ])
+        }
         return JSONBody.response(.ok, [
             "status": "ok", "uptime_seconds": .integer(Int64(Date().timeIntervalSince(startedAt))),
             "devices": .integer(Int64(devices)), "relay_watch_devices": .integer(Int64(watching)),
             "queue": .object(["jobs": .integer(Int64(queued)), "due": .integer(Int64(due))]),
+            "recent_apns_failures": .array(failures),
             "migration": .integer(Int64(latestMigration)),
         ])
     }
@@ -158,8 +177,10 @@ public struct GatewayAPI: Sendable {
 /// The routes, for `buildApplication` and for tests that drive the router directly.
 public func buildRouter(api: GatewayAPI) -> Router<BasicRequestContext> {
     let router = Router(context: BasicRequestContext.self)
+    router.add(middleware: RequestMetricsMiddleware(metrics: api.metrics))
     router.get("/healthz") { _, _ in JSONBody.response(.ok, ["status": "ok"]) }
     router.get("/readyz") { _, _ in await api.ready() }
+    router.get("/metrics") { _, _ in await api.metricsExposition() }
     router.get("/openapi.yaml") { _, _ in
         Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
     }

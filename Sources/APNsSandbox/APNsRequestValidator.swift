@@ -1,0 +1,64 @@
+/// Apple's checks on `POST /3/device/<token>`, as a pure function of the request: path, headers,
+/// topic, push type, priority, ids, expiry and payload size (../shared/spec/apns.md). Provider
+/// token checks and scripted failures are layered on top by `SandboxState`.
+public struct APNsRequestValidator: Sendable {
+    /// Topics the sandbox accepts; empty accepts any.
+    public var allowedTopics: Set<String>
+
+    public static let pushTypes: Set<String> = ["alert", "background", "voip", "complication", "fileprovider", "mdm", "location", "liveactivity", "pushtotalk"]
+    public static let maxPayloadBytes = 4096
+    public static let maxVoIPPayloadBytes = 5120
+    static let singleValueHeaders: Set<String> = [
+        "authorization", "apns-topic", "apns-push-type", "apns-priority", "apns-id", "apns-expiration", "apns-collapse-id",
+    ]
+
+    public init(allowedTopics: Set<String> = []) {
+        self.allowedTopics = allowedTopics
+    }
+
+    /// nil when the request is well formed; otherwise Apple's answer.
+    public func check(_ request: SandboxRequest) -> SandboxReply? {
+        guard request.method == "POST" else { return SandboxReply(status: 405, reason: "MethodNotAllowed") }
+        guard let token = Self.deviceToken(inPath: request.path) else { return SandboxReply(status: 404, reason: "BadPath") }
+        guard !token.isEmpty else { return SandboxReply(status: 400, reason: "MissingDeviceToken") }
+        guard token.count >= 64, token.count <= 200, token.count % 2 == 0, token.allSatisfy(\.isHexDigit) else {
+            return SandboxReply(status: 400, reason: "BadDeviceToken")
+        }
+        var seen: Set<String> = []
+        for (name, _) in request.headers where Self.singleValueHeaders.contains(name) {
+            guard seen.insert(name).inserted else { return SandboxReply(status: 400, reason: "DuplicateHeaders") }
+        }
+        guard let topic = request.header("apns-topic"), !topic.isEmpty else { return SandboxReply(status: 400, reason: "MissingTopic") }
+        if !allowedTopics.isEmpty, !allowedTopics.contains(topic) { return SandboxReply(status: 400, reason: "TopicDisallowed") }
+        let pushType = request.header("apns-push-type") ?? "alert"
+        guard Self.pushTypes.contains(pushType) else { return SandboxReply(status: 400, reason: "InvalidPushType") }
+        if let priority = request.header("apns-priority") {
+            guard priority == "10" || priority == "5" || priority == "1" else { return SandboxReply(status: 400, reason: "BadPriority") }
+            if pushType == "background", priority != "5" { return SandboxReply(status: 400, reason: "BadPriority") }
+        }
+        if let id = request.header("apns-id"), !Self.isUUID(id) { return SandboxReply(status: 400, reason: "BadMessageId") }
+        if let expiration = request.header("apns-expiration"), Int64(expiration) == nil || expiration.hasPrefix("-") {
+            return SandboxReply(status: 400, reason: "BadExpirationDate")
+        }
+        if let collapseID = request.header("apns-collapse-id"), collapseID.utf8.count > 64 {
+            return SandboxReply(status: 400, reason: "BadCollapseId")
+        }
+        guard !request.body.isEmpty else { return SandboxReply(status: 400, reason: "PayloadEmpty") }
+        let limit = pushType == "voip" ? Self.maxVoIPPayloadBytes : Self.maxPayloadBytes
+        guard request.body.count <= limit else { return SandboxReply(status: 413, reason: "PayloadTooLarge") }
+        return nil
+    }
+
+    /// The token in `/3/device/<token>`, or nil when the path is not a device path.
+    public static func deviceToken(inPath path: String) -> Substring? {
+        let prefix = "/3/device/"
+        guard path.hasPrefix(prefix) else { return nil }
+        let token = path.dropFirst(prefix.count)
+        return token.contains("/") || token.contains("?") ? nil : token
+    }
+
+    static func isUUID(_ text: String) -> Bool {
+        let groups = text.split(separator: "-", omittingEmptySubsequences: false)
+        return groups.map(\.count) == [8, 4, 4, 4, 12] && groups.allSatisfy { $0.allSatisfy(\.isHexDigit) }
+    }
+}

@@ -1,0 +1,88 @@
+public import Logging
+import NIOCore
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+
+/// A running sandbox: HTTP/2 over TLS (ALPN `h2`) on `port`, advertising the configured
+/// `SETTINGS_MAX_CONCURRENT_STREAMS` on every connection.
+public final class APNsSandboxServer: Sendable {
+    public let state: SandboxState
+    public let certificate: SandboxCertificate
+    /// The port actually bound (useful with `port: 0`).
+    public let port: Int
+    private let channel: any Channel
+
+    /// Binds and starts serving.
+    public static func start(configuration: SandboxConfiguration, certificate: SandboxCertificate, logger: Logger) async throws -> APNsSandboxServer {
+        let state = try SandboxState(configuration: configuration)
+        var tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMBytes(Array(certificate.chainPEM.utf8)).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(certificate.privateKeyPEM.utf8), format: .pem)))
+        tls.applicationProtocols = ["h2"]
+        let sslContext = try NIOSSLContext(configuration: tls)
+        var http2Configuration = NIOHTTP2Handler.ConnectionConfiguration()
+        http2Configuration.initialSettings = [
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: configuration.maxConcurrentStreams),
+            HTTP2Setting(parameter: .maxHeaderListSize, value: 16 * 1024),
+        ]
+        let connectionConfiguration = http2Configuration
+        let streamConfiguration = NIOHTTP2Handler.StreamConfiguration()
+
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let connection = SandboxConnectionState()
+                    state.connectionOpened()
+                    channel.closeFuture.whenComplete { _ in state.connectionClosed() }
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                    _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
+                        mode: .server, connectionConfiguration: connectionConfiguration, streamConfiguration: streamConfiguration
+                    ) { stream in
+                        stream.eventLoop.makeCompletedFuture {
+                            try stream.pipeline.syncOperations.addHandlers([
+                                HTTP2FramePayloadToHTTP1ServerCodec(), SandboxStreamHandler(state: state, connection: connection),
+                            ])
+                        }
+                    }
+                    try channel.pipeline.syncOperations.addHandler(ConnectionErrorHandler(logger: logger))
+                }
+            }
+            .bind(host: configuration.host, port: configuration.port)
+            .get()
+        let port = channel.localAddress?.port ?? configuration.port
+        logger.info("APNs sandbox listening", metadata: [
+            "host": "\(configuration.host)", "port": "\(port)", "max_concurrent_streams": "\(configuration.maxConcurrentStreams)",
+            "jwt_check": "\(!configuration.providerKeys.isEmpty)",
+        ])
+        return APNsSandboxServer(state: state, certificate: certificate, port: port, channel: channel)
+    }
+
+    private init(state: SandboxState, certificate: SandboxCertificate, port: Int, channel: any Channel) {
+        self.state = state
+        self.certificate = certificate
+        self.port = port
+        self.channel = channel
+    }
+
+    /// Stops accepting connections and closes the deliveries file.
+    public func close() async throws {
+        try await channel.close()
+        state.close()
+    }
+}
+
+/// Closes a connection on a TLS or protocol error instead of leaving it half-open.
+private final class ConnectionErrorHandler: ChannelInboundHandler {
+    typealias InboundIn = Any
+    let logger: Logger
+    init(logger: Logger) { self.logger = logger }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        logger.debug("connection error", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
+    }
+}

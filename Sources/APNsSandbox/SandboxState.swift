@@ -1,0 +1,173 @@
+import Foundation
+import NostrProtocol
+import Synchronization
+
+/// Everything the sandbox's connections share: the checks, scripted-failure counters, the record
+/// of answered pushes and stream statistics. Thread-safe: NIO calls it from every event loop.
+public final class SandboxState: Sendable {
+    public let configuration: SandboxConfiguration
+    let validator: APNsRequestValidator
+    let verifier: ProviderTokenVerifier?
+    private let scriptedFailuresPlayed = Mutex<[String: Int]>([:])
+    private let log = Mutex(Log())
+    private let file: Mutex<FileHandle?>
+    private let peakStreams = Atomic<Int>(0)
+    private let openConnections = Atomic<Int>(0)
+
+    struct Log {
+        var records: [DeliveryRecord] = []
+        var firstKept = 0
+        var nextSequence = 1
+        var byStatus: [Int: Int] = [:]
+    }
+
+    public init(configuration: SandboxConfiguration) throws {
+        self.configuration = configuration
+        validator = APNsRequestValidator(allowedTopics: configuration.allowedTopics)
+        verifier = configuration.providerKeys.isEmpty ? nil : ProviderTokenVerifier(keys: configuration.providerKeys)
+        var handle: FileHandle?
+        if let path = configuration.deliveriesFile {
+            if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+            guard let opened = FileHandle(forWritingAtPath: path) else { throw SandboxError("cannot open deliveries file \(path)") }
+            opened.seekToEndOfFile()
+            handle = opened
+        }
+        file = Mutex(handle)
+    }
+
+    /// Answers one push the way APNs would.
+    func answer(_ request: SandboxRequest, on connection: SandboxConnectionState, now: Date = Date()) -> SandboxReply {
+        let nowSeconds = Int64(now.timeIntervalSince1970)
+        let nowMilliseconds = Int64(now.timeIntervalSince1970 * 1000)
+        let reply = decide(request, connection: connection, nowSeconds: nowSeconds, nowMilliseconds: nowMilliseconds)
+        if let token = APNsRequestValidator.deviceToken(inPath: request.path) {
+            record(request, token: String(token), reply: reply, at: nowMilliseconds)
+        }
+        return reply
+    }
+
+    private func decide(_ request: SandboxRequest, connection: SandboxConnectionState, nowSeconds: Int64, nowMilliseconds: Int64) -> SandboxReply {
+        if let rejected = validator.check(request) { return rejected }
+        if let verifier {
+            let authorization = request.header("authorization")
+            switch verifier.verify(authorization: authorization, now: nowSeconds) {
+            case .rejected(let reason): return SandboxReply(status: 403, reason: reason)
+            case .valid(let issuedAt):
+                if !connection.accept(providerToken: authorization ?? "", issuedAt: issuedAt) {
+                    return SandboxReply(status: 429, reason: "TooManyProviderTokenUpdates")
+                }
+            }
+        }
+        guard let token = APNsRequestValidator.deviceToken(inPath: request.path), let script = ScriptedFailure(token: token) else {
+            return .ok
+        }
+        let fails = scriptedFailuresPlayed.withLock { played -> Bool in
+            let key = String(token)
+            if let limit = script.failures, played[key, default: 0] >= limit { return false }
+            played[key, default: 0] += 1
+            return true
+        }
+        return fails ? script.reply(nowMilliseconds: nowMilliseconds) : .ok
+    }
+
+    private func record(_ request: SandboxRequest, token: String, reply: SandboxReply, at milliseconds: Int64) {
+        let line: String? = log.withLock { log in
+            let record = DeliveryRecord(
+                sequence: log.nextSequence, receivedAtMilliseconds: milliseconds, status: reply.status, reason: reply.reason,
+                deviceToken: token, topic: request.header("apns-topic"), apnsID: request.header("apns-id"),
+                pushType: request.header("apns-push-type"), priority: request.header("apns-priority"),
+                collapseID: request.header("apns-collapse-id"), expiration: request.header("apns-expiration"),
+                payload: String(decoding: request.body, as: UTF8.self))
+            log.nextSequence += 1
+            log.byStatus[reply.status, default: 0] += 1
+            log.records.append(record)
+            if log.records.count - log.firstKept > configuration.keepRecords { log.firstKept += 1 }
+            if log.firstKept > 4096, log.firstKept * 2 > log.records.count {
+                log.records.removeFirst(log.firstKept)
+                log.firstKept = 0
+            }
+            return configuration.deliveriesFile == nil ? nil : record.json.serialized + "\n"
+        }
+        if let line {
+            file.withLock { $0?.write(Data(line.utf8)) }
+        }
+    }
+
+    /// Records with a sequence number above `after`, optionally only one status.
+    public func records(after: Int = 0, status: Int? = nil) -> [DeliveryRecord] {
+        log.withLock { log in
+            log.records[log.firstKept...].filter { $0.sequence > after && (status == nil || $0.status == status) }
+        }
+    }
+
+    /// Forgets recorded pushes and scripted-failure counts (the file is left as it is).
+    public func reset() {
+        log.withLock { $0 = Log() }
+        scriptedFailuresPlayed.withLock { $0.removeAll() }
+        peakStreams.store(0, ordering: .relaxed)
+    }
+
+    public struct Statistics: Sendable {
+        public var answered: Int
+        public var byStatus: [Int: Int]
+        /// The most streams one connection had open at once.
+        public var peakConcurrentStreams: Int
+        public var openConnections: Int
+    }
+
+    public var statistics: Statistics {
+        let (answered, byStatus) = log.withLock { ($0.nextSequence - 1, $0.byStatus) }
+        return Statistics(answered: answered, byStatus: byStatus, peakConcurrentStreams: peakStreams.load(ordering: .relaxed),
+                          openConnections: openConnections.load(ordering: .relaxed))
+    }
+
+    func connectionOpened() { openConnections.add(1, ordering: .relaxed) }
+    func connectionClosed() { openConnections.subtract(1, ordering: .relaxed) }
+
+    func observeStreams(_ count: Int) {
+        var current = peakStreams.load(ordering: .relaxed)
+        while count > current {
+            let (exchanged, original) = peakStreams.compareExchange(expected: current, desired: count, ordering: .relaxed)
+            if exchanged { break }
+            current = original
+        }
+    }
+
+    func close() {
+        file.withLock { handle in
+            try? handle?.close()
+            handle = nil
+        }
+    }
+}
+
+/// Per-connection state: open streams, and the provider token in use. Apple answers 429
+/// `TooManyProviderTokenUpdates` when a connection's tokens are refreshed more often than every
+/// 20 minutes; the sandbox judges that by the tokens' `iat`, which keeps it deterministic for
+/// senders whose clock is injected.
+final class SandboxConnectionState: Sendable {
+    static let minimumTokenLifetime: Int64 = 20 * 60
+    private let streams = Atomic<Int>(0)
+    private let token = Mutex<(value: String, since: Int64)?>(nil)
+
+    func streamOpened() -> Int { streams.add(1, ordering: .relaxed).newValue }
+    func streamClosed() { streams.subtract(1, ordering: .relaxed) }
+
+    func accept(providerToken: String, issuedAt: Int64) -> Bool {
+        token.withLock { current in
+            guard let existing = current else {
+                current = (providerToken, issuedAt)
+                return true
+            }
+            if existing.value == providerToken { return true }
+            guard issuedAt - existing.since >= Self.minimumTokenLifetime else { return false }
+            current = (providerToken, issuedAt)
+            return true
+        }
+    }
+}
+
+public struct SandboxError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,31 @@
+/// How the delivery workers drain the queue.
+public struct DeliverySettings: Sendable, Equatable {
+    /// `DELIVERY_LEASE_SECONDS` (default 30): how long a claimed job is reserved for the worker
+    /// that claimed it. A worker that dies mid-send (kill -9) delays its jobs by at most this much.
+    public var leaseSeconds: Int = 30
+    /// `DELIVERY_BATCH_SIZE` (default 128): jobs claimed per round and sent concurrently.
+    public var batchSize: Int = 128
+    /// `DELIVERY_LOOPS` (default 4): claim-and-send loops per instance, so one slow round does not
+    /// stall the queue.
+    public var loops: Int = 4
+
+    public init(leaseSeconds: Int = 30, batchSize: Int = 128, loops: Int = 4) {
+        self.leaseSeconds = leaseSeconds
+        self.batchSize = batchSize
+        self.loops = loops
+    }
+
+    static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> DeliverySettings {
+        func integer(_ key: String, _ range: ClosedRange<Int>, default value: Int) throws(ConfigurationError) -> Int {
+            guard let text = env[key], !text.isEmpty else { return value }
+            guard let parsed = Int(text), range.contains(parsed) else {
+                throw ConfigurationError(key: key, "an integer in \(range.lowerBound)...\(range.upperBound)")
+            }
+            return parsed
+        }
+        return DeliverySettings(
+            leaseSeconds: try integer("DELIVERY_LEASE_SECONDS", 1...3600, default: 30),
+            batchSize: try integer("DELIVERY_BATCH_SIZE", 1...1000, default: 128),
+            loops: try integer("DELIVERY_LOOPS", 1...64, default: 4))
+    }
+}

@@ -1,0 +1,74 @@
+import CoreMetrics
+import Foundation
+public import Prometheus
+import Synchronization
+
+/// The gateway's Prometheus metrics, recorded through swift-metrics into one collector registry
+/// that `GET /metrics` renders. Nothing is bootstrapped globally, so several gateways (tests) can
+/// live in one process; `linkstr-push serve` additionally bootstraps `MetricsSystem` with the same
+/// factory so library metrics land in the same registry.
+///
+/// Names and labels:
+/// - `linkstr_http_requests_total{route,method,status}`
+/// - `linkstr_auth_failures_total{reason}`
+/// - `linkstr_queue_jobs{state="queued"|"due"}` (read from PostgreSQL at scrape time)
+/// - `linkstr_pushes_total{outcome,reason}`: outcome is delivered, device_removed, retry,
+///   token_refresh, dropped or expired; reason is Apple's (or `none`)
+/// - `linkstr_apns_send_duration_seconds{status}` (histogram)
+/// - `linkstr_apns_jwt_age_seconds{key_id}`
+public final class GatewayMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+    public let factory: PrometheusMetricsFactory
+    /// The last APNs failures, for `GET /admin/status`.
+    public let recentFailures = RecentAPNsFailures(capacity: 50)
+    private let scrapeHooks = Mutex<[@Sendable () async -> Void]>([])
+
+    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+        self.registry = registry
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = [
+            .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+            .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2), .seconds(5), .seconds(10),
+        ]
+        self.factory = factory
+    }
+
+    public func request(route: String, method: String, status: Int) {
+        Counter(label: "linkstr_http_requests_total", dimensions: [("route", route), ("method", method), ("status", String(status))], factory: factory)
+            .increment()
+    }
+
+    public func authFailure(reason: String) {
+        Counter(label: "linkstr_auth_failures_total", dimensions: [("reason", reason)], factory: factory).increment()
+    }
+
+    public func push(outcome: String, reason: String?) {
+        Counter(label: "linkstr_pushes_total", dimensions: [("outcome", outcome), ("reason", reason ?? "none")], factory: factory).increment()
+    }
+
+    public func apnsSend(status: Int, duration: Duration) {
+        let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+        Timer(label: "linkstr_apns_send_duration_seconds", dimensions: [("status", String(status))], factory: factory)
+            .recordNanoseconds(nanoseconds)
+    }
+
+    public func queue(queued: Int, due: Int) {
+        Gauge(label: "linkstr_queue_jobs", dimensions: [("state", "queued")], factory: factory).record(queued)
+        Gauge(label: "linkstr_queue_jobs", dimensions: [("state", "due")], factory: factory).record(due)
+    }
+
+    public func jwtAge(keyID: String, seconds: Double) {
+        Gauge(label: "linkstr_apns_jwt_age_seconds", dimensions: [("key_id", keyID)], factory: factory).record(seconds)
+    }
+
+    /// Runs `hook` before every scrape (values that are cheaper to read than to track).
+    public func onScrape(_ hook: @escaping @Sendable () async -> Void) {
+        scrapeHooks.withLock { $0.append(hook) }
+    }
+
+    /// The Prometheus text exposition, after the scrape hooks ran.
+    public func exposition() async -> [UInt8] {
+        for hook in scrapeHooks.withLock({ $0 }) { await hook() }
+        return registry.emitToBuffer()
+    }
+}

@@ -1,0 +1,188 @@
+import APNsSandbox
+import Foundation
+import HTTPTypes
+import NostrProtocol
+@testable import PushGateway
+import Synchronization
+import Testing
+
+/// The gateway delivering to the APNs sandbox over HTTP/2 with TLS, against a real PostgreSQL.
+@Suite(.serialized) struct HTTP2DeliveryTests {
+    static func register(_ gateway: GatewayHarness, _ keys: Keys, _ token: String, environment: String = "sandbox") async throws {
+        let response = try await gateway.send(keys, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token, environment: environment))
+        #expect(response.status == .accepted)
+    }
+
+    static func token(prefix: String = "", _ seed: UInt8) -> String {
+        let hex = Hex.encode([UInt8](repeating: seed, count: 32))
+        return prefix + hex.dropFirst(prefix.count)
+    }
+
+    @Test func aPushArrivesExactlyAsTheAppExpectsIt() async throws {
+        try await SandboxFixture.with { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns) { gateway in
+                let alice = Keys.generate(), bob = Keys.generate()
+                let token = Self.token(0xA1)
+                try await Self.register(gateway, bob, token)
+                let body = ArchiveAndPushTests.pushBody("new_emoji_reaction", event: "evt-1", conversation: "conv-9", to: [bob],
+                                                        extra: #","emoji":"🔥","post_id":"post-3""#)
+                #expect(try await gateway.send(alice, .post, "/v1/push", json: body).status == .accepted)
+                #expect(try await GatewayHarness.eventually { sandbox.delivered().count == 1 })
+                let record = try #require(sandbox.delivered().first)
+                #expect(record.deviceToken == token)
+                #expect(record.topic == SandboxFixture.topic)
+                #expect(record.pushType == "alert")
+                #expect(record.priority == "10")
+                #expect(record.collapseID == "evt-1")
+                let apnsID = try #require(record.apnsID)
+                #expect(UUID(uuidString: apnsID) != nil && apnsID == apnsID.lowercased())
+                // apns-expiration is the job's expiry: about 15 minutes from now.
+                let expiration = try #require(record.expiration.flatMap { Int64($0) })
+                #expect(abs(expiration - (UnixTime.now() + 900)) <= 5)
+                let payload = try JSONValue(parsing: record.payload)
+                #expect(payload == [
+                    "aps": ["alert": ["title": "New reaction 🔥 in linkstr", "body": "Open linkstr to view"], "sound": "default", "thread-id": "conv-9"],
+                    "type": "new_emoji_reaction", "event_id": "evt-1", "conversation_id": "conv-9", "emoji": "🔥", "post_id": "post-3",
+                ])
+                #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 })
+            }
+        }
+    }
+
+    @Test func permanentErrorsRemoveDevicesAndA410ObeysItsTimestamp() async throws {
+        try await SandboxFixture.with { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns) { gateway in
+                let alice = Keys.generate()
+                let bad = Keys.generate(), gone = Keys.generate(), reRegistered = Keys.generate(), fine = Keys.generate()
+                let tokens = [Self.token(prefix: "0400", 0xB1), Self.token(prefix: "0410", 0xB2), Self.token(prefix: "0411", 0xB3), Self.token(0xB4)]
+                for (keys, token) in zip([bad, gone, reRegistered, fine], tokens) { try await Self.register(gateway, keys, token) }
+                let body = ArchiveAndPushTests.pushBody(to: [bad, gone, reRegistered, fine])
+                #expect(try await gateway.send(alice, .post, "/v1/push", json: body).json?["candidate_devices"] == 4)
+                #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 })
+                var remaining: [String] = []
+                for try await token in try await gateway.database.query("SELECT device_token FROM devices ORDER BY device_token", logger: TestDatabase.logger)
+                    .decode(String.self) { remaining.append(token) }
+                // 0400 BadDeviceToken and 0410 (timestamp now) remove the device; 0411's timestamp is an
+                // hour before the registration, so the registration wins.
+                #expect(remaining == [tokens[2], tokens[3]])
+                #expect(sandbox.delivered().map(\.deviceToken) == [tokens[3]])
+
+                let status = try await gateway.client.execute(uri: "/admin/status", method: .get, headers: [.authorization: "Bearer admin-secret"])
+                let failures = try #require(status.json?["recent_apns_failures"].flatMap { if case .array(let list) = $0 { list } else { nil } })
+                #expect(Set(failures.compactMap { $0["reason"]?.stringValue }) == ["BadDeviceToken", "Unregistered"])
+                #expect(failures.allSatisfy { $0["device_token"]?.stringValue?.hasPrefix("…") == true }, "tokens redacted")
+            }
+        }
+    }
+
+    @Test func onlyTheFailedDeviceIsRetriedWithTheSameAPNsID() async throws {
+        try await SandboxFixture.with { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns) { gateway in
+                let alice = Keys.generate(), flaky = Keys.generate(), throttled = Keys.generate(), fine = Keys.generate()
+                let tokens = [Self.token(prefix: "05001", 0xC1), Self.token(prefix: "04291", 0xC2), Self.token(0xC3)]
+                for (keys, token) in zip([flaky, throttled, fine], tokens) { try await Self.register(gateway, keys, token) }
+                #expect(try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [flaky, throttled, fine])).status == .accepted)
+                // One 500 and one 429, then success after the 2 s (+ jitter) backoff.
+                #expect(try await GatewayHarness.eventually(within: 15) { sandbox.delivered().count == 3 })
+                let all = sandbox.state.records()
+                #expect(all.count == 5)
+                for token in tokens {
+                    let attempts = all.filter { $0.deviceToken == token }
+                    #expect(Set(attempts.compactMap(\.apnsID)).count == 1, "one apns-id across retries")
+                }
+                #expect(all.filter { $0.deviceToken == tokens[2] }.count == 1, "the healthy device is sent once")
+                #expect(all.filter { $0.deviceToken == tokens[0] }.map(\.status) == [500, 200])
+                #expect(all.filter { $0.deviceToken == tokens[1] }.map(\.status) == [429, 200])
+            }
+        }
+    }
+
+    @Test func concurrencyNeverExceedsTheAdvertisedStreamLimit() async throws {
+        try await SandboxFixture.with(maxConcurrentStreams: 3, latencyMilliseconds: 40) { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns) { gateway in
+                let alice = Keys.generate()
+                let recipients = (0..<30).map { _ in Keys.generate() }
+                for (index, keys) in recipients.enumerated() { try await Self.register(gateway, keys, Self.token(UInt8(0x10 + index))) }
+                #expect(try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: recipients)).status == .accepted)
+                #expect(try await GatewayHarness.eventually(within: 20) { sandbox.delivered().count == 30 })
+                let statistics = sandbox.state.statistics
+                #expect(statistics.byStatus == [200: 30], "no stream was refused")
+                #expect(statistics.peakConcurrentStreams <= 3)
+                #expect(statistics.peakConcurrentStreams >= 2, "streams are multiplexed, not sent one by one")
+            }
+        }
+    }
+
+    @Test func anExpiredProviderTokenIsRefreshedAndTheSendRetried() async throws {
+        try await SandboxFixture.with { sandbox in
+            // The sender's clock starts 21 minutes in the past, so its first token is old enough to
+            // be replaced when APNs calls it expired.
+            let clock = TestClock(Date().addingTimeInterval(-21 * 60))
+            let sender = try HTTP2APNsSender(configuration: sandbox.apns, logger: TestDatabase.logger, now: { clock.now })
+            let job = ClaimedJob(
+                id: 1, apnsID: UUID(), deviceToken: Self.token(prefix: "0403", 0xD1), pubkey: "", environment: .sandbox,
+                topic: SandboxFixture.topic, deviceUpdatedAt: Date(), notification: APNsNotification(type: .newPost, eventID: "e", conversationID: "c"),
+                attempts: 1, expiresAt: Date().addingTimeInterval(900))
+            let first = await sender.send(Self.warmUp(job))
+            #expect(first.status == 200)
+            clock.now = Date()
+            let result = await sender.send(job)
+            #expect(result.status == 200, "refreshed and retried at once")
+            let attempts = sandbox.state.records().filter { $0.deviceToken == job.deviceToken }
+            #expect(attempts.map(\.status) == [403, 200])
+            #expect(Set(attempts.compactMap(\.apnsID)).count == 1)
+
+            // A token younger than 20 minutes is not replaced: the 403 goes back to the worker.
+            let young = try HTTP2APNsSender(configuration: sandbox.apns, logger: TestDatabase.logger)
+            var again = job
+            again.deviceToken = Self.token(prefix: "0403", 0xD2)
+            let refused = await young.send(again)
+            #expect(refused.status == 403 && refused.reason == "ExpiredProviderToken")
+            #expect(APNsResponseClassifier.classify(status: refused.status, reason: refused.reason) == .refreshTokenAndRetry(reason: "ExpiredProviderToken"))
+            try await sender.client.shutdown()
+            try await young.client.shutdown()
+        }
+    }
+
+    /// The same job to a healthy token, so the sender's connection and token exist first.
+    static func warmUp(_ job: ClaimedJob) -> ClaimedJob {
+        var warm = job
+        warm.deviceToken = token(0xD0)
+        warm.apnsID = UUID()
+        return warm
+    }
+
+    @Test func productionDevicesUseTheProductionHost() async throws {
+        try await SandboxFixture.with { development in
+            try await SandboxFixture.with(keyPEM: development.keyPEM) { production in
+                // Each sandbox has its own CA: trust both through one bundle file.
+                let bundle = FileManager.default.temporaryDirectory.appendingPathComponent("ca-bundle-\(UUID().uuidString).pem").path
+                let text = try String(contentsOfFile: production.caFile, encoding: .utf8) + String(contentsOfFile: development.caFile, encoding: .utf8)
+                try text.write(toFile: bundle, atomically: true, encoding: .utf8)
+                defer { try? FileManager.default.removeItem(atPath: bundle) }
+                var apns = development.apns
+                apns.productionURL = production.url
+                apns.caFile = bundle
+                try await GatewayHarness.run(deliver: true, apns: apns) { gateway in
+                    let alice = Keys.generate(), bob = Keys.generate(), carol = Keys.generate()
+                    try await Self.register(gateway, bob, Self.token(0xE1), environment: "production")
+                    try await Self.register(gateway, carol, Self.token(0xE2), environment: "sandbox")
+                    #expect(try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob, carol])).status == .accepted)
+                    #expect(try await GatewayHarness.eventually { development.delivered().count == 1 && production.delivered().count == 1 })
+                    #expect(development.delivered().map(\.deviceToken) == [Self.token(0xE2)])
+                    #expect(production.delivered().map(\.deviceToken) == [Self.token(0xE1)])
+                }
+            }
+        }
+    }
+}
+
+/// A settable clock for code that takes `now: () -> Date`.
+final class TestClock: Sendable {
+    private let value: Mutex<Date>
+    init(_ start: Date) { value = Mutex(start) }
+    var now: Date {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
+}
