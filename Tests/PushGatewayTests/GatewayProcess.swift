@@ -1,0 +1,113 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NostrProtocol
+@testable import PushGateway
+
+/// A real `linkstr-push serve` process (the binary built next to the test bundle), for tests that
+/// kill it with SIGKILL or run two of them on one database.
+final class GatewayProcess: Sendable {
+    let process: Process
+    let port: Int
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    static func binary() throws -> String {
+        if let path = ProcessInfo.processInfo.environment["LINKSTR_PUSH_BINARY"] { return path }
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [directory, directory.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent("linkstr-push").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        throw TestSetupError("linkstr-push binary not found next to \(directory.path); build with `swift build --build-tests`")
+    }
+
+    /// Starts the gateway against `database`, delivering to `sandbox`, and waits until `/readyz` is 200.
+    static func start(database: DatabaseURL, sandbox: SandboxFixture, environment extra: [String: String] = [:]) async throws -> GatewayProcess {
+        let port = try freePort()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try binary())
+        process.arguments = ["serve"]
+        var environment = ProcessInfo.processInfo.environment
+        let app = sandbox.apns.apps[0]
+        environment.merge([
+            "LISTEN_ADDR": "127.0.0.1:\(port)", "DATABASE_URL": "postgres://\(database.username)\(database.password.map { ":" + $0 } ?? "")@\(database.host):\(database.port)/\(database.database)", "LOG_LEVEL": "warning",
+            "APNS_TOPIC": app.topic, "APNS_KEY_ID": app.keyID, "APNS_TEAM_ID": app.teamID, "APNS_KEY_P8": app.privateKeyPEM,
+            "APNS_SANDBOX_URL": sandbox.url, "APNS_PRODUCTION_URL": sandbox.url, "APNS_CA_FILE": sandbox.caFile,
+        ]) { $1 }
+        environment.merge(extra) { $1 }
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let gateway = GatewayProcess(process: process, port: port)
+        for _ in 0..<200 {
+            if let response = try? await gateway.get("/readyz"), response.status == 200 { return gateway }
+            guard process.isRunning else { throw TestSetupError("linkstr-push exited with \(process.terminationStatus) at start") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        gateway.kill()
+        throw TestSetupError("linkstr-push did not become ready on port \(port)")
+    }
+
+    private init(process: Process, port: Int) {
+        self.process = process
+        self.port = port
+    }
+
+    /// SIGKILL: no graceful shutdown, in-flight sends are lost mid-air.
+    func kill() {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// SIGTERM, then wait for the graceful exit.
+    func stop() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+
+    func get(_ path: String) async throws -> (status: Int, body: String) {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = .GET
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(5))
+        return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 20)))
+    }
+
+    /// A request signed in the linkstr dialect.
+    func send(_ keys: Keys, _ method: String, _ path: String, json: String) async throws -> Int {
+        let event = HTTPAuth.linkstrEvent(keys: keys, method: method, path: path, body: Array(json.utf8), nonce: nil, createdAt: UnixTime.now())
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = .RAW(value: method)
+        request.headers.add(name: "authorization", value: HTTPAuth.headerValue(for: event))
+        request.headers.add(name: "content-type", value: "application/json")
+        request.body = .bytes(ByteBuffer(string: json))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        _ = try await response.body.collect(upTo: 1 << 20)
+        return Int(response.status.code)
+    }
+
+    /// The value of one sample line in `GET /metrics`, 0 when absent.
+    func metric(_ sample: String) async throws -> Double {
+        let text = try await get("/metrics").body
+        let line = text.split(separator: "\n").first { $0.hasPrefix(sample + " ") }
+        return line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) } ?? 0
+    }
+
+    static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw TestSetupError("socket() failed") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw TestSetupError("bind() failed") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import NostrProtocol
+@testable import PushGateway
+import Testing
+
+/// Real `linkstr-push` processes against a real PostgreSQL and the APNs sandbox: a SIGKILL mid-send
+/// loses nothing, and two instances on one database deliver each job once.
+@Suite(.serialized) struct GatewayProcessTests {
+    @Test func killDashNineMidSendLosesNothing() async throws {
+        try await TestDatabase.with { url, database in
+            // Each APNs answer takes 1.5 s, so the SIGKILL lands while every send is in flight.
+            try await SandboxFixture.with(latencyMilliseconds: 1500) { sandbox in
+                let lease = ["DELIVERY_LEASE_SECONDS": "2"]
+                let first = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: lease)
+                let alice = Keys.generate()
+                let recipients = (0..<10).map { _ in Keys.generate() }
+                for (index, keys) in recipients.enumerated() {
+                    #expect(try await first.send(keys, "POST", "/v1/devices/register",
+                                                 json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(UInt8(0x20 + index)))) == 202)
+                }
+                #expect(try await first.send(alice, "POST", "/v1/push", json: ArchiveAndPushTests.pushBody(to: recipients)) == 202)
+                #expect(try await GatewayHarness.eventually { !sandbox.state.records().isEmpty }, "sends started")
+                first.kill()
+                #expect(try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 10, "every job survived the crash")
+
+                let second = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: lease)
+                defer { second.stop() }
+                #expect(try await GatewayHarness.eventually(within: 20) { try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 0 })
+                let records = sandbox.delivered()
+                let tokens = Set((0..<10).map { HTTP2DeliveryTests.token(UInt8(0x20 + $0)) })
+                #expect(Set(records.map(\.deviceToken)) == tokens, "every device got its push")
+                // At-least-once: the sends cut off by the crash were sent again, with the same apns-id.
+                for token in tokens {
+                    #expect(Set(records.filter { $0.deviceToken == token }.compactMap(\.apnsID)).count == 1)
+                }
+            }
+        }
+    }
+
+    @Test func twoInstancesOnOneDatabaseDeliverEachJobOnce() async throws {
+        try await TestDatabase.with { url, database in
+            try await SandboxFixture.with(latencyMilliseconds: 50) { sandbox in
+                let settings = ["DELIVERY_BATCH_SIZE": "8", "DELIVERY_LOOPS": "2"]
+                let a = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)
+                defer { a.stop() }
+                let b = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)
+                defer { b.stop() }
+                let alice = Keys.generate()
+                let recipients = (0..<120).map { _ in Keys.generate() }
+                for (index, keys) in recipients.enumerated() {
+                    let token = Hex.encode([UInt8(index / 256), UInt8(index % 256)] + [UInt8](repeating: 0x77, count: 30))
+                    #expect(try await (index.isMultiple(of: 2) ? a : b).send(keys, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(token)) == 202)
+                }
+                for (index, group) in stride(from: 0, to: 120, by: 30).enumerated() {
+                    let body = ArchiveAndPushTests.pushBody(event: "ev-\(index)", to: Array(recipients[group..<group + 30]))
+                    #expect(try await (index.isMultiple(of: 2) ? a : b).send(alice, "POST", "/v1/push", json: body) == 202)
+                }
+                #expect(try await GatewayHarness.eventually(within: 30) { try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 0 })
+                let records = sandbox.state.records()
+                #expect(records.count == 120, "no job sent twice")
+                #expect(Set(records.compactMap(\.apnsID)).count == 120)
+                let sample = #"linkstr_pushes_total{outcome="delivered",reason="none"}"#
+                let (byA, byB) = (try await a.metric(sample), try await b.metric(sample))
+                #expect(byA + byB == 120)
+                #expect(byA > 0 && byB > 0, "both instances delivered (\(byA) and \(byB))")
+            }
+        }
+    }
+}
