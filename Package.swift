@@ -21,6 +21,7 @@ let package = Package(
         .executable(name: "linkstr", targets: ["LinkstrCLI"]),
         .executable(name: "linkstr-push", targets: ["LinkstrPush"]),
         .executable(name: "apns-sandbox", targets: ["APNsSandboxCommand"]),
+        .executable(name: "linkstr-load", targets: ["LinkstrLoad"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
@@ -92,6 +93,8 @@ let package = Package(
             name: "APNsSandboxCommand",
             dependencies: [
                 "APNsSandbox",
+                "NostrProtocol",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -108,6 +111,18 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // Load generator for the gateway benchmark (scripts/bench-gateway.sh).
+        .executableTarget(
+            name: "LinkstrLoad",
+            dependencies: [
+                "NostrProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: strictSwift
         ),

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Brings the local system up: PostgreSQL on loopback, migrations, and the linkstr-push gateway
-# in the foreground (Ctrl-C stops everything). Today's gateway stores registrations, queues
-# pushes and drains the queue with a sender that logs each push (APNS_DISABLE=1); the HTTP/2 APNs
-# sender with the local APNs sandbox, and the relay watcher, join in issues #3/#4.
-#   scripts/up.sh            # gateway on 127.0.0.1:8787, PostgreSQL on 127.0.0.1:55433
-#   GATEWAY_PORT=9000 PG_PORT=6000 scripts/up.sh
+# Brings the local system up: PostgreSQL on loopback, migrations, the APNs sandbox (HTTP/2 over
+# TLS with its own CA, checking the gateway's provider tokens) and the linkstr-push gateway in the
+# foreground, delivering real HTTP/2 pushes to the sandbox (Ctrl-C stops everything).
+# The relay watcher joins with issue #4.
+#   scripts/up.sh            # gateway 127.0.0.1:8787, sandbox 127.0.0.1:2197, PostgreSQL 127.0.0.1:55433
+#   GATEWAY_PORT=9000 SANDBOX_PORT=3000 PG_PORT=6000 scripts/up.sh
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/postgres.sh"
@@ -14,22 +14,45 @@ setup_all
 
 GATEWAY_PORT="${GATEWAY_PORT:-8787}"
 PG_PORT="${PG_PORT:-55433}"
+SANDBOX_PORT="${SANDBOX_PORT:-2197}"
 STATE_DIR="${LINKSTR_STATE_DIR:-/var/tmp/linkstr-local}"
 mkdir -p "$STATE_DIR"
 chmod 755 "$STATE_DIR"
 
-say "building linkstr and linkstr-push (release)"
+say "building linkstr, linkstr-push and apns-sandbox (release)"
 swift build -c release --product linkstr
 swift build -c release --product linkstr-push
+swift build -c release --product apns-sandbox
 BIN="$(swift build -c release --show-bin-path)"
 
 pg_start_cluster "$STATE_DIR/pg" "$PG_PORT"
-trap 'say "stopping PostgreSQL"; pg_stop_cluster "$STATE_DIR/pg"' EXIT
+SANDBOX_PID=""
+cleanup() {
+    if [[ -n "$SANDBOX_PID" ]]; then say "stopping the APNs sandbox"; kill "$SANDBOX_PID" 2>/dev/null || true; wait "$SANDBOX_PID" 2>/dev/null || true; fi
+    say "stopping PostgreSQL"; pg_stop_cluster "$STATE_DIR/pg"
+}
+trap cleanup EXIT
+
+# A local APNs key (made by the sandbox on first run) that the gateway signs provider tokens with.
+APNS_KEY_FILE="$STATE_DIR/apns-key.p8"
+export APNS_TOPIC="${APNS_TOPIC:-app.linkstr.local}"
+export APNS_KEY_ID="${APNS_KEY_ID:-LOCALKEY01}"
+export APNS_TEAM_ID="${APNS_TEAM_ID:-LOCALTEAM1}"
+export APNS_KEY_P8_PATH="$APNS_KEY_FILE"
+export APNS_CA_FILE="$STATE_DIR/apns-sandbox-ca.pem"
+export APNS_SANDBOX_URL="https://localhost:$SANDBOX_PORT"
+export APNS_PRODUCTION_URL="https://localhost:$SANDBOX_PORT"
+
+say "starting the APNs sandbox on https://localhost:$SANDBOX_PORT"
+rm -f "$APNS_CA_FILE"
+"$BIN/apns-sandbox" --port "$SANDBOX_PORT" --key-id "$APNS_KEY_ID" --team-id "$APNS_TEAM_ID" --key "$APNS_KEY_FILE" --create-key \
+    --topic "$APNS_TOPIC" --ca-out "$APNS_CA_FILE" --deliveries "$STATE_DIR/deliveries.jsonl" &
+SANDBOX_PID=$!
+for _ in $(seq 1 100); do [[ -s "$APNS_CA_FILE" ]] && break; sleep 0.1; done
+[[ -s "$APNS_CA_FILE" ]] || { echo "the APNs sandbox did not start" >&2; exit 1; }
 
 export LISTEN_ADDR="127.0.0.1:$GATEWAY_PORT"
 export PUBLIC_URL="http://127.0.0.1:$GATEWAY_PORT"
-export APNS_DISABLE=1            # no APNs sandbox yet: the sender is added with the delivery pipeline
-export APNS_TOPIC="${APNS_TOPIC:-app.linkstr.local}"
 export ADMIN_TOKEN="${ADMIN_TOKEN:-local-admin-token}"
 export MIGRATIONS_DIR="$REPO_ROOT/migrations"
 
@@ -51,11 +74,15 @@ cat <<EOT
     curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/devices/register -H 'content-type: application/json' \\
       -H "Authorization: \$($BIN/linkstr-push sign-request --method POST --path /v1/devices/register --body "\$BODY")" -d "\$BODY"
     curl -s http://127.0.0.1:$GATEWAY_PORT/v1/devices -H "Authorization: \$($BIN/linkstr-push sign-request --method GET --path /v1/devices)"
-    # ask for a push to yourself from another key (the gateway skips the sender), then watch this log:
+    # ask for a push to yourself from another key (the gateway skips the sender); the sandbox records it:
     PUSH='{"notification_type":"new_post","event_id":"e1","conversation_id":"C1","recipient_pubkeys":["$DEMO_HEX"]}'
     curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/push -H 'content-type: application/json' \
       -H "Authorization: \$($BIN/linkstr-push sign-request --nsec $OTHER_NSEC --method POST --path /v1/push --body "\$PUSH")" -d "\$PUSH"
+    curl -s --cacert $APNS_CA_FILE https://localhost:$SANDBOX_PORT/deliveries    # also in $STATE_DIR/deliveries.jsonl
+    curl -s http://127.0.0.1:$GATEWAY_PORT/metrics | grep linkstr_pushes_total
     $BIN/linkstr-push admin status --url http://127.0.0.1:$GATEWAY_PORT --token $ADMIN_TOKEN
+    # scripted APNs failures: register a token starting 0410 (Unregistered), 0400 (BadDeviceToken),
+    # 05003 (three 500s, then success) and watch the device go or the retries in /deliveries.
 
 EOT
 "$BIN/linkstr-push" serve --no-migrate

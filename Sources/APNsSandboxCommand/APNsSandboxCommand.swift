@@ -1,5 +1,6 @@
 import APNsSandbox
 import ArgumentParser
+import Crypto
 import Foundation
 import Logging
 import NostrProtocol
@@ -25,6 +26,7 @@ struct APNsSandboxCommand: AsyncParsableCommand {
     @Option(help: "Accept provider tokens from this key id (with --team-id and --key).") var keyID: String?
     @Option(help: "The key's team id.") var teamID: String?
     @Option(help: "PEM file with the .p8 private key or its public key.") var key: String?
+    @Flag(help: "Create --key as a new .p8 (ES256) private key if the file does not exist (for local set-ups).") var createKey = false
     @Option(help: "A gateway APNS_APPS_FILE (JSON list of topic, key_id, team_id, key_path): accept each key, and only these topics.")
     var appsFile: String?
     @Option(help: "Accept only this topic (repeatable; default: any).") var topic: [String] = []
@@ -48,6 +50,13 @@ struct APNsSandboxCommand: AsyncParsableCommand {
         configuration.deliveriesFile = deliveries
         configuration.keepRecords = keep
         configuration.allowedTopics = Set(topic)
+        if createKey {
+            guard let key else { throw ValidationError("--create-key needs --key") }
+            if !FileManager.default.fileExists(atPath: key) {
+                guard FileManager.default.createFile(atPath: key, contents: Data(P256.Signing.PrivateKey().pemRepresentation.utf8),
+                                                     attributes: [.posixPermissions: 0o600]) else { throw ValidationError("cannot write \(key)") }
+            }
+        }
         if let keyID, let teamID, let key {
             configuration.providerKeys.append(try ProviderKey(keyID: keyID, teamID: teamID, pem: try read(key)))
         } else if keyID != nil || teamID != nil || key != nil {

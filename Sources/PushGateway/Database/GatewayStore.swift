@@ -62,6 +62,36 @@ public struct GatewayStore: Sendable {
         }
     }
 
+    /// The replay key of `auth` and when it may be forgotten.
+    func replayKey(_ auth: VerifiedHTTPAuth) -> (key: String, expires: Date) {
+        (auth.replayKey, Date(timeIntervalSince1970: TimeInterval(auth.event.createdAt + replayWindowSeconds + 60)))
+    }
+
+    /// Runs one statement (its own transaction) whose single row is integer counts, and returns
+    /// them. A transient failure (foreign-key race, deadlock, serialization) rolls the whole
+    /// statement back, replay key included, so it is run again, up to three times.
+    func countsStatement(_ query: PostgresQuery) async throws -> [Int] {
+        try await storage {
+            var attempt = 0
+            while true {
+                attempt += 1
+                do {
+                    for try await row in try await client.query(query, logger: logger) {
+                        return try row.makeRandomAccess().map { try $0.decode(Int.self) }
+                    }
+                    return []
+                } catch let error as PSQLError where attempt < 3 && Self.isTransient(error) {
+                    continue
+                }
+            }
+        }
+    }
+
+    static func isTransient(_ error: PSQLError) -> Bool {
+        guard let state = error.serverInfo?[.sqlState] else { return false }
+        return ["23503", "40P01", "40001"].contains(state)
+    }
+
     static func isTransient(_ error: PostgresTransactionError) -> Bool {
         guard let psql = (error.closureError ?? error.commitError) as? PSQLError, let state = psql.serverInfo?[.sqlState] else { return false }
         return ["23503", "40P01", "40001"].contains(state)
@@ -96,25 +126,32 @@ public struct GatewayStore: Sendable {
     /// that pubkey's queued jobs for it, and that pubkey's archive state if it has no device left.
     public func register(_ request: RegisterDeviceRequest, topic: String, auth: VerifiedHTTPAuth) async throws {
         let pubkey = auth.pubkey.hex
-        let logger = self.logger
-        try await authorized(auth) { connection in
-            var previous: String?
-            for try await owner in try await connection.query(
-                "SELECT pubkey FROM devices WHERE device_token = \(request.deviceToken) FOR UPDATE", logger: logger
-            ).decode(String.self) {
-                previous = owner
-            }
-            try await connection.query("""
+        let (key, expires) = replayKey(auth)
+        // One statement, so one round trip: the hot path of every app launch. Every part after
+        // `replay` is conditional on the key being new, so a replay changes nothing. `previous`
+        // locks the row, so a concurrent move is seen; the archive check excludes the moving token
+        // because the statement's snapshot still shows it under its previous owner.
+        let counts = try await countsStatement("""
+            WITH replay AS (
+                INSERT INTO auth_replays (pubkey, replay_key, expires_at) VALUES (\(pubkey), \(key), \(expires))
+                ON CONFLICT DO NOTHING RETURNING 1
+            ), previous AS (
+                SELECT pubkey FROM devices WHERE device_token = \(request.deviceToken) AND EXISTS (SELECT 1 FROM replay) FOR UPDATE
+            ), upsert AS (
                 INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch)
-                VALUES (\(request.deviceToken), \(pubkey), \(request.environment.rawValue), \(topic), \(request.relayWatch))
+                SELECT \(request.deviceToken), \(pubkey), \(request.environment.rawValue), \(topic), \(request.relayWatch)
+                WHERE EXISTS (SELECT 1 FROM replay)
                 ON CONFLICT (device_token) DO UPDATE SET pubkey = EXCLUDED.pubkey, apns_environment = EXCLUDED.apns_environment,
                     topic = EXCLUDED.topic, relay_watch = EXCLUDED.relay_watch, updated_at = now()
-                """, logger: logger)
-            if let previous, previous != pubkey {
-                try await connection.query("DELETE FROM push_jobs WHERE device_token = \(request.deviceToken)", logger: logger)
-                try await Self.dropOrphanedArchive(previous, connection, logger)
-            }
-        }
+            ), moved_jobs AS (
+                DELETE FROM push_jobs WHERE device_token = \(request.deviceToken) AND EXISTS (SELECT 1 FROM previous WHERE pubkey <> \(pubkey))
+            ), orphaned_archive AS (
+                DELETE FROM archived_conversations a WHERE a.pubkey IN (SELECT pubkey FROM previous WHERE pubkey <> \(pubkey))
+                  AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.pubkey = a.pubkey AND d.device_token <> \(request.deviceToken))
+            )
+            SELECT (SELECT count(*) FROM replay)::int
+            """)
+        guard counts.first == 1 else { throw APIError.replayed }
     }
 
     /// Removes the caller's own device (a token owned by someone else is left alone).
@@ -169,30 +206,33 @@ public struct GatewayStore: Sendable {
     /// `skipRelayWatchDevices`: while the relay watcher runs, devices it serves get no typed push.
     public func enqueue(_ request: PushRequest, auth: VerifiedHTTPAuth, skipRelayWatchDevices: Bool = false) async throws -> EnqueueResult {
         let sender = auth.pubkey.hex
-        let logger = self.logger
         let lifetime = Self.jobLifetimeSeconds
-        return try await authorized(auth) { connection in
-            let rows = try await connection.query("""
-                WITH recipients AS (
-                    SELECT DISTINCT r AS pubkey FROM unnest(\(request.recipients)::text[]) AS r WHERE r <> \(sender)
-                ), fresh AS (
-                    INSERT INTO push_dedupe (event_id, notification_type, recipient)
-                    SELECT \(request.eventID), \(request.type.rawValue), pubkey FROM recipients ORDER BY pubkey
-                    ON CONFLICT DO NOTHING RETURNING recipient
-                ), jobs AS (
-                    INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, emoji, post_id, expires_at)
-                    SELECT gen_random_uuid(), d.device_token, d.pubkey, \(request.type.rawValue), \(request.eventID), \(request.conversationID),
-                           \(request.emoji), \(request.postID), now() + make_interval(secs => \(lifetime))
-                    FROM fresh f JOIN devices d ON d.pubkey = f.recipient
-                    WHERE NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = d.pubkey AND a.conversation_id = \(request.conversationID))
-                      AND NOT (d.relay_watch AND \(skipRelayWatchDevices))
-                    RETURNING 1
-                )
-                SELECT (SELECT count(*) FROM recipients)::int, (SELECT count(*) FROM jobs)::int
-                """, logger: logger).decode((Int, Int).self)
-            for try await (recipients, jobs) in rows { return EnqueueResult(recipientCount: recipients, candidateDevices: jobs) }
-            return EnqueueResult(recipientCount: 0, candidateDevices: 0)
-        }
+        let (key, expires) = replayKey(auth)
+        // One statement (one round trip); everything after `replay` depends on the key being new.
+        let counts = try await countsStatement("""
+            WITH replay AS (
+                INSERT INTO auth_replays (pubkey, replay_key, expires_at) VALUES (\(sender), \(key), \(expires))
+                ON CONFLICT DO NOTHING RETURNING 1
+            ), recipients AS (
+                SELECT DISTINCT r AS pubkey FROM unnest(\(request.recipients)::text[]) AS r
+                WHERE r <> \(sender) AND EXISTS (SELECT 1 FROM replay)
+            ), fresh AS (
+                INSERT INTO push_dedupe (event_id, notification_type, recipient)
+                SELECT \(request.eventID), \(request.type.rawValue), pubkey FROM recipients ORDER BY pubkey
+                ON CONFLICT DO NOTHING RETURNING recipient
+            ), jobs AS (
+                INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, emoji, post_id, expires_at)
+                SELECT gen_random_uuid(), d.device_token, d.pubkey, \(request.type.rawValue), \(request.eventID), \(request.conversationID),
+                       \(request.emoji), \(request.postID), now() + make_interval(secs => \(lifetime))
+                FROM fresh f JOIN devices d ON d.pubkey = f.recipient
+                WHERE NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = d.pubkey AND a.conversation_id = \(request.conversationID))
+                  AND NOT (d.relay_watch AND \(skipRelayWatchDevices))
+                RETURNING 1
+            )
+            SELECT (SELECT count(*) FROM replay)::int, (SELECT count(*) FROM recipients)::int, (SELECT count(*) FROM jobs)::int
+            """)
+        guard counts.count == 3, counts[0] == 1 else { throw APIError.replayed }
+        return EnqueueResult(recipientCount: counts[1], candidateDevices: counts[2])
     }
 
     /// The caller's devices (read-only: the replay key is still consumed, as for every signed call).

@@ -103,6 +103,11 @@ public enum OpenAPIDocument {
               responses:
                 "200": {description: Ready, content: {application/json: {schema: {$ref: "#/components/schemas/Status"}}}}
                 "503": {description: Not ready, content: {application/json: {schema: {$ref: "#/components/schemas/Status"}}}}
+          /metrics:
+            get:
+              summary: Prometheus metrics (requests, auth failures, queue depth, pushes by outcome and APNs reason, send latency, JWT age)
+              responses:
+                "200": {description: Prometheus text exposition format 0.0.4, content: {text/plain: {schema: {type: string}}}}
           /openapi.yaml:
             get:
               summary: This document
@@ -166,7 +171,7 @@ public enum OpenAPIDocument {
                 "500": {$ref: "#/components/responses/StorageError"}
           /admin/status:
             get:
-              summary: Devices, queue depth, uptime
+              summary: Devices, queue depth, recent APNs failures (tokens redacted), uptime
               security: [{admin: []}]
               responses:
                 "200": {description: Status, content: {application/json: {schema: {type: object}}}}
