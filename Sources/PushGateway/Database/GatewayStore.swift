@@ -67,18 +67,16 @@ public struct GatewayStore: Sendable {
         (auth.replayKey, Date(timeIntervalSince1970: TimeInterval(auth.event.createdAt + replayWindowSeconds + 60)))
     }
 
-    /// Runs one statement (its own transaction) whose single row is integer counts, and returns
-    /// them. A transient failure (foreign-key race, deadlock, serialization) rolls the whole
+    /// Runs one prepared statement (its own transaction) whose single row is integer counts, and
+    /// returns them. A transient failure (foreign-key race, deadlock, serialization) rolls the whole
     /// statement back, replay key included, so it is run again, up to three times.
-    func countsStatement(_ query: PostgresQuery) async throws -> [Int] {
+    func countsStatement<Statement: PostgresPreparedStatement>(_ statement: Statement) async throws -> [Int] where Statement.Row == [Int] {
         try await storage {
             var attempt = 0
             while true {
                 attempt += 1
                 do {
-                    for try await row in try await client.query(query, logger: logger) {
-                        return try row.makeRandomAccess().map { try $0.decode(Int.self) }
-                    }
+                    for try await row in try await client.execute(statement, logger: logger) { return row }
                     return []
                 } catch let error as PSQLError where attempt < 3 && Self.isTransient(error) {
                     continue
@@ -127,30 +125,9 @@ public struct GatewayStore: Sendable {
     public func register(_ request: RegisterDeviceRequest, topic: String, auth: VerifiedHTTPAuth) async throws {
         let pubkey = auth.pubkey.hex
         let (key, expires) = replayKey(auth)
-        // One statement, so one round trip: the hot path of every app launch. Every part after
-        // `replay` is conditional on the key being new, so a replay changes nothing. `previous`
-        // locks the row, so a concurrent move is seen; the archive check excludes the moving token
-        // because the statement's snapshot still shows it under its previous owner.
-        let counts = try await countsStatement("""
-            WITH replay AS (
-                INSERT INTO auth_replays (pubkey, replay_key, expires_at) VALUES (\(pubkey), \(key), \(expires))
-                ON CONFLICT DO NOTHING RETURNING 1
-            ), previous AS (
-                SELECT pubkey FROM devices WHERE device_token = \(request.deviceToken) AND EXISTS (SELECT 1 FROM replay) FOR UPDATE
-            ), upsert AS (
-                INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch)
-                SELECT \(request.deviceToken), \(pubkey), \(request.environment.rawValue), \(topic), \(request.relayWatch)
-                WHERE EXISTS (SELECT 1 FROM replay)
-                ON CONFLICT (device_token) DO UPDATE SET pubkey = EXCLUDED.pubkey, apns_environment = EXCLUDED.apns_environment,
-                    topic = EXCLUDED.topic, relay_watch = EXCLUDED.relay_watch, updated_at = now()
-            ), moved_jobs AS (
-                DELETE FROM push_jobs WHERE device_token = \(request.deviceToken) AND EXISTS (SELECT 1 FROM previous WHERE pubkey <> \(pubkey))
-            ), orphaned_archive AS (
-                DELETE FROM archived_conversations a WHERE a.pubkey IN (SELECT pubkey FROM previous WHERE pubkey <> \(pubkey))
-                  AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.pubkey = a.pubkey AND d.device_token <> \(request.deviceToken))
-            )
-            SELECT (SELECT count(*) FROM replay)::int
-            """)
+        let counts = try await countsStatement(RegisterDeviceStatement(
+            pubkey: pubkey, replayKey: key, replayExpires: expires, deviceToken: request.deviceToken,
+            environment: request.environment.rawValue, topic: topic, relayWatch: request.relayWatch))
         guard counts.first == 1 else { throw APIError.replayed }
     }
 
@@ -208,29 +185,10 @@ public struct GatewayStore: Sendable {
         let sender = auth.pubkey.hex
         let lifetime = Self.jobLifetimeSeconds
         let (key, expires) = replayKey(auth)
-        // One statement (one round trip); everything after `replay` depends on the key being new.
-        let counts = try await countsStatement("""
-            WITH replay AS (
-                INSERT INTO auth_replays (pubkey, replay_key, expires_at) VALUES (\(sender), \(key), \(expires))
-                ON CONFLICT DO NOTHING RETURNING 1
-            ), recipients AS (
-                SELECT DISTINCT r AS pubkey FROM unnest(\(request.recipients)::text[]) AS r
-                WHERE r <> \(sender) AND EXISTS (SELECT 1 FROM replay)
-            ), fresh AS (
-                INSERT INTO push_dedupe (event_id, notification_type, recipient)
-                SELECT \(request.eventID), \(request.type.rawValue), pubkey FROM recipients ORDER BY pubkey
-                ON CONFLICT DO NOTHING RETURNING recipient
-            ), jobs AS (
-                INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, emoji, post_id, expires_at)
-                SELECT gen_random_uuid(), d.device_token, d.pubkey, \(request.type.rawValue), \(request.eventID), \(request.conversationID),
-                       \(request.emoji), \(request.postID), now() + make_interval(secs => \(lifetime))
-                FROM fresh f JOIN devices d ON d.pubkey = f.recipient
-                WHERE NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = d.pubkey AND a.conversation_id = \(request.conversationID))
-                  AND NOT (d.relay_watch AND \(skipRelayWatchDevices))
-                RETURNING 1
-            )
-            SELECT (SELECT count(*) FROM replay)::int, (SELECT count(*) FROM recipients)::int, (SELECT count(*) FROM jobs)::int
-            """)
+        let counts = try await countsStatement(EnqueuePushStatement(
+            sender: sender, replayKey: key, replayExpires: expires, recipients: request.recipients, eventID: request.eventID,
+            notificationType: request.type.rawValue, conversationID: request.conversationID, emoji: request.emoji, postID: request.postID,
+            lifetimeSeconds: lifetime, skipRelayWatchDevices: skipRelayWatchDevices))
         guard counts.count == 3, counts[0] == 1 else { throw APIError.replayed }
         return EnqueueResult(recipientCount: counts[1], candidateDevices: counts[2])
     }
