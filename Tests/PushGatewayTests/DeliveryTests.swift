@@ -84,6 +84,7 @@ import Testing
             let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
             let claimed = try await queue.claim(limit: 10, leaseSeconds: 1)
             #expect(claimed.map(\.deviceToken) == [devices[2].token])
+            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs") == 1, "raced jobs are deleted, not left to expire")
 
             // A worker whose lease ran out cannot finish the job someone else now holds.
             let stale = try #require(claimed.first)

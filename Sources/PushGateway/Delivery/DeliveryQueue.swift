@@ -33,20 +33,26 @@ public struct DeliveryQueue: Sendable {
 
     /// Claims up to `limit` due, unexpired jobs for `leaseSeconds`.
     public func claim(limit: Int, leaseSeconds: Int = 30) async throws -> [ClaimedJob] {
+        // The head of the queue in index order (migrations/0002), locked; jobs raced by a token
+        // move or an archive update since they were queued are deleted, never sent; the rest are
+        // leased and returned with their device.
         let rows = try await client.query("""
             WITH due AS (
                 SELECT j.id FROM push_jobs j
                 WHERE j.next_attempt_at <= now() AND (j.locked_until IS NULL OR j.locked_until < now()) AND j.expires_at > now()
-                  -- A job raced by a token move or an archive update is never sent; expiry removes it.
-                  AND EXISTS (SELECT 1 FROM devices d WHERE d.device_token = j.device_token AND d.pubkey = j.pubkey)
-                  AND NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = j.pubkey AND a.conversation_id = j.conversation_id)
                 ORDER BY j.next_attempt_at, j.id
                 LIMIT \(limit)
-                    FOR UPDATE OF j SKIP LOCKED
+                FOR UPDATE SKIP LOCKED
+            ), raced AS (
+                DELETE FROM push_jobs j USING due
+                WHERE j.id = due.id
+                  AND (NOT EXISTS (SELECT 1 FROM devices d WHERE d.device_token = j.device_token AND d.pubkey = j.pubkey)
+                       OR EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = j.pubkey AND a.conversation_id = j.conversation_id))
             )
             UPDATE push_jobs j SET locked_until = now() + make_interval(secs => \(leaseSeconds)), attempts = j.attempts + 1
             FROM due, devices d
-            WHERE j.id = due.id AND d.device_token = j.device_token
+            WHERE j.id = due.id AND d.device_token = j.device_token AND d.pubkey = j.pubkey
+              AND NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = j.pubkey AND a.conversation_id = j.conversation_id)
             RETURNING j.id, j.apns_id, j.device_token, j.pubkey, d.apns_environment, d.topic, d.updated_at,
                       j.notification_type, j.event_id, j.conversation_id, j.emoji, j.post_id, j.attempts, j.expires_at
             """, logger: logger)
