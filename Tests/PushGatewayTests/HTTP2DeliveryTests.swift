@@ -139,8 +139,7 @@ import Testing
             let refused = await young.send(again)
             #expect(refused.status == 403 && refused.reason == "ExpiredProviderToken")
             #expect(APNsResponseClassifier.classify(status: refused.status, reason: refused.reason) == .refreshTokenAndRetry(reason: "ExpiredProviderToken"))
-            try await sender.client.shutdown()
-            try await young.client.shutdown()
+            for client in sender.clients + young.clients { try await client.shutdown() }
         }
     }
 

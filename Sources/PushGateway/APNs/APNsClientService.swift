@@ -1,15 +1,15 @@
 import AsyncHTTPClient
 public import ServiceLifecycle
 
-/// Owns the APNs HTTP client's lifetime: shuts it down after the delivery worker has stopped
+/// Owns the APNs HTTP clients' lifetime: shuts them down after the delivery worker has stopped
 /// (services stop in reverse order, so list it before the worker).
 public struct APNsClientService: Service {
-    let client: HTTPClient
+    let clients: [HTTPClient]
 
-    public init(sender: HTTP2APNsSender) { client = sender.client }
+    public init(sender: HTTP2APNsSender) { clients = sender.clients }
 
     public func run() async throws {
         try? await gracefulShutdown()
-        try await client.shutdown()
+        for client in clients { try await client.shutdown() }
     }
 }

@@ -11,12 +11,17 @@ import NostrProtocol
 /// - Connections stay open and are reused; AsyncHTTPClient multiplexes requests over them and
 ///   never opens more streams on a connection than the server's `SETTINGS_MAX_CONCURRENT_STREAMS`
 ///   (requests beyond it wait for a free stream).
+/// - `APNS_CONNECTIONS` clients, each holding its own HTTP/2 connection per host, share the load
+///   (a job always uses the same one): one connection's TLS and HTTP/2 work runs on one event-loop
+///   thread, so a single connection caps throughput at one core. Apple recommends several
+///   connections for volume.
 /// - One provider token per (key id, team id) (`APNsTokenCache`), shared by every request.
 /// - `apns-id` is the job's id, so retries of one job carry the same id.
 /// - A 403 `ExpiredProviderToken` refreshes the token (within Apple's 20-minute rule) and, when a
 ///   new one was issued, retries once at once; otherwise the worker backs off as usual.
 public final class HTTP2APNsSender: APNsSender {
-    public let client: HTTPClient
+    /// One HTTP client (and so one HTTP/2 connection per APNs host) per configured connection.
+    public let clients: [HTTPClient]
     private let configuration: APNsConfiguration
     private let appsByTopic: [String: App]
     private let metrics: GatewayMetrics?
@@ -54,7 +59,9 @@ public final class HTTP2APNsSender: APNsSender {
         clientConfiguration.httpVersion = .automatic
         // Apple treats connection churn as abuse: keep idle connections for a long time.
         clientConfiguration.connectionPool = .init(idleTimeout: .minutes(30))
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration, backgroundActivityLogger: logger)
+        clients = (0..<max(1, configuration.connections)).map { _ in
+            HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration, backgroundActivityLogger: logger)
+        }
 
         if let metrics {
             let keyed = Dictionary(apps.values.map { ($0.keyID, $0.tokens) }, uniquingKeysWith: { first, _ in first })
@@ -105,6 +112,7 @@ public final class HTTP2APNsSender: APNsSender {
 
         var result: APNsSendResult
         do {
+            let client = clients[Int(job.id.magnitude % UInt64(clients.count))]
             let response = try await client.execute(request, deadline: .now() + requestTimeout, logger: logger)
             let body = try await response.body.collect(upTo: 16 * 1024)
             result = Self.result(status: Int(response.status.code), body: body)

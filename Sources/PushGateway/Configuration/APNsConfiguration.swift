@@ -29,18 +29,21 @@ public struct APNsConfiguration: Sendable, Equatable {
     public var sandboxURL: String
     /// Extra trusted CA (PEM path), for a local sandbox with its own certificate.
     public var caFile: String?
+    /// `APNS_CONNECTIONS` (default 2): HTTP/2 connections per APNs host.
+    public var connections: Int
 
     public static let appleProductionURL = "https://api.push.apple.com"
     public static let appleSandboxURL = "https://api.sandbox.push.apple.com"
 
     public init(disabled: Bool, apps: [APNsApp], defaultTopic: String, productionURL: String = appleProductionURL,
-                sandboxURL: String = appleSandboxURL, caFile: String? = nil) {
+                sandboxURL: String = appleSandboxURL, caFile: String? = nil, connections: Int = 2) {
         self.disabled = disabled
         self.apps = apps
         self.defaultTopic = defaultTopic
         self.productionURL = productionURL
         self.sandboxURL = sandboxURL
         self.caFile = caFile
+        self.connections = connections
     }
 
     public var topics: Set<String> { Set(apps.map(\.topic) + [defaultTopic]) }
@@ -75,7 +78,8 @@ public struct APNsConfiguration: Sendable, Equatable {
             disabled: disabled, apps: apps, defaultTopic: defaultTopic,
             productionURL: try url(env, "APNS_PRODUCTION_URL", default: appleProductionURL),
             sandboxURL: try url(env, "APNS_SANDBOX_URL", default: appleSandboxURL),
-            caFile: env["APNS_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 })
+            caFile: env["APNS_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 },
+            connections: try connections(env))
     }
 
     private static func require(_ env: [String: String], _ key: String, unless disabled: Bool) throws(ConfigurationError) -> String? {
@@ -94,6 +98,12 @@ public struct APNsConfiguration: Sendable, Equatable {
         }
         if disabled { return nil }
         throw ConfigurationError(key: "APNS_KEY_P8", "APNS_KEY_P8 or APNS_KEY_P8_PATH is required unless APNS_DISABLE=1")
+    }
+
+    private static func connections(_ env: [String: String]) throws(ConfigurationError) -> Int {
+        guard let text = env["APNS_CONNECTIONS"], !text.isEmpty else { return 2 }
+        guard let value = Int(text), (1...64).contains(value) else { throw ConfigurationError(key: "APNS_CONNECTIONS", "an integer in 1...64") }
+        return value
     }
 
     private static func url(_ env: [String: String], _ key: String, default value: String) throws(ConfigurationError) -> String {

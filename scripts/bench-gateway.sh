@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The gateway benchmark, everything on this machine in one run (release builds):
+#   1. the APNs sandbox's own capacity, with h2load (the ceiling for pushes/s);
+#   2. the registration SQL alone, with pgbench (the ceiling for registrations/s);
+#   3. linkstr-load against linkstr-push: registrations/s, then pushes/s to the sandbox and the
+#      p50/p99 enqueue-to-APNs latency.
+# PostgreSQL runs with fsync=off like the test cluster. Figures go to docs/performance.md by hand.
+#   scripts/bench-gateway.sh
+#   REGISTRATIONS=40000 PUSHES=200 scripts/bench-gateway.sh
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/postgres.sh"
+cd "$REPO_ROOT"
+APT_PACKAGES+=(nghttp2-client)  # h2load
+setup_all
+
+REGISTRATIONS="${REGISTRATIONS:-20000}"
+DEVICES="${DEVICES:-2000}"
+PUSHES="${PUSHES:-100}"
+RECIPIENTS="${RECIPIENTS:-500}"
+
+say "building linkstr-push, apns-sandbox and linkstr-load (release)"
+for product in linkstr-push apns-sandbox linkstr-load; do swift build -c release --product "$product"; done
+BIN="$(swift build -c release --show-bin-path)"
+
+WORK="$(mktemp -d /tmp/linkstr-bench.XXXXXX)"
+chmod 755 "$WORK"
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+    pg_stop_cluster "$WORK/pg"; rm -rf "$WORK"
+}
+trap cleanup EXIT
+pg_start_cluster "$WORK/pg" "$(pg_free_port)"
+
+start_sandbox() {  # NAME, extra args...: starts it, sets SANDBOX_PORT
+    local name="$1"; shift
+    "$BIN/apns-sandbox" --port 0 --port-file "$WORK/$name.port" --ca-out "$WORK/$name-ca.pem" --log-level warning "$@" \
+        >"$WORK/$name.log" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 1 100); do [[ -s "$WORK/$name.port" ]] && break; sleep 0.1; done
+    [[ -s "$WORK/$name.port" ]] || { cat "$WORK/$name.log" >&2; exit 1; }
+    SANDBOX_PORT="$(cat "$WORK/$name.port")"
+}
+
+say "1. APNs sandbox capacity (h2load: 2 connections x 100 streams, 100,000 pushes, no provider-token check)"
+start_sandbox baseline
+echo '{"aps":{"alert":{"title":"New post in linkstr","body":"Open linkstr to view"},"sound":"default","thread-id":"C1"},"type":"new_post","event_id":"e","conversation_id":"C1"}' > "$WORK/payload.json"
+h2load -n 100000 -c 2 -m 100 -d "$WORK/payload.json" -H 'apns-topic: app.linkstr.bench' -H 'apns-push-type: alert' -H 'apns-priority: 10' \
+    "https://127.0.0.1:$SANDBOX_PORT/3/device/$(printf 'ab%.0s' {1..32})" | grep -E "finished in|requests:|status codes"
+kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true; unset 'PIDS[-1]'
+
+say "2. registration SQL alone (pgbench, prepared, 32 clients, 10 s)"
+export MIGRATIONS_DIR="$REPO_ROOT/migrations"
+APNS_DISABLE=1 "$BIN/linkstr-push" migrate >/dev/null
+PG_PORT_USED="$(sed -E 's#.*:([0-9]+)/.*#\1#' <<<"$DATABASE_URL")"
+/usr/lib/postgresql/*/bin/pgbench -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr -n -M prepared -c 32 -j 2 -T 10 -f scripts/bench/register.pgbench linkstr \
+    | grep -E "^tps|latency average"
+
+say "3. linkstr-push against the sandbox (provider tokens checked)"
+APNS_KEY_FILE="$WORK/apns-key.p8"
+start_sandbox gateway --key-id BENCHKEY01 --team-id BENCHTEAM1 --key "$APNS_KEY_FILE" --create-key --topic app.linkstr.bench
+export LISTEN_ADDR="127.0.0.1:$(pg_free_port)" LOG_LEVEL=warning APNS_TOPIC=app.linkstr.bench APNS_KEY_ID=BENCHKEY01 APNS_TEAM_ID=BENCHTEAM1
+export APNS_KEY_P8_PATH="$APNS_KEY_FILE" APNS_CA_FILE="$WORK/gateway-ca.pem" DATABASE_URL
+export APNS_SANDBOX_URL="https://localhost:$SANDBOX_PORT" APNS_PRODUCTION_URL="https://localhost:$SANDBOX_PORT"
+"$BIN/linkstr-push" serve --no-migrate >"$WORK/gateway.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 100); do curl -sf "http://$LISTEN_ADDR/readyz" >/dev/null && break; sleep 0.1; done
+"$BIN/linkstr-load" registrations --url "http://$LISTEN_ADDR" --count "$REGISTRATIONS" --keys 2000 --concurrency 32
+"$BIN/linkstr-load" pushes --url "http://$LISTEN_ADDR" --sandbox "https://localhost:$SANDBOX_PORT" --ca "$APNS_CA_FILE" \
+    --devices "$DEVICES" --recipients "$RECIPIENTS" --pushes "$PUSHES" --concurrency 8
