@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "NostrProtocol", targets: ["NostrProtocol"]),
         .library(name: "PushGateway", targets: ["PushGateway"]),
         .library(name: "APNsSandbox", targets: ["APNsSandbox"]),
+        .library(name: "NostrRelay", targets: ["NostrRelay"]),
         .executable(name: "linkstr", targets: ["LinkstrCLI"]),
         .executable(name: "linkstr-push", targets: ["LinkstrPush"]),
         .executable(name: "apns-sandbox", targets: ["APNsSandboxCommand"]),
@@ -38,6 +39,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
     ],
     targets: [
         .systemLibrary(
@@ -51,6 +53,19 @@ let package = Package(
                 "CSecp256k1",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // Transport: one WebSocket connection per relay, kept up (reconnect, AUTH, OK tracking).
+        .target(
+            name: "NostrRelay",
+            dependencies: [
+                "NostrProtocol",
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSwift
         ),
@@ -153,6 +168,23 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // Test fixtures shared by the test targets: child processes and a real relay.
+        .target(
+            name: "TestSupport",
+            path: "Tests/Support",
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "NostrRelayTests",
+            dependencies: [
+                "TestSupport",
+                "NostrRelay",
+                "NostrProtocol",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSwift
         ),

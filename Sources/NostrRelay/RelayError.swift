@@ -1,0 +1,26 @@
+/// Why a publish or a connection failed.
+public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No OK within the timeout.
+    case timeout
+    /// The outbound queue is full (the relay is not keeping up or not connected for long).
+    case queueFull
+    /// The connection closed before the relay answered.
+    case disconnected
+    /// The relay closed the connection (cleanly or not).
+    case closedByRelay
+    /// The relay sent something that is not a NIP-01 message.
+    case protocolViolation(String)
+    /// The connection service has stopped.
+    case stopped
+
+    public var description: String {
+        switch self {
+        case .timeout: "no OK from the relay in time"
+        case .queueFull: "outbound queue full"
+        case .disconnected: "connection closed before the relay answered"
+        case .closedByRelay: "the relay closed the connection"
+        case .protocolViolation(let what): "relay protocol violation: \(what)"
+        case .stopped: "relay connection stopped"
+        }
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import Logging
+@testable import NostrProtocol
+@testable import NostrRelay
+import ServiceLifecycle
+import Testing
+import TestSupport
+
+/// `RelayConnection` against a real relay (`nostr-relay` from PyPI) on loopback.
+@Suite(.serialized) struct RelayConnectionTests {
+    static let logger: Logger = {
+        var logger = Logger(label: "relay-test")
+        logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+        return logger
+    }()
+
+    static func configuration() -> RelayConfiguration {
+        var configuration = RelayConfiguration()
+        configuration.backoff = RelayBackoff(base: .milliseconds(100), cap: .milliseconds(400), jitter: 0.1)
+        configuration.publishTimeout = .seconds(2)
+        return configuration
+    }
+
+    /// Runs `connection` as a service for the duration of `body`.
+    static func running<T: Sendable>(_ connection: RelayConnection, _ body: @Sendable () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await connection.run(); return nil }
+            defer { group.cancelAll() }
+            return try await body()
+        }
+    }
+
+    static func waitFor(_ connection: RelayConnection, _ wanted: RelayState, seconds: Double = 10) async -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if await connection.state == wanted { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+
+    /// Next item of a subscription, or nil after `seconds`.
+    static func next(_ iterator: inout AsyncStream<SubscriptionEvent>.Iterator, seconds: Double = 5) async -> SubscriptionEvent? {
+        nonisolated(unsafe) var it = iterator
+        defer { iterator = it }
+        return await withTaskGroup(of: SubscriptionEvent?.self) { group in
+            group.addTask { await it.next() }
+            group.addTask { try? await Task.sleep(for: .milliseconds(Int(seconds * 1000))); return nil }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    static func note(_ keys: Keys, _ content: String) -> NostrEvent {
+        UnsignedEvent(pubkey: keys.publicKey, createdAt: UnixTime.now(), kind: 1, tags: [], content: content).signed(by: keys)
+    }
+
+    @Test func backoffGrowsToItsCapWithJitter() {
+        let backoff = RelayBackoff(base: .milliseconds(500), cap: .seconds(60), jitter: 0.25)
+        #expect(backoff.delay(afterFailures: 1, random: 0) == .milliseconds(500))
+        #expect(backoff.delay(afterFailures: 2, random: 0) == .seconds(1))
+        #expect(backoff.delay(afterFailures: 5, random: 0) == .seconds(8))
+        #expect(backoff.delay(afterFailures: 20, random: 0) == .seconds(60))
+        #expect(backoff.delay(afterFailures: 20, random: 0.999) <= .seconds(75))
+        #expect(backoff.delay(afterFailures: 1, random: 0.5) == .milliseconds(562))
+    }
+
+    @Test func publishesAndSeparatesHistoryFromLiveEvents() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        let connection = RelayConnection(url: relay.url, configuration: Self.configuration(), logger: Self.logger)
+        let keys = Keys.generate()
+        try await Self.running(connection) {
+            let stored = Self.note(keys, "stored before the subscription")
+            let ok = try await connection.publish(stored)
+            #expect(ok.accepted && ok.eventID == stored.id)
+
+            var events = await connection.subscribe(id: "s1", filters: [Filter(authors: [keys.publicKey], kinds: [1])]).makeAsyncIterator()
+            #expect(await Self.next(&events) == .event(stored), "history first")
+            #expect(await Self.next(&events) == .endOfStoredEvents)
+            let live = Self.note(keys, "live")
+            #expect(try await connection.publish(live).accepted)
+            #expect(await Self.next(&events) == .event(live), "then live events")
+
+            // A duplicate is answered with OK true and the machine-readable `duplicate:` prefix.
+            let again = try await connection.publish(live)
+            #expect(again.prefix == .duplicate || again.accepted)
+
+            // An event with a broken signature is refused. This relay answers `["OK","",false,…]`
+            // without the event id, which cannot be matched to the publish, so it ends in a timeout.
+            var forged = Self.note(keys, "forged")
+            forged = NostrEvent(id: forged.id, pubkey: forged.pubkey, createdAt: forged.createdAt, kind: forged.kind, tags: forged.tags,
+                                content: forged.content, sig: Self.note(keys, "other").sig)
+            do {
+                let refused = try await connection.publish(forged)
+                #expect(!refused.accepted && !refused.message.isEmpty)
+            } catch let error as RelayError {
+                #expect(error == .timeout)
+            }
+            let statistics = await connection.statistics
+            #expect(statistics.connections == 1 && statistics.events >= 2)
+        }
+    }
+
+    @Test func reconnectsAfterTheRelayDiesAndResubscribes() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        let connection = RelayConnection(url: relay.url, configuration: Self.configuration(), logger: Self.logger)
+        let keys = Keys.generate()
+        try await Self.running(connection) {
+            var events = await connection.subscribe(id: "watch", filters: [Filter(authors: [keys.publicKey], kinds: [1])]).makeAsyncIterator()
+            #expect(await Self.next(&events) == .endOfStoredEvents)
+            relay.kill()
+            #expect(!RelayFixture.accepts(port: relay.port), "the relay is down")
+            var down = false
+            for _ in 0..<250 where !down {
+                down = await connection.state != .connected
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(down, "noticed the relay going away")
+            try await relay.start()
+            #expect(await Self.waitFor(connection, .connected), "reconnected after the relay came back")
+            #expect(await Self.next(&events) == .endOfStoredEvents, "the REQ was sent again on the new connection")
+            let live = Self.note(keys, "after the restart")
+            #expect(try await connection.publish(live).accepted)
+            #expect(await Self.next(&events) == .event(live))
+            #expect(await connection.statistics.connections == 2)
+        }
+    }
+
+    @Test func anUnreachableRelayIsRetriedAndNeverEndsTheService() async throws {
+        let port = try RelayFixture.freePort()
+        let connection = RelayConnection(url: "ws://127.0.0.1:\(port)", configuration: Self.configuration(), logger: Self.logger)
+        let unresolvable = RelayConnection(url: "ws://no-such-relay.invalid:7777", configuration: Self.configuration(), logger: Self.logger)
+        try await Self.running(unresolvable) {
+            try await Self.running(connection) {
+                try await Task.sleep(for: .milliseconds(800))
+                let failures = await connection.statistics.failures
+                #expect(failures >= 2, "retried with backoff (\(failures) failures)")
+                let unresolvableState = await unresolvable.state
+                let retrying: Bool = switch unresolvableState {
+                case .failed, .connecting: true
+                default: false
+                }
+                #expect(retrying, "an unresolvable host is a failure to retry, not an end: \(unresolvableState)")
+                #expect(await unresolvable.statistics.failures >= 1)
+                let relay = try RelayFixture(port: port)
+                try await relay.start()
+                #expect(await Self.waitFor(connection, .connected))
+            }
+        }
+    }
+
+    @Test func garbageFromARelayIsCountedAndIgnored() async throws {
+        let connection = RelayConnection(url: "ws://127.0.0.1:1", configuration: Self.configuration(), logger: Self.logger)
+        await connection.receive("not json")
+        await connection.receive(#"["EVENT","s",{"id":"zz"}]"#)
+        await connection.receive(#"["NOTICE","hello"]"#)
+        let statistics = await connection.statistics
+        #expect(statistics.invalidMessages == 2)
+        #expect(statistics.notices == 1)
+    }
+}

@@ -1,0 +1,75 @@
+public import Foundation
+
+/// A child process started with `posix_spawn` in its own process group.
+///
+/// Not Foundation's `Process`: its `waitUntilExit` spins a run loop and can hang when called from
+/// a Swift concurrency thread, and it cannot kill a whole process group (a relay running as a
+/// gunicorn master with worker children must die as a whole, like a crashed host).
+public final class ChildProcess: @unchecked Sendable {
+    public let pid: pid_t
+    private let lock = NSLock()
+    private var exitStatus: Int32?
+
+    /// Starts `executable` with `arguments`; stdin is /dev/null, stdout and stderr go to `logPath`
+    /// (appended) or /dev/null.
+    public init(executable: String, arguments: [String], logPath: String? = nil, environment: [String: String]? = nil) throws {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+        posix_spawnattr_setpgroup(&attributes, 0)
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, logPath ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let env = environment ?? ProcessInfo.processInfo.environment
+        let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
+
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard result == 0 else { throw FixtureError("cannot start \(executable): \(String(cString: strerror(result)))") }
+        self.pid = pid
+    }
+
+    /// True until the process has exited (reaps it when it has).
+    public var isRunning: Bool {
+        lock.withLock {
+            if exitStatus != nil { return false }
+            var status: Int32 = 0
+            let result = waitpid(pid, &status, WNOHANG)
+            if result == 0 { return true }
+            exitStatus = status
+            return false
+        }
+    }
+
+    /// Sends `signal` to the whole process group.
+    public func signal(_ signal: Int32) {
+        _ = Foundation.kill(-pid, signal)
+    }
+
+    /// SIGKILL to the group, then reaps the leader.
+    public func kill() {
+        signal(SIGKILL)
+        lock.withLock {
+            guard exitStatus == nil else { return }
+            var status: Int32 = 0
+            _ = waitpid(pid, &status, 0)
+            exitStatus = status
+        }
+    }
+
+    deinit { kill() }
+}
+
+public struct FixtureError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,108 @@
+public import Foundation
+
+/// A real relay nobody here wrote, `nostr-relay` from PyPI (installed into `.venv` by
+/// scripts/lib/setup.sh), on a loopback port, with its own SQLite file. It can be stopped and
+/// started again on the same port (and the same data) to test reconnects.
+public final class RelayFixture: @unchecked Sendable {
+    public let port: Int
+    public let directory: URL
+    private var process: ChildProcess?
+    private let lock = NSLock()
+
+    public var url: String { "ws://127.0.0.1:\(port)" }
+
+    public init(port: Int? = nil) throws {
+        self.port = try port ?? Self.freePort()
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let config = """
+            DEBUG: false
+            relay_name: linkstr test relay
+            storage:
+              sqlalchemy.url: sqlite+aiosqlite:///\(directory.path)/nostr.sqlite3
+              validators:
+                - nostr_relay.validators.is_signed
+            gunicorn:
+              bind: 127.0.0.1:\(self.port)
+              workers: 1
+              loglevel: warning
+            purple:
+              host: 127.0.0.1
+              port: \(self.port)
+              workers: 1
+              disable_compression: true
+            authentication:
+              enabled: false
+            message_timeout: 1800
+            subscription_limit: 64
+            max_limit: 6000
+            """
+        try config.write(to: directory.appendingPathComponent("config.yaml"), atomically: true, encoding: .utf8)
+    }
+
+    public static func executable() throws -> String {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let path = ProcessInfo.processInfo.environment["LINKSTR_NOSTR_RELAY"] ?? root.appendingPathComponent(".venv/bin/nostr-relay").path
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw FixtureError("nostr-relay not found at \(path): run the tests through scripts/test.sh, which installs it")
+        }
+        return path
+    }
+
+    /// Starts the relay and waits until it accepts connections. Its output goes to relay.log in
+    /// its directory.
+    public func start() async throws {
+        let process = try ChildProcess(
+            executable: try Self.executable(),
+            arguments: ["-c", directory.appendingPathComponent("config.yaml").path, "serve"],
+            logPath: directory.appendingPathComponent("relay.log").path)
+        lock.withLock { self.process = process }
+        for _ in 0..<300 {
+            if Self.accepts(port: port) { return }
+            guard process.isRunning else { throw FixtureError("nostr-relay exited early; see \(directory.path)/relay.log") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw FixtureError("nostr-relay did not listen on \(port)")
+    }
+
+    /// SIGKILL to the relay and its workers, like a crash; returns once the port is closed.
+    public func kill() {
+        guard let process = lock.withLock({ self.process }) else { return }
+        process.kill()
+        for _ in 0..<500 where Self.accepts(port: port) { usleep(10_000) }
+        lock.withLock { self.process = nil }
+    }
+
+    deinit {
+        kill()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    public static func accepts(port: Int) -> Bool {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+
+    public static func freePort() throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        guard withUnsafePointer(to: &address, {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }) == 0 else { throw FixtureError("bind failed") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
