@@ -73,6 +73,7 @@ let package = Package(
             name: "PushGateway",
             dependencies: [
                 "NostrProtocol",
+                "NostrRelay",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -162,6 +163,8 @@ let package = Package(
             name: "PushGatewayTests",
             dependencies: [
                 "PushGateway",
+                "NostrRelay",
+                "TestSupport",
                 "APNsSandbox",
                 "NostrProtocol",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

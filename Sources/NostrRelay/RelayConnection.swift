@@ -25,7 +25,8 @@ public actor RelayConnection: Service {
     public private(set) var statistics = RelayStatistics()
 
     private struct Subscription {
-        var filters: [Filter]
+        /// Called each time the REQ is sent, so a re-sent REQ can move a relative `since`.
+        var filters: @Sendable () -> [Filter]
         let continuation: AsyncStream<SubscriptionEvent>.Continuation
     }
 
@@ -102,20 +103,29 @@ public actor RelayConnection: Service {
     /// Subscribes (or replaces the filters of) `id`. The stream ends when `unsubscribe(id)` is
     /// called or the service stops.
     public func subscribe(id: String, filters: [Filter]) -> AsyncStream<SubscriptionEvent> {
+        subscribe(id: id) { filters }
+    }
+
+    /// Subscribes with filters computed each time the REQ is sent (first send and every
+    /// reconnect), for a window relative to the current time such as `since: now − 2 days`.
+    public func subscribe(id: String, filters: @escaping @Sendable () -> [Filter]) -> AsyncStream<SubscriptionEvent> {
         let (stream, continuation) = AsyncStream<SubscriptionEvent>.makeStream()
         subscriptions[id]?.continuation.finish()
         subscriptions[id] = Subscription(filters: filters, continuation: continuation)
         if stopped { continuation.finish() }
-        enqueue(ClientMessage.req(subscriptionID: id, filters: filters).json)
+        enqueue(ClientMessage.req(subscriptionID: id, filters: filters()).json)
         return stream
     }
 
     /// Changes the filters of a live subscription (the same REQ id replaces it on the relay).
     public func update(id: String, filters: [Filter]) {
         guard subscriptions[id] != nil else { return }
-        subscriptions[id]?.filters = filters
+        subscriptions[id]?.filters = { filters }
         enqueue(ClientMessage.req(subscriptionID: id, filters: filters).json)
     }
+
+    /// The ids of the live subscriptions.
+    public var subscriptionIDs: [String] { Array(subscriptions.keys) }
 
     public func unsubscribe(id: String) {
         guard let subscription = subscriptions.removeValue(forKey: id) else { return }
@@ -194,7 +204,7 @@ public actor RelayConnection: Service {
         // REQs already in the backlog are dropped, since the loop re-sends each live one.
         let waiting = backlog.filter { !$0.hasPrefix("[\"REQ\"") && !$0.hasPrefix("[\"CLOSE\"") }
         backlog.removeAll()
-        for (id, subscription) in subscriptions { enqueue(ClientMessage.req(subscriptionID: id, filters: subscription.filters).json) }
+        for (id, subscription) in subscriptions { enqueue(ClientMessage.req(subscriptionID: id, filters: subscription.filters()).json) }
         for text in waiting { enqueue(text) }
     }
 
@@ -259,7 +269,7 @@ public actor RelayConnection: Service {
                 authEventID = nil
                 if accepted {
                     for (subscriptionID, subscription) in subscriptions {
-                        enqueue(ClientMessage.req(subscriptionID: subscriptionID, filters: subscription.filters).json)
+                        enqueue(ClientMessage.req(subscriptionID: subscriptionID, filters: subscription.filters()).json)
                     }
                 } else {
                     setState(.authRequired)

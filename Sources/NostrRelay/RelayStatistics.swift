@@ -7,4 +7,6 @@ public struct RelayStatistics: Sendable, Equatable {
     public var closed = 0
     public var invalidMessages = 0
     public var droppedOutbound = 0
+
+    public init() {}
 }

@@ -24,7 +24,11 @@ public enum GatewayApplication {
     ) throws -> some ApplicationProtocol {
         let client = postgresClient(configuration.database, logger: logger)
         let store = GatewayStore(client: client, logger: logger, replayWindowSeconds: configuration.authMaxSkewSeconds)
-        let api = GatewayAPI(store: store, configuration: configuration, latestMigration: migrator.latestVersion, metrics: metrics)
+        var watcher: RelayWatcher?
+        if configuration.watch.enabled {
+            watcher = RelayWatcher(store: WatchStore(client: client, settings: configuration.watch, logger: logger), metrics: metrics, logger: logger)
+        }
+        let api = GatewayAPI(store: store, configuration: configuration, latestMigration: migrator.latestVersion, metrics: metrics, watcher: watcher)
         let queue = DeliveryQueue(client: client, logger: logger)
         metrics.onScrape {
             if let depth = try? await queue.depth() { metrics.queue(queued: depth.queued, due: depth.due) }
@@ -42,6 +46,7 @@ public enum GatewayApplication {
             }
             services.append(DeliveryWorker(queue: queue, sender: sender, settings: configuration.delivery, metrics: metrics, logger: logger))
         }
+        if let watcher { services.append(watcher) }
         var app = Application(
             router: buildRouter(api: api),
             configuration: .init(address: .hostname(configuration.listenHost, port: configuration.listenPort), serverName: "linkstr-push"),

@@ -19,24 +19,31 @@ struct GatewayHarness: Sendable {
     let metrics: GatewayMetrics
 
     static func configuration(_ url: DatabaseURL, adminToken: String? = "admin-secret", publicURL: String? = "https://push.example.com",
-                              apns: APNsConfiguration? = nil) -> GatewayConfiguration {
+                              apns: APNsConfiguration? = nil, watch: WatchSettings = WatchSettings()) -> GatewayConfiguration {
         GatewayConfiguration(listenHost: "127.0.0.1", listenPort: 0, database: url, publicURL: publicURL, authMaxSkewSeconds: 300,
                              adminToken: adminToken, apns: apns ?? APNsConfiguration(disabled: true, apps: [], defaultTopic: topic),
-                             delivery: DeliverySettings(leaseSeconds: 5, batchSize: 64, loops: 2))
+                             delivery: DeliverySettings(leaseSeconds: 5, batchSize: 64, loops: 2), watch: watch)
     }
 
     /// `deliver`: also run the delivery worker (with APNs disabled it logs and finishes jobs;
     /// with `apns`, for example `SandboxFixture.apns`, it sends over HTTP/2).
-    static func run(deliver: Bool = false, apns: APNsConfiguration? = nil, _ body: @Sendable (GatewayHarness) async throws -> Void) async throws {
+    static func run(deliver: Bool = false, apns: APNsConfiguration? = nil, watch: WatchSettings = WatchSettings(),
+                    _ body: @Sendable (GatewayHarness) async throws -> Void) async throws {
         try await TestDatabase.with { url, database in
-            let configuration = configuration(url, apns: apns)
-            let migrator = try Migrator.load(directory: Migrator.defaultDirectory())
-            let metrics = GatewayMetrics()
-            let app = try GatewayApplication.build(
-                configuration: configuration, migrator: migrator, deliver: deliver, metrics: metrics, logger: TestDatabase.logger)
-            try await app.test(.live) { client in
-                try await body(GatewayHarness(client: client, database: database, configuration: configuration, metrics: metrics))
-            }
+            try await run(url: url, database: database, deliver: deliver, apns: apns, watch: watch, body)
+        }
+    }
+
+    /// A gateway on an existing test database (to run a second one, or one after another).
+    static func run(url: DatabaseURL, database: PostgresClient, deliver: Bool = false, apns: APNsConfiguration? = nil,
+                    watch: WatchSettings = WatchSettings(), _ body: @Sendable (GatewayHarness) async throws -> Void) async throws {
+        let configuration = configuration(url, apns: apns, watch: watch)
+        let migrator = try Migrator.load(directory: Migrator.defaultDirectory())
+        let metrics = GatewayMetrics()
+        let app = try GatewayApplication.build(
+            configuration: configuration, migrator: migrator, deliver: deliver, metrics: metrics, logger: TestDatabase.logger)
+        try await app.test(.live) { client in
+            try await body(GatewayHarness(client: client, database: database, configuration: configuration, metrics: metrics))
         }
     }
 

@@ -33,7 +33,7 @@ import Testing
         let router = buildRouter(api: api)
         let served = Set(router.routes.map { "\($0.method.rawValue) \($0.path)" })
         let documented = Self.documentedRoutes()
-        #expect(served.count == 11)
+        #expect(served.count == 12)
         #expect(documented == served, "undocumented: \(served.subtracting(documented)); not served: \(documented.subtracting(served))")
     }
 

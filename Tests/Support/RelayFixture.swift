@@ -11,7 +11,9 @@ public final class RelayFixture: @unchecked Sendable {
 
     public var url: String { "ws://127.0.0.1:\(port)" }
 
-    public init(port: Int? = nil) throws {
+    /// `validateSignatures: false` runs a relay that stores and forwards whatever it is sent
+    /// (a careless or hostile relay), for tests of what the client does with bad events.
+    public init(port: Int? = nil, validateSignatures: Bool = true) throws {
         self.port = try port ?? Self.freePort()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -20,8 +22,7 @@ public final class RelayFixture: @unchecked Sendable {
             relay_name: linkstr test relay
             storage:
               sqlalchemy.url: sqlite+aiosqlite:///\(directory.path)/nostr.sqlite3
-              validators:
-                - nostr_relay.validators.is_signed
+              validators: \(validateSignatures ? "[nostr_relay.validators.is_signed]" : "[]")
             gunicorn:
               bind: 127.0.0.1:\(self.port)
               workers: 1

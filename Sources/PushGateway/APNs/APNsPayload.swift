@@ -8,27 +8,43 @@ public struct APNsNotification: Sendable, Equatable {
     public var conversationID: String
     public var emoji: String?
     public var postID: String?
+    /// Relay-watch alerts: where the wrap was seen, how many wraps the push stands for, and
+    /// whose devices it goes to (the collapse id).
+    public var relay: String?
+    public var count: Int
+    public var recipient: String?
 
     public static let maxPayloadBytes = 4096
     public static let maxCollapseIDBytes = 64
 
-    public init(type: NotificationType, eventID: String, conversationID: String, emoji: String? = nil, postID: String? = nil) {
+    public init(type: NotificationType, eventID: String, conversationID: String, emoji: String? = nil, postID: String? = nil,
+                relay: String? = nil, count: Int = 1, recipient: String? = nil) {
         self.type = type
         self.eventID = eventID
         self.conversationID = conversationID
         self.emoji = emoji
         self.postID = postID
+        self.relay = relay
+        self.count = count
+        self.recipient = recipient
+    }
+
+    /// The relay watcher's generic alert for `wrapID` to `recipient`'s devices.
+    public static func giftWrap(wrapID: String, relay: String, count: Int, recipient: String) -> APNsNotification {
+        APNsNotification(type: .giftWrap, eventID: wrapID, conversationID: "", relay: relay, count: count, recipient: recipient)
     }
 
     public var title: String {
         switch type {
         case .newPost: "New post in linkstr"
         case .newEmojiReaction: "New reaction \(emoji ?? "") in linkstr"
+        case .giftWrap: "linkstr"
         }
     }
 
     /// `{"aps":{"alert":{"title","body"},"sound","thread-id"},"type","event_id","conversation_id","emoji"?,"post_id"?}`
     public var payload: String {
+        if type == .giftWrap { return giftWrapPayload }
         var fields: [String: JSONValue] = [
             "aps": .object([
                 "alert": .object(["title": .string(title), "body": "Open linkstr to view"]),
@@ -46,10 +62,31 @@ public struct APNsNotification: Sendable, Equatable {
         return JSONValue.object(fields).serialized
     }
 
-    /// `apns-collapse-id` is the event id, cut to Apple's 64-byte limit on a character boundary.
+    /// `{"aps":{"alert":{"title":"linkstr","body":"New activity"},"sound","mutable-content":1},
+    /// "type":"gift_wrap","wrap_id","relay","count"}`: generic, nothing about the content (the
+    /// gateway cannot read it); a notification service extension can fetch and unwrap `wrap_id`.
+    private var giftWrapPayload: String {
+        var fields: [String: JSONValue] = [
+            "aps": .object([
+                "alert": .object(["title": .string(title), "body": "New activity"]),
+                "sound": "default",
+                "mutable-content": .integer(1),
+            ]),
+            "type": .string(type.rawValue),
+            "wrap_id": .string(eventID),
+            "count": .integer(Int64(count)),
+        ]
+        // A relay URL is at most a few hundred bytes; one that would push the payload past
+        // Apple's limit is left out rather than failing the push.
+        if let relay, relay.utf8.count <= 1024 { fields["relay"] = .string(relay) }
+        return JSONValue.object(fields).serialized
+    }
+
+    /// `apns-collapse-id` is the event id (the recipient's pubkey for relay-watch alerts, so a
+    /// burst shows as one notification), cut to Apple's 64-byte limit on a character boundary.
     public var collapseID: String {
         var result = ""
-        for character in eventID {
+        for character in (type == .giftWrap ? (recipient ?? eventID) : eventID) {
             guard result.utf8.count + String(character).utf8.count <= Self.maxCollapseIDBytes else { break }
             result.append(character)
         }

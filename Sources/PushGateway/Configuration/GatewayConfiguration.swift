@@ -18,10 +18,12 @@ public struct GatewayConfiguration: Sendable {
     public var adminToken: String?
     public var apns: APNsConfiguration
     public var delivery: DeliverySettings
+    public var watch: WatchSettings
 
     public init(listenHost: String = "0.0.0.0", listenPort: Int = 8787, database: DatabaseURL, publicURL: String? = nil,
                 logLevel: Logger.Level = .info, logFormat: LogFormat = .text, authMaxSkewSeconds: Int64 = 300,
-                adminToken: String? = nil, apns: APNsConfiguration, delivery: DeliverySettings = DeliverySettings()) {
+                adminToken: String? = nil, apns: APNsConfiguration, delivery: DeliverySettings = DeliverySettings(),
+                watch: WatchSettings = WatchSettings()) {
         self.listenHost = listenHost
         self.listenPort = listenPort
         self.database = database
@@ -32,6 +34,7 @@ public struct GatewayConfiguration: Sendable {
         self.adminToken = adminToken
         self.apns = apns
         self.delivery = delivery
+        self.watch = watch
     }
 
     /// Reads the configuration; the first problem found stops start-up with the key it concerns.
@@ -72,7 +75,8 @@ public struct GatewayConfiguration: Sendable {
         return GatewayConfiguration(
             listenHost: host, listenPort: port, database: database, publicURL: publicURL, logLevel: level, logFormat: format,
             authMaxSkewSeconds: skew, adminToken: env["ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 },
-            apns: try APNsConfiguration.fromEnvironment(env), delivery: try DeliverySettings.fromEnvironment(env))
+            apns: try APNsConfiguration.fromEnvironment(env), delivery: try DeliverySettings.fromEnvironment(env),
+            watch: try WatchSettings.fromEnvironment(env))
     }
 
     /// `:8787`, `127.0.0.1:8787`, `[::1]:8787`.

@@ -219,18 +219,46 @@ public struct GatewayStore: Sendable {
             try await connection.query("DELETE FROM push_jobs WHERE pubkey = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM archived_conversations WHERE pubkey = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM push_dedupe WHERE recipient = \(pubkey)", logger: logger)
+            try await connection.query("DELETE FROM push_suppressions WHERE pubkey = \(pubkey)", logger: logger)
             return devices
         }
     }
 
-    /// Deletes expired replay keys and dedupe rows past their retention. Returns rows removed.
+    /// Records wraps the relay watcher must not push to the caller's own devices, for the watch
+    /// window. Returns how many were stored (ids already suppressed are renewed and counted).
+    public func suppress(_ request: SuppressionRequest, auth: VerifiedHTTPAuth) async throws -> Int {
+        let pubkey = auth.pubkey.hex
+        let expires = Date().addingTimeInterval(TimeInterval(WatchSettings.windowSeconds))
+        let logger = self.logger
+        return try await authorized(auth) { connection in
+            try await connection.query("""
+                INSERT INTO push_suppressions (pubkey, event_id, expires_at)
+                SELECT \(pubkey), id, \(expires) FROM unnest(\(request.eventIDs)::text[]) AS id ORDER BY id
+                ON CONFLICT (pubkey, event_id) DO UPDATE SET expires_at = EXCLUDED.expires_at
+                RETURNING 1
+                """, logger: logger).collect().count
+        }
+    }
+
+    /// Deletes expired replay keys and suppressions, and dedupe rows and seen wraps past their
+    /// retention. Returns rows removed.
     @discardableResult
     public func prune(now: Date = Date()) async throws -> Int {
         let dedupeCutoff = now.addingTimeInterval(-Self.dedupeRetention)
+        let seenCutoff = now.addingTimeInterval(-TimeInterval(WatchSettings.seenRetentionSeconds))
+        let staleInstances = now.addingTimeInterval(-86_400)
         return try await storage {
-            let replays = try await client.query("DELETE FROM auth_replays WHERE expires_at < \(now) RETURNING 1", logger: logger).collect().count
-            let dedupe = try await client.query("DELETE FROM push_dedupe WHERE created_at < \(dedupeCutoff) RETURNING 1", logger: logger).collect().count
-            return replays + dedupe
+            var removed = 0
+            for statement: PostgresQuery in [
+                "DELETE FROM auth_replays WHERE expires_at < \(now) RETURNING 1",
+                "DELETE FROM push_dedupe WHERE created_at < \(dedupeCutoff) RETURNING 1",
+                "DELETE FROM push_suppressions WHERE expires_at < \(now) RETURNING 1",
+                "DELETE FROM seen_wraps WHERE seen_at < \(seenCutoff) RETURNING 1",
+                "DELETE FROM watch_instances WHERE heartbeat_at < \(staleInstances) RETURNING 1",
+            ] {
+                removed += try await client.query(statement, logger: logger).collect().count
+            }
+            return removed
         }
     }
 

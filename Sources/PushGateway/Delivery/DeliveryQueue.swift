@@ -54,15 +54,18 @@ public struct DeliveryQueue: Sendable {
             WHERE j.id = due.id AND d.device_token = j.device_token AND d.pubkey = j.pubkey
               AND NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = j.pubkey AND a.conversation_id = j.conversation_id)
             RETURNING j.id, j.apns_id, j.device_token, j.pubkey, d.apns_environment, d.topic, d.updated_at,
-                      j.notification_type, j.event_id, j.conversation_id, j.emoji, j.post_id, j.attempts, j.expires_at
+                      j.notification_type, j.event_id, j.conversation_id, j.emoji, j.post_id, j.attempts, j.expires_at,
+                      j.relay, j.wrap_count
             """, logger: logger)
         var jobs: [ClaimedJob] = []
-        for try await (id, apnsID, token, pubkey, environment, topic, updatedAt, type, eventID, conversationID, emoji, postID, attempts, expiresAt)
-            in rows.decode((Int64, UUID, String, String, String, String, Date, String, String, String, String?, String?, Int, Date).self) {
+        for try await (id, apnsID, token, pubkey, environment, topic, updatedAt, type, eventID, conversationID, emoji, postID, attempts, expiresAt,
+                       relay, wrapCount)
+            in rows.decode((Int64, UUID, String, String, String, String, Date, String, String, String, String?, String?, Int, Date, String?, Int).self) {
             guard let environment = APNsEnvironment(rawValue: environment), let type = NotificationType(rawValue: type) else { continue }
             jobs.append(ClaimedJob(
                 id: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic, deviceUpdatedAt: updatedAt,
-                notification: APNsNotification(type: type, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID),
+                notification: APNsNotification(type: type, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID,
+                                               relay: relay, count: wrapCount, recipient: type == .giftWrap ? pubkey : nil),
                 attempts: attempts, expiresAt: expiresAt))
         }
         return jobs

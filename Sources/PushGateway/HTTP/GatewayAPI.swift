@@ -19,11 +19,15 @@ public struct GatewayAPI: Sendable {
     let startedAt: Date
     let latestMigration: Int
     public let metrics: GatewayMetrics
+    /// The relay watcher, when `RELAYS` is set: typed pushes then skip relay-watch devices, and
+    /// `/readyz` and `/admin/status` report it.
+    let watcher: RelayWatcher?
 
     /// `store` should be built with `configuration.authMaxSkewSeconds` as its replay window.
     public init(store: GatewayStore, configuration: GatewayConfiguration, latestMigration: Int, metrics: GatewayMetrics = GatewayMetrics(),
-                startedAt: Date = Date()) {
+                watcher: RelayWatcher? = nil, startedAt: Date = Date()) {
         self.store = store
+        self.watcher = watcher
         self.metrics = metrics
         self.verifier = HTTPAuthVerifier(maxSkewSeconds: configuration.authMaxSkewSeconds, publicBaseURL: configuration.publicURL)
         self.defaultTopic = configuration.apns.defaultTopic
@@ -86,11 +90,17 @@ public struct GatewayAPI: Sendable {
 
     public func push(_ request: inout Request) async throws -> Response {
         let (auth, push) = try await signed(&request, parse: PushRequest.parse)
-        let result = try await store.enqueue(push, auth: auth)
+        let result = try await store.enqueue(push, auth: auth, skipRelayWatchDevices: watcher != nil)
         return JSONBody.response(.accepted, [
             "status": "accepted", "recipient_count": .integer(Int64(result.recipientCount)),
             "candidate_devices": .integer(Int64(result.candidateDevices)),
         ])
+    }
+
+    public func suppress(_ request: inout Request) async throws -> Response {
+        let (auth, suppression) = try await signed(&request, parse: SuppressionRequest.parse)
+        let stored = try await store.suppress(suppression, auth: auth)
+        return JSONBody.response(.accepted, ["status": "suppressed", "suppressed": .integer(Int64(stored))])
     }
 
     public func listDevices(_ request: inout Request) async throws -> Response {
@@ -127,7 +137,9 @@ public struct GatewayAPI: Sendable {
             guard let version, version >= latestMigration else {
                 return JSONBody.response(.serviceUnavailable, ["status": "not ready", "error": "database not migrated"])
             }
-            return JSONBody.response(.ok, ["status": "ready", "migration": .integer(Int64(version))])
+            var body: [String: JSONValue] = ["status": "ready", "migration": .integer(Int64(version))]
+            if let watcher { body["watch"] = Self.watchStatus(await watcher.status()) }
+            return JSONBody.response(.ok, body)
         } catch {
             return JSONBody.response(.serviceUnavailable, ["status": "not ready", "error": "database unreachable"])
         }
@@ -156,12 +168,45 @@ public struct GatewayAPI: Sendable {
                 "outcome": .string(failure.outcome), "device_token": .string(failure.redactedToken),
             ])
         }
+        var watch: JSONValue = .null
+        if let watcher { watch = Self.watchStatus(await watcher.status()) }
         return JSONBody.response(.ok, [
+            "watch": watch,
             "status": "ok", "uptime_seconds": .integer(Int64(Date().timeIntervalSince(startedAt))),
             "devices": .integer(Int64(devices)), "relay_watch_devices": .integer(Int64(watching)),
             "queue": .object(["jobs": .integer(Int64(queued)), "due": .integer(Int64(due))]),
             "recent_apns_failures": .array(failures),
             "migration": .integer(Int64(latestMigration)),
+        ])
+    }
+
+    /// Relays (state, last event, error, counters), shards held, watched pubkeys.
+    static func watchStatus(_ status: RelayWatcher.Status) -> JSONValue {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return .object([
+            "relays": .array(status.relays.map { relay in
+                var state = "idle"
+                var error: JSONValue = .null
+                switch relay.state {
+                case .idle: state = "idle"
+                case .connecting: state = "connecting"
+                case .connected: state = "connected"
+                case .authRequired: state = "auth_required"
+                case .failed(let reason): state = "failed"; error = .string(reason)
+                case .stopped: state = "stopped"
+                }
+                return .object([
+                    "url": .string(relay.url), "state": .string(state), "error": error,
+                    "last_event_at": relay.lastEventAt.map { .string(formatter.string(from: $0)) } ?? .null,
+                    "connections": .integer(Int64(relay.statistics.connections)), "failures": .integer(Int64(relay.statistics.failures)),
+                    "events": .integer(Int64(relay.statistics.events)), "notices": .integer(Int64(relay.statistics.notices)),
+                    "live_pubkeys": .integer(Int64(relay.livePubkeys)),
+                ])
+            }),
+            "shards": .array(status.shards.map { .integer(Int64($0)) }),
+            "watched_pubkeys": .integer(Int64(status.watchedPubkeys)),
+            "pending_wraps": .integer(Int64(status.pendingSightings)),
         ])
     }
 
@@ -188,6 +233,7 @@ public func buildRouter(api: GatewayAPI) -> Router<BasicRequestContext> {
     router.post("/v1/devices/unregister") { request, _ in var request = request; return try await api.unregister(&request) }
     router.put("/v1/conversations/archive-state") { request, _ in var request = request; return try await api.archiveState(&request) }
     router.post("/v1/push") { request, _ in var request = request; return try await api.push(&request) }
+    router.post("/v1/suppressions") { request, _ in var request = request; return try await api.suppress(&request) }
     router.get("/v1/devices") { request, _ in var request = request; return try await api.listDevices(&request) }
     router.delete("/v1/account") { request, _ in var request = request; return try await api.deleteAccount(&request) }
     router.get("/admin/status") { request, _ in try await api.adminStatus(request) }

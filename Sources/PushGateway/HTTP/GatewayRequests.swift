@@ -70,6 +70,8 @@ public struct ArchiveStateRequest: Sendable, Equatable {
 public enum NotificationType: String, Sendable, Hashable {
     case newPost = "new_post"
     case newEmojiReaction = "new_emoji_reaction"
+    /// The relay watcher's generic alert; never accepted from `POST /v1/push`.
+    case giftWrap = "gift_wrap"
 }
 
 public struct PushRequest: Sendable, Equatable {
@@ -87,7 +89,7 @@ public struct PushRequest: Sendable, Equatable {
 
     public static func parse(_ body: [UInt8]) throws(APIError) -> PushRequest {
         let fields = RequestFields(object: try JSONBody.parseObject(body))
-        guard let typeText = try fields.string("notification_type"), let type = NotificationType(rawValue: typeText) else {
+        guard let typeText = try fields.string("notification_type"), let type = NotificationType(rawValue: typeText), type != .giftWrap else {
             throw .badRequest("unsupported notification_type")
         }
         guard let eventID = try fields.string("event_id") else { throw .badRequest("event_id is required") }
@@ -124,4 +126,21 @@ public enum DeviceToken {
 
     /// A token shortened for logs: never the whole token.
     public static func redacted(_ token: String) -> String { "…" + token.suffix(6) }
+}
+
+/// `POST /v1/suppressions`: `{"event_ids": [wrap ids]}`, the caller's own self-copies, which the
+/// relay watcher must not push to the caller's devices.
+public struct SuppressionRequest: Sendable, Equatable {
+    public var eventIDs: [String]
+
+    public static let maxEventIDs = 500
+
+    public static func parse(_ body: [UInt8]) throws(APIError) -> SuppressionRequest {
+        let fields = RequestFields(object: try JSONBody.parseObject(body))
+        let ids = (try fields.stringList("event_ids") ?? []).map { $0.lowercased() }.cleanedIDs()
+        guard !ids.isEmpty else { throw .badRequest("event_ids is required") }
+        guard ids.count <= maxEventIDs else { throw .badRequest("event_ids has \(ids.count) entries; at most \(maxEventIDs) are accepted") }
+        guard ids.allSatisfy({ Hex.decode($0, count: 32) != nil }) else { throw .badRequest("event_ids must be 64-character hex event ids") }
+        return SuppressionRequest(eventIDs: ids)
+    }
 }

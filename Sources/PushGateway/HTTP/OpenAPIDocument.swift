@@ -67,6 +67,17 @@ public enum OpenAPIDocument {
                 status: {type: string, const: accepted}
                 recipient_count: {type: integer}
                 candidate_devices: {type: integer}
+            Suppressions:
+              type: object
+              required: [event_ids]
+              properties:
+                event_ids: {type: array, minItems: 1, maxItems: 500, items: {type: string, pattern: "^[0-9a-fA-F]{64}$"}}
+            Suppressed:
+              type: object
+              required: [status, suppressed]
+              properties:
+                status: {type: string, const: suppressed}
+                suppressed: {type: integer}
             Devices:
               type: object
               required: [devices]
@@ -158,6 +169,16 @@ public enum OpenAPIDocument {
               requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/Push"}}}}
               responses:
                 "202": {description: Accepted, content: {application/json: {schema: {$ref: "#/components/schemas/PushAccepted"}}}}
+                "400": {$ref: "#/components/responses/BadRequest"}
+                "401": {$ref: "#/components/responses/Unauthorized"}
+                "500": {$ref: "#/components/responses/StorageError"}
+          /v1/suppressions:
+            post:
+              summary: Do not push these gift wraps (the caller's own self-copies) to the caller's devices; kept for the two-day watch window
+              security: [{nostr: []}]
+              requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/Suppressions"}}}}
+              responses:
+                "202": {description: Suppressed, content: {application/json: {schema: {$ref: "#/components/schemas/Suppressed"}}}}
                 "400": {$ref: "#/components/responses/BadRequest"}
                 "401": {$ref: "#/components/responses/Unauthorized"}
                 "500": {$ref: "#/components/responses/StorageError"}

@@ -16,6 +16,13 @@ import Synchronization
 ///   token_refresh, dropped or expired; reason is Apple's (or `none`)
 /// - `linkstr_apns_send_duration_seconds{status}` (histogram)
 /// - `linkstr_apns_jwt_age_seconds{key_id}`
+/// - relay watcher: `linkstr_watch_events_total{relay}` (gift wraps received),
+///   `linkstr_watch_invalid_events_total{relay}` (bad id or signature, dropped),
+///   `linkstr_watch_duplicates_total` (wraps seen before, on another relay, instance or run),
+///   `linkstr_watch_pushes_total{kind="queued"|"coalesced"}`,
+///   `linkstr_watch_relay_connections_total{relay}` (connects; more than one means reconnects),
+///   `linkstr_watch_relay_to_queue_seconds` (histogram: received to committed in the queue),
+///   `linkstr_watch_pubkeys`, `linkstr_watch_shards` (gauges)
 public final class GatewayMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     public let factory: PrometheusMetricsFactory
@@ -59,6 +66,34 @@ public final class GatewayMetrics: Sendable {
 
     public func jwtAge(keyID: String, seconds: Double) {
         Gauge(label: "linkstr_apns_jwt_age_seconds", dimensions: [("key_id", keyID)], factory: factory).record(seconds)
+    }
+
+    public func watchEvent(relay: String) {
+        Counter(label: "linkstr_watch_events_total", dimensions: [("relay", relay)], factory: factory).increment()
+    }
+
+    public func watchInvalidEvent(relay: String) {
+        Counter(label: "linkstr_watch_invalid_events_total", dimensions: [("relay", relay)], factory: factory).increment()
+    }
+
+    public func watchRecorded(duplicates: Int, queued: Int, coalesced: Int) {
+        if duplicates > 0 { Counter(label: "linkstr_watch_duplicates_total", factory: factory).increment(by: duplicates) }
+        Counter(label: "linkstr_watch_pushes_total", dimensions: [("kind", "queued")], factory: factory).increment(by: queued)
+        Counter(label: "linkstr_watch_pushes_total", dimensions: [("kind", "coalesced")], factory: factory).increment(by: coalesced)
+    }
+
+    public func watchRelayConnected(relay: String) {
+        Counter(label: "linkstr_watch_relay_connections_total", dimensions: [("relay", relay)], factory: factory).increment()
+    }
+
+    public func watchRelayToQueue(_ duration: Duration) {
+        let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+        Timer(label: "linkstr_watch_relay_to_queue_seconds", factory: factory).recordNanoseconds(nanoseconds)
+    }
+
+    public func watchState(pubkeys: Int, shards: Int) {
+        Gauge(label: "linkstr_watch_pubkeys", factory: factory).record(pubkeys)
+        Gauge(label: "linkstr_watch_shards", factory: factory).record(shards)
     }
 
     /// Runs `hook` before every scrape (values that are cheaper to read than to track).

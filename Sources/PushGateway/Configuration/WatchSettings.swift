@@ -1,0 +1,75 @@
+public import NostrProtocol
+import Foundation
+
+/// The relay watcher's settings (issue #4). Watching is off when `RELAYS` is empty.
+public struct WatchSettings: Sendable {
+    /// `RELAYS`: comma-separated ws:// or wss:// URLs.
+    public var relays: [String]
+    /// `WATCH_CHUNK_SIZE` (default 500): `#p` values per REQ; a registration re-issues one chunk.
+    public var chunkSize: Int
+    /// `WATCH_COALESCE_SECONDS` (default 5): at most one relay-watch push per device this often.
+    public var coalesceSeconds: Int
+    /// `WATCH_SHARDS` (default 64): the pubkey space is split into this many leased shards.
+    /// Every instance sharing a database must use the same value.
+    public var shards: Int
+    /// `WATCH_LEASE_SECONDS` (default 30): a shard whose owner stopped renewing is taken over
+    /// after this long.
+    public var leaseSeconds: Int
+    /// `GATEWAY_NSEC`: the key that answers NIP-42 AUTH; generated and stored in the database
+    /// when unset.
+    public var gatewayKey: SecretKey?
+
+    /// Gift wraps carry timestamps randomised up to two days into the past (NIP-59), so the
+    /// subscription looks back that far and suppressions live that long.
+    public static let windowSeconds: Int64 = 2 * 86_400
+    /// Seen wraps are kept longer than the window, so a re-sent REQ never re-pushes one.
+    public static let seenRetentionSeconds: Int64 = 3 * 86_400
+
+    public var enabled: Bool { !relays.isEmpty }
+
+    public init(relays: [String] = [], chunkSize: Int = 500, coalesceSeconds: Int = 5, shards: Int = 64, leaseSeconds: Int = 30,
+                gatewayKey: SecretKey? = nil) {
+        self.relays = relays
+        self.chunkSize = chunkSize
+        self.coalesceSeconds = coalesceSeconds
+        self.shards = shards
+        self.leaseSeconds = leaseSeconds
+        self.gatewayKey = gatewayKey
+    }
+
+    static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> WatchSettings {
+        func integer(_ key: String, _ range: ClosedRange<Int>, default value: Int) throws(ConfigurationError) -> Int {
+            guard let text = env[key], !text.isEmpty else { return value }
+            guard let parsed = Int(text), range.contains(parsed) else {
+                throw ConfigurationError(key: key, "an integer in \(range.lowerBound)...\(range.upperBound)")
+            }
+            return parsed
+        }
+        var relays: [String] = []
+        for item in (env["RELAYS"] ?? "").split(separator: ",") {
+            let url = item.trimmingCharacters(in: .whitespaces)
+            guard !url.isEmpty else { continue }
+            guard isRelayURL(url) else { throw ConfigurationError(key: "RELAYS", "\(url) is not a ws:// or wss:// URL with a host") }
+            if !relays.contains(url) { relays.append(url) }
+        }
+        var key: SecretKey?
+        if let text = env["GATEWAY_NSEC"], !text.isEmpty {
+            do { key = try SecretKey(parsing: text) } catch { throw ConfigurationError(key: "GATEWAY_NSEC", "an nsec1… or 64-character hex secret key") }
+        }
+        return WatchSettings(
+            relays: relays,
+            chunkSize: try integer("WATCH_CHUNK_SIZE", 1...5000, default: 500),
+            coalesceSeconds: try integer("WATCH_COALESCE_SECONDS", 0...3600, default: 5),
+            shards: try integer("WATCH_SHARDS", 1...4096, default: 64),
+            leaseSeconds: try integer("WATCH_LEASE_SECONDS", 2...600, default: 30),
+            gatewayKey: key)
+    }
+
+    static func isRelayURL(_ text: String) -> Bool {
+        let lower = text.lowercased()
+        let rest: Substring
+        if lower.hasPrefix("wss://") { rest = lower.dropFirst(6) } else if lower.hasPrefix("ws://") { rest = lower.dropFirst(5) } else { return false }
+        let host = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        return !host.isEmpty && !host.hasPrefix(":") && !host.contains(" ") && !host.contains("@")
+    }
+}

@@ -1,0 +1,373 @@
+public import Foundation
+public import Logging
+import NostrProtocol
+public import NostrRelay
+import PostgresNIO
+public import ServiceLifecycle
+
+/// Watches relays for gift wraps (kind 1059) to the pubkeys with a `relay_watch` device in the
+/// shards this instance holds, and turns live ones into generic pushes through the durable queue.
+///
+/// - Shards: a heartbeat every second renews this instance's leases and takes free or expired
+///   shards up to its fair share (`WatchStore.heartbeat`); the pubkeys of gained shards are
+///   subscribed, those of lost shards dropped.
+/// - Changes: a trigger on `devices` notifies `linkstr_watch` with the pubkey concerned; the
+///   watcher re-reads just that pubkey and re-issues the one chunk that changed (`WatchChunks`).
+///   A full re-read every minute catches anything a dropped LISTEN connection missed.
+/// - Subscriptions: one REQ per chunk per relay, `{"kinds":[1059],"#p":[…],"since":now−2d}` (the
+///   `since` recomputed whenever the REQ is re-sent). A changed chunk gets a new subscription id,
+///   so an EOSE of the old REQ can never be mistaken for the new one's.
+/// - History: events before a subscription's first EOSE are recorded as seen and never pushed,
+///   except for pubkeys that were already live on that relay (a re-issued chunk), whose unseen
+///   events are new. After a reconnect the same subscription is live from the start: unseen
+///   events are ones that arrived while the connection was down.
+/// - Every event's id and signature are verified before anything is recorded (a forged copy
+///   with a real wrap's id must not mark that wrap as seen).
+public actor RelayWatcher: Service {
+    let store: WatchStore
+    let settings: WatchSettings
+    let metrics: GatewayMetrics
+    let logger: Logger
+    public nonisolated let instanceID: String
+    let relayConfiguration: RelayConfiguration
+    /// How often leases are renewed and shards rebalanced.
+    let heartbeatInterval: Duration
+    /// How often the watched set is re-read in full.
+    let resyncInterval: Duration
+    let ingestLoops = 2
+    let batchSize = 256
+
+    private var connections: [String: RelayConnection] = [:]
+    private var chunks: WatchChunks
+    private var generations: [Int: Int] = [:]
+    private var heldShards: Set<Int> = []
+    /// Per relay: pubkeys whose subscription has reached EOSE there.
+    private var livePubkeys: [String: Set<String>] = [:]
+    private var lastEventAt: [String: Date] = [:]
+    private var consumers: [String: Task<Void, Never>] = [:]
+    private var changedPubkeys: Set<String> = []
+    private var wakeMaintainer: AsyncStream<Void>.Continuation?
+    private let batcher = WrapBatcher()
+    private var resyncRequested = false
+
+    public init(store: WatchStore, metrics: GatewayMetrics, logger: Logger, instanceID: String? = nil,
+                relayConfiguration: RelayConfiguration = RelayConfiguration(), heartbeatInterval: Duration = .seconds(1),
+                resyncInterval: Duration = .seconds(60)) {
+        self.store = store
+        self.settings = store.settings
+        self.metrics = metrics
+        let instanceID = instanceID ?? UUID().uuidString.lowercased()
+        var logger = logger
+        logger[metadataKey: "watch.instance"] = "\(instanceID.prefix(8))"
+        self.logger = logger
+        self.instanceID = instanceID
+        self.relayConfiguration = relayConfiguration
+        self.heartbeatInterval = heartbeatInterval
+        self.resyncInterval = resyncInterval
+        self.chunks = WatchChunks(size: store.settings.chunkSize)
+    }
+
+    // MARK: Service
+
+    public func run() async throws {
+        guard let key = await bootstrap() else { return }
+        var configuration = relayConfiguration
+        configuration.authKeys = Keys(secretKey: key)
+        for url in settings.relays {
+            connections[url] = RelayConnection(url: url, configuration: configuration, logger: logger)
+        }
+        let (wake, wakeContinuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        wakeMaintainer = wakeContinuation
+        let connections = self.connections
+        await withTaskGroup(of: Void.self) { group in
+            for (url, connection) in connections {
+                group.addTask { try? await connection.run() }
+                group.addTask { await self.countConnects(url, connection) }
+            }
+            for _ in 0..<ingestLoops { group.addTask { await self.ingestLoop() } }
+            group.addTask { await cancelWhenGracefulShutdown { await self.maintainLoop(wake) } }
+            group.addTask { await cancelWhenGracefulShutdown { await self.listenLoop() } }
+            // Until shutdown (graceful, or the task cancelled); the connections stop themselves.
+            try? await gracefulShutdown()
+            for consumer in consumers.values { await consumer.value }
+            await batcher.close()
+            wakeContinuation.finish()
+        }
+        do {
+            try await store.release(instance: instanceID)
+        } catch {
+            logger.notice("could not release shard leases; they expire on their own", metadata: ["error.type": "\(type(of: error))"])
+        }
+        logger.info("relay watcher stopped")
+    }
+
+    /// The gateway key and the shard rows; retried until the database is there and migrated.
+    private func bootstrap() async -> SecretKey? {
+        var delay = Duration.milliseconds(200)
+        while !Task.isCancelled, !Task.isShuttingDownGracefully {
+            do {
+                let key = try await store.gatewayKey()
+                try await store.prepareShards()
+                logger.info("relay watcher starting", metadata: ["watch.relays": "\(settings.relays.count)", "watch.public_key": "\(key.publicKey.hex)"])
+                return key
+            } catch {
+                logger.notice("relay watcher waiting for the database", metadata: ["error.type": "\(type(of: error))"])
+                let pause = delay
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+        return nil
+    }
+
+    // MARK: Keeping the watched set current
+
+    /// Heartbeats, pending notifications and periodic full re-reads, one at a time, so chunk
+    /// changes never interleave.
+    private func maintainLoop(_ wake: AsyncStream<Void>) async {
+        var lastHeartbeat = ContinuousClock.now - heartbeatInterval
+        var lastResync = ContinuousClock.now
+        var iterator = wake.makeAsyncIterator()
+        while !Task.isCancelled {
+            do {
+                if ContinuousClock.now - lastHeartbeat >= heartbeatInterval {
+                    lastHeartbeat = .now
+                    try await heartbeat()
+                }
+                if resyncRequested || ContinuousClock.now - lastResync >= resyncInterval {
+                    lastResync = .now
+                    resyncRequested = false
+                    try await resync()
+                }
+                try await applyNotifications()
+            } catch {
+                logger.warning("relay watcher maintenance failed", metadata: Self.errorMetadata(error))
+            }
+            // Woken by a notification, or at the next heartbeat.
+            let timeout = heartbeatInterval
+            nonisolated(unsafe) var it = iterator
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { _ = await it.next() }
+                group.addTask { try? await Task.sleep(for: timeout) }
+                await group.next()
+                group.cancelAll()
+            }
+            iterator = it
+        }
+    }
+
+    private func heartbeat() async throws {
+        let held = try await store.heartbeat(instance: instanceID)
+        let gained = held.subtracting(heldShards)
+        let lost = heldShards.subtracting(held)
+        guard !gained.isEmpty || !lost.isEmpty else { return }
+        let added = try await store.watchedPubkeys(inShards: gained)
+        let removed = chunks.chunks.flatMap { $0 }.filter { lost.contains(WatchShard.of(pubkey: $0, shards: settings.shards)) }
+        heldShards = held
+        logger.info("watch shards changed", metadata: ["watch.gained": "\(gained.count)", "watch.lost": "\(lost.count)", "watch.held": "\(held.count)"])
+        await apply(inserted: added, removed: removed)
+    }
+
+    private func resync() async throws {
+        let watched = try await store.watchedPubkeys(inShards: heldShards)
+        let current = Set(chunks.chunks.flatMap { $0 })
+        await apply(inserted: watched.subtracting(current), removed: current.subtracting(watched))
+    }
+
+    /// A pubkey's devices changed (LISTEN); it is re-read with the next maintenance round.
+    func noteChanged(_ pubkey: String) {
+        changedPubkeys.insert(pubkey)
+        wakeMaintainer?.yield()
+    }
+
+    private func applyNotifications() async throws {
+        guard !changedPubkeys.isEmpty else { return }
+        let mine = changedPubkeys.filter { heldShards.contains(WatchShard.of(pubkey: $0, shards: settings.shards)) }
+        changedPubkeys.removeAll()
+        guard !mine.isEmpty else { return }
+        let watched = try await store.watchedSubset(of: Array(mine))
+        await apply(inserted: watched.filter { !chunks.contains($0) }, removed: mine.filter { !watched.contains($0) && chunks.contains($0) })
+    }
+
+    private func listenLoop() async {
+        while !Task.isCancelled {
+            do {
+                try await store.client.withConnection { connection in
+                    try await connection.listen(on: "linkstr_watch") { notifications in
+                        // Whatever changed while no LISTEN was active.
+                        self.requestResync()
+                        for try await notification in notifications {
+                            self.noteChanged(notification.payload)
+                        }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.notice("LISTEN connection lost; reconnecting", metadata: ["error.type": "\(type(of: error))"])
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    /// The next maintenance round re-reads the whole watched set.
+    private func requestResync() {
+        resyncRequested = true
+        wakeMaintainer?.yield()
+    }
+
+    // MARK: Subscriptions
+
+    private func apply(inserted: some Collection<String>, removed: some Collection<String>) async {
+        guard !inserted.isEmpty || !removed.isEmpty else { return }
+        let changed = chunks.apply(inserted: inserted, removed: removed)
+        for pubkey in removed {
+            for relay in livePubkeys.keys { livePubkeys[relay]?.remove(pubkey) }
+        }
+        for chunk in changed.sorted() { await resubscribe(chunk) }
+        metrics.watchState(pubkeys: chunks.count, shards: heldShards.count)
+        logger.debug("watched set changed", metadata: [
+            "watch.added": "\(inserted.count)", "watch.removed": "\(removed.count)", "watch.pubkeys": "\(chunks.count)",
+        ])
+    }
+
+    private func resubscribe(_ chunk: Int) async {
+        let previous = generations[chunk].map { "w\(chunk).\($0)" }
+        let generation = (generations[chunk] ?? 0) + 1
+        generations[chunk] = generation
+        let id = "w\(chunk).\(generation)"
+        let pubkeys = chunks.chunks[chunk].sorted()
+        for (url, connection) in connections {
+            if let previous { await connection.unsubscribe(id: previous) }
+            guard !pubkeys.isEmpty else { continue }
+            let window = WatchSettings.windowSeconds
+            let stream = await connection.subscribe(id: id) {
+                [Filter(kinds: [EventKind.giftWrap], tags: ["p": pubkeys], since: UnixTime.now() - window)]
+            }
+            let alreadyLive = livePubkeys[url, default: []].intersection(pubkeys)
+            let key = "\(url) \(id)"
+            let context = ConsumerContext(relay: url, subscriptionID: id, pubkeys: Set(pubkeys), alreadyLive: alreadyLive)
+            consumers[key] = Task { await self.consume(stream, context) }
+        }
+    }
+
+    struct ConsumerContext: Sendable {
+        let relay: String
+        let subscriptionID: String
+        let pubkeys: Set<String>
+        let alreadyLive: Set<String>
+    }
+
+    /// Reads one subscription until it is closed. Verification runs here, off the actor.
+    private nonisolated func consume(_ stream: AsyncStream<SubscriptionEvent>, _ context: ConsumerContext) async {
+        var reachedEOSE = false
+        for await item in stream {
+            switch item {
+            case .event(let event):
+                metrics.watchEvent(relay: context.relay)
+                guard event.kind == EventKind.giftWrap, event.isValid else {
+                    metrics.watchInvalidEvent(relay: context.relay)
+                    continue
+                }
+                let recipients = Set(event.tagValues("p")).intersection(context.pubkeys)
+                let now = ContinuousClock.now
+                for recipient in recipients {
+                    let live = reachedEOSE || context.alreadyLive.contains(recipient)
+                    await batcher.add(WrapSighting(wrapID: event.id.hex, recipient: recipient, relay: context.relay, live: live, receivedAt: now))
+                }
+                await noteEvent(context.relay)
+            case .endOfStoredEvents:
+                if !reachedEOSE {
+                    reachedEOSE = true
+                    await markLive(context)
+                }
+            case .closed(let reason):
+                logger.notice("relay closed a watch subscription", metadata: ["relay.url": "\(context.relay)", "relay.reason": "\(reason.prefix(200))"])
+            }
+        }
+        await consumerEnded("\(context.relay) \(context.subscriptionID)")
+    }
+
+    private func markLive(_ context: ConsumerContext) {
+        livePubkeys[context.relay, default: []].formUnion(context.pubkeys.filter(chunks.contains))
+    }
+
+    private func noteEvent(_ relay: String) { lastEventAt[relay] = Date() }
+
+    private func consumerEnded(_ key: String) { consumers[key] = nil }
+
+    private nonisolated func countConnects(_ url: String, _ connection: RelayConnection) async {
+        for await state in await connection.states() where state == .connected {
+            metrics.watchRelayConnected(relay: url)
+        }
+    }
+
+    // MARK: Recording
+
+    private nonisolated func ingestLoop() async {
+        while let batch = await batcher.next(max: batchSize) {
+            var attempt = 0
+            while true {
+                attempt += 1
+                do {
+                    let result = try await store.record(batch)
+                    let distinct = Set(batch.map(\.wrapID)).count
+                    metrics.watchRecorded(duplicates: distinct - result.claimed, queued: result.jobs, coalesced: result.merged)
+                    let now = ContinuousClock.now
+                    for sighting in batch where sighting.live { metrics.watchRelayToQueue(now - sighting.receivedAt) }
+                    if result.jobs + result.merged > 0 {
+                        logger.debug("relay-watch pushes queued", metadata: ["push.jobs": "\(result.jobs)", "push.coalesced": "\(result.merged)"])
+                    }
+                    break
+                } catch {
+                    // The database may be restarting: keep the batch (nothing of it was committed)
+                    // and try again, giving up only on shutdown.
+                    logger.warning("could not record gift wraps", metadata: Self.errorMetadata(error).merging(["watch.attempt": "\(attempt)"]) { $1 })
+                    if Task.isCancelled { return }
+                    try? await Task.sleep(for: .milliseconds(min(5000, 100 * attempt * attempt)))
+                }
+            }
+        }
+    }
+
+    /// The error's type and, for PostgreSQL, its SQLSTATE and message (our own statements; the
+    /// messages name tables and constraints, never values).
+    static func errorMetadata(_ error: any Error) -> Logger.Metadata {
+        var metadata: Logger.Metadata = ["error.type": "\(type(of: error))"]
+        if let psql = error as? PSQLError {
+            metadata["db.code"] = "\(psql.serverInfo?[.sqlState] ?? "none")"
+            metadata["db.message"] = "\(psql.serverInfo?[.message] ?? "\(psql.code)")"
+        }
+        return metadata
+    }
+
+    // MARK: Status
+
+    public struct RelayStatus: Sendable, Equatable {
+        public var url: String
+        public var state: RelayState
+        public var lastEventAt: Date?
+        public var statistics: RelayStatistics
+        /// Watched pubkeys whose subscription on this relay has reached EOSE.
+        public var livePubkeys: Int
+    }
+
+    public struct Status: Sendable, Equatable {
+        public var relays: [RelayStatus]
+        public var shards: [Int]
+        public var watchedPubkeys: Int
+        public var pendingSightings: Int
+    }
+
+    public func status() async -> Status {
+        var relays: [RelayStatus] = []
+        for url in settings.relays {
+            guard let connection = connections[url] else {
+                relays.append(RelayStatus(url: url, state: .idle, lastEventAt: nil, statistics: RelayStatistics(), livePubkeys: 0))
+                continue
+            }
+            relays.append(RelayStatus(url: url, state: await connection.state, lastEventAt: lastEventAt[url], statistics: await connection.statistics,
+                                      livePubkeys: livePubkeys[url]?.count ?? 0))
+        }
+        return Status(relays: relays, shards: heldShards.sorted(), watchedPubkeys: chunks.count, pendingSightings: await batcher.count)
+    }
+}
