@@ -43,7 +43,7 @@ import Testing
         #expect(!yaml.contains("\t"), "YAML indentation is spaces only")
         // Every /v1 route declares the Nostr scheme and the 401 answer.
         let v1Blocks = yaml.components(separatedBy: "\n  /v1/").dropFirst()
-        #expect(v1Blocks.count == 6)
+        #expect(v1Blocks.count == 7)
         for block in v1Blocks {
             let route = block.components(separatedBy: "\n  /").first ?? block
             #expect(route.contains("security: [{nostr: []}]"), "\(route.prefix(40))")

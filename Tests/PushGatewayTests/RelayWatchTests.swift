@@ -146,4 +146,235 @@ import TestSupport
             }
         }
     }
+
+    @Test func aRegistrationMadeWhileRunningIsWatchedWithinASecond() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        let alice = Keys.generate(), dave = Keys.generate()
+        try await SandboxFixture.with { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: Self.settings([relay])) { gateway in
+                try await Self.registerWatching(gateway, alice, HTTP2DeliveryTests.token(0xF1))
+                #expect(try await Self.waitLive(gateway, pubkeys: 1))
+                let registered = ContinuousClock.now
+                try await Self.registerWatching(gateway, dave, HTTP2DeliveryTests.token(0xF2))
+                #expect(try await Self.waitLive(gateway, pubkeys: 2, within: 3))
+                let took = ContinuousClock.now - registered
+                #expect(took < .milliseconds(1500), "registration to live subscription took \(took)")
+                try await Self.publish([try Self.wrap(to: dave)], to: relay)
+                #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).map(\.deviceToken) == [HTTP2DeliveryTests.token(0xF2)] })
+
+                // Unregistering stops the watching: the chunk is re-issued without dave.
+                let unregister = #"{"device_token":"\#(HTTP2DeliveryTests.token(0xF2))"}"#
+                #expect(try await gateway.send(dave, .post, "/v1/devices/unregister", json: unregister).status == .accepted)
+                #expect(try await Self.waitLive(gateway, pubkeys: 1, within: 3))
+                #expect(try await GatewayHarness.eventually { try await Self.watchStatus(gateway)?["watched_pubkeys"] == 1 })
+            }
+        }
+    }
+
+    @Test func aSuppressedSelfCopyIsNotPushed() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        let bob = Keys.generate()
+        try await SandboxFixture.with { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: Self.settings([relay])) { gateway in
+                try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xA7))
+                #expect(try await Self.waitLive(gateway, pubkeys: 1))
+                // Bob sends a post; his client wraps a copy to himself and suppresses it first.
+                let selfCopy = try Self.wrap(to: bob, from: bob, "my own post")
+                let response = try await gateway.send(bob, .post, "/v1/suppressions", json: #"{"event_ids":["\#(selfCopy.id.hex.uppercased())"]}"#)
+                #expect(response.status == .accepted)
+                #expect(response.json?["suppressed"] == 1)
+                try await Self.publish([selfCopy], to: relay)
+                let fromAlice = try Self.wrap(to: bob, "from alice")
+                try await Self.publish([fromAlice], to: relay)
+                #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).count == 1 })
+                try await Task.sleep(for: .milliseconds(500))
+                let payloads = try Self.giftWrapDeliveries(sandbox).map { try JSONValue(parsing: $0.payload)["wrap_id"] }
+                #expect(payloads == [.string(fromAlice.id.hex)], "only the wrap that was not suppressed")
+            }
+        }
+    }
+
+    @Test func badSuppressionsAreRefusedAndStoreNothing() async throws {
+        try await GatewayHarness.run { gateway in
+            let bob = Keys.generate()
+            for (body, message) in [
+                (#"{}"#, "event_ids is required"),
+                (#"{"event_ids":[]}"#, "event_ids is required"),
+                (#"{"event_ids":["abc"]}"#, "event_ids must be 64-character hex event ids"),
+                (#"{"event_ids":"x"}"#, nil),
+                ("[1]", nil),
+            ] {
+                let response = try await gateway.send(bob, .post, "/v1/suppressions", json: body)
+                #expect(response.status == .badRequest, "\(body)")
+                if let message { #expect(response.errorMessage == message) }
+            }
+            let many = (0...SuppressionRequest.maxEventIDs).map { _ in "\"\(Hex.encode(SecureRandom.bytes(32)))\"" }.joined(separator: ",")
+            #expect(try await gateway.send(bob, .post, "/v1/suppressions", json: #"{"event_ids":[\#(many)]}"#).status == .badRequest)
+            #expect(try await gateway.send(nil, .post, "/v1/suppressions", json: #"{"event_ids":["\#(String(repeating: "a", count: 64))"]}"#).status == .unauthorized)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_suppressions") == 0)
+        }
+    }
+
+    @Test func aRelayKilledAndRestartedIsReconnectedAndKeepsDelivering() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        let bob = Keys.generate()
+        try await SandboxFixture.with { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: Self.settings([relay])) { gateway in
+                try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xB7))
+                #expect(try await Self.waitLive(gateway, pubkeys: 1))
+                relay.kill()
+                #expect(try await GatewayHarness.eventually {
+                    guard case .array(let relays)? = try await Self.watchStatus(gateway)?["relays"] else { return false }
+                    return relays.first?["state"] != "connected"
+                }, "the watcher noticed")
+                try await relay.start()
+                #expect(try await GatewayHarness.eventually(within: 15) {
+                    guard case .array(let relays)? = try await Self.watchStatus(gateway)?["relays"] else { return false }
+                    return relays.first?["state"] == "connected" && relays.first?["connections"] == 2
+                }, "reconnected")
+                // The REQ is re-sent on the new connection; give it its EOSE before publishing.
+                try await Task.sleep(for: .milliseconds(300))
+                try await Self.publish([try Self.wrap(to: bob)], to: relay)
+                #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).count == 1 })
+            }
+        }
+    }
+
+    @Test func aRestartedGatewayDoesNotPushAgainWhatItPushed() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        let bob = Keys.generate()
+        try await SandboxFixture.with { sandbox in
+            try await TestDatabase.with { url, database in
+                try await GatewayHarness.run(url: url, database: database, deliver: true, apns: sandbox.apns, watch: Self.settings([relay])) { gateway in
+                    try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xB8))
+                    #expect(try await Self.waitLive(gateway, pubkeys: 1))
+                    try await Self.publish([try Self.wrap(to: bob, "one"), try Self.wrap(to: bob, "two")], to: relay)
+                    #expect(try await GatewayHarness.eventually {
+                        Self.giftWrapDeliveries(sandbox).compactMap { try? JSONValue(parsing: $0.payload)["count"]?.integerValue }.reduce(0, +) == 2
+                    })
+                }
+                let before = sandbox.delivered().count
+                // The second run sees both wraps again as history of a new subscription.
+                try await GatewayHarness.run(url: url, database: database, deliver: true, apns: sandbox.apns, watch: Self.settings([relay])) { gateway in
+                    #expect(try await Self.waitLive(gateway, pubkeys: 1))
+                    try await Task.sleep(for: .milliseconds(800))
+                    #expect(sandbox.delivered().count == before, "nothing pushed twice")
+                    let three = try Self.wrap(to: bob, "three")
+                    try await Self.publish([three], to: relay)
+                    #expect(try await GatewayHarness.eventually { sandbox.delivered().count == before + 1 })
+                }
+            }
+        }
+    }
+
+    @Test func aBurstIsCoalescedIntoFewerPushesCarryingTheCount() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        let bob = Keys.generate()
+        try await SandboxFixture.with { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: Self.settings([relay], coalesceSeconds: 2)) { gateway in
+                try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xB9))
+                #expect(try await Self.waitLive(gateway, pubkeys: 1))
+                let wraps = try (0..<6).map { try Self.wrap(to: bob, "burst \($0)") }
+                try await Self.publish(wraps, to: relay)
+                let counts: @Sendable () -> [Int] = {
+                    Self.giftWrapDeliveries(sandbox).compactMap { try? JSONValue(parsing: $0.payload)["count"]?.integerValue }.map { Int($0) }
+                }
+                #expect(try await GatewayHarness.eventually(within: 8) { counts().reduce(0, +) == 6 })
+                // The first goes out at once, the rest wait for the 2-second window and travel as one.
+                #expect(counts().count <= 2, "pushes: \(counts())")
+                #expect(counts().count >= 1)
+                let last = try #require(Self.giftWrapDeliveries(sandbox).last)
+                #expect(Set(wraps.map(\.id.hex)).contains(try JSONValue(parsing: last.payload)["wrap_id"]?.stringValue ?? ""))
+            }
+        }
+    }
+
+    @Test func typedPushesSkipRelayWatchDevicesWhileWatching() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        let alice = Keys.generate(), bob = Keys.generate(), carol = Keys.generate()
+        try await GatewayHarness.run(watch: Self.settings([relay])) { gateway in
+            try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0x71))
+            try await Self.registerWatching(gateway, carol, HTTP2DeliveryTests.token(0x72), watch: false)
+            let response = try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob, carol]))
+            #expect(response.status == .accepted)
+            #expect(response.json?["candidate_devices"] == 1, "carol's device only: bob's gets the relay-watch push instead")
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE device_token = '\(HTTP2DeliveryTests.token(0x72))'") == 1)
+        }
+        // Without RELAYS, a relay_watch device keeps typed pushes (nobody else would push it).
+        try await GatewayHarness.run { gateway in
+            try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0x73))
+            let response = try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob]))
+            #expect(response.json?["candidate_devices"] == 1)
+        }
+    }
+}
+
+/// The watcher's pure parts, as values.
+@Suite struct RelayWatchValueTests {
+    @Test func chunksKeepPlacementStableSoOneChangeTouchesOneChunk() {
+        var chunks = WatchChunks(size: 3)
+        let keys = (0..<7).map { "k\($0)" }
+        #expect(chunks.apply(inserted: keys, removed: []) == [0, 1, 2])
+        #expect(chunks.chunks.map(\.count) == [3, 3, 1])
+        // Removing from a full chunk opens a slot there; the next pubkey fills it, nothing moves.
+        #expect(chunks.remove("k1") == 0)
+        #expect(chunks.insert("new") == 0)
+        #expect(chunks.chunk(of: "new") == 0 && chunks.chunk(of: "k6") == 2)
+        #expect(chunks.insert("new") == nil, "already watched")
+        #expect(chunks.remove("absent") == nil)
+        #expect(chunks.apply(inserted: ["a", "b"], removed: ["k3"]) == [1, 2])
+        #expect(chunks.count == 8)
+        #expect(chunks.chunks.allSatisfy { $0.count <= 3 })
+    }
+
+    @Test func shardOfAPubkeyMatchesTheSQLFunction() async throws {
+        let pubkeys = (0..<50).map { _ in Keys.generate().publicKey.hex } + [String(repeating: "f", count: 64), String(repeating: "0", count: 64)]
+        try await TestDatabase.with { _, database in
+            for shards in [1, 7, 64, 4096] {
+                var fromSQL: [Int] = []
+                for try await shard in try await database.query(
+                    "SELECT linkstr_watch_shard(p, \(shards)::int) FROM unnest(\(pubkeys)::text[]) WITH ORDINALITY AS t(p, n) ORDER BY n",
+                    logger: TestDatabase.logger
+                ).decode(Int.self) { fromSQL.append(shard) }
+                #expect(fromSQL == pubkeys.map { WatchShard.of(pubkey: $0, shards: shards) })
+            }
+        }
+    }
+
+    @Test func settingsFromTheEnvironment() throws {
+        let settings = try WatchSettings.fromEnvironment([
+            "RELAYS": " wss://relay.damus.io , ws://127.0.0.1:7777,wss://relay.damus.io", "WATCH_CHUNK_SIZE": "100", "WATCH_SHARDS": "16",
+        ])
+        #expect(settings.relays == ["wss://relay.damus.io", "ws://127.0.0.1:7777"])
+        #expect(settings.enabled && settings.chunkSize == 100 && settings.shards == 16 && settings.coalesceSeconds == 5 && settings.leaseSeconds == 30)
+        #expect(!(try WatchSettings.fromEnvironment([:])).enabled)
+        for (key, value) in [("RELAYS", "https://relay.example"), ("RELAYS", "ws://"), ("WATCH_CHUNK_SIZE", "0"), ("WATCH_SHARDS", "x"),
+                             ("GATEWAY_NSEC", "nsec1nope"), ("WATCH_COALESCE_SECONDS", "-1")] {
+            #expect(throws: ConfigurationError.self, "\(key)=\(value)") { try WatchSettings.fromEnvironment([key: value]) }
+            do { _ = try WatchSettings.fromEnvironment([key: value]) } catch { #expect(error.key == key) }
+        }
+        let key = Keys.generate()
+        #expect(try WatchSettings.fromEnvironment(["GATEWAY_NSEC": key.secretKey.exportNsec()]).gatewayKey?.publicKey == key.publicKey)
+    }
+
+    @Test func theGiftWrapPayloadStaysGenericAndSmall() throws {
+        let recipient = Keys.generate().publicKey.hex
+        let notification = APNsNotification.giftWrap(wrapID: String(repeating: "a", count: 64), relay: "wss://relay.example", count: 3, recipient: recipient)
+        #expect(notification.collapseID == recipient)
+        let payload = try JSONValue(parsing: notification.payload)
+        #expect(payload["aps"]?["alert"]?["body"] == "New activity")
+        #expect(payload["count"] == 3)
+        // An absurd relay URL is left out instead of breaking Apple's 4096-byte limit.
+        let huge = APNsNotification.giftWrap(wrapID: "x", relay: "wss://" + String(repeating: "r", count: 5000), count: 1, recipient: recipient)
+        #expect(huge.payload.utf8.count <= APNsNotification.maxPayloadBytes)
+        #expect((try JSONValue(parsing: huge.payload))["relay"] == nil)
+        // `POST /v1/push` cannot ask for the watcher's type.
+        #expect(throws: APIError.self) { try PushRequest.parse(Array(#"{"notification_type":"gift_wrap","event_id":"e","conversation_id":"c","recipient_pubkeys":["\#(recipient)"]}"#.utf8)) }
+    }
 }
