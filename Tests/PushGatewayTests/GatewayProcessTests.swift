@@ -2,6 +2,7 @@ import Foundation
 import NostrProtocol
 @testable import PushGateway
 import Testing
+import TestSupport
 
 /// Real `linkstr-push` processes against a real PostgreSQL and the APNs sandbox: a SIGKILL mid-send
 /// loses nothing, and two instances on one database deliver each job once.
@@ -63,6 +64,55 @@ import Testing
                 let (byA, byB) = (try await a.metric(sample), try await b.metric(sample))
                 #expect(byA + byB == 120)
                 #expect(byA > 0 && byB > 0, "both instances delivered (\(byA) and \(byB))")
+            }
+        }
+    }
+
+    /// Two watching instances share the shards; one is SIGKILLed, the other takes its shards over
+    /// when the leases expire and delivers what arrives afterwards, once.
+    @Test func aKilledWatchersShardsAreTakenOverAndDeliveryContinues() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        try await TestDatabase.with { url, database in
+            try await SandboxFixture.with { sandbox in
+                let settings = ["RELAYS": relay.url, "WATCH_SHARDS": "4", "WATCH_LEASE_SECONDS": "3", "WATCH_COALESCE_SECONDS": "0"]
+                let a = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)
+                let b = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)
+                defer { b.stop() }
+                // Pubkeys in every shard.
+                var candidates: [Keys] = []
+                while Set(candidates.map { WatchShard.of(pubkey: $0.publicKey.hex, shards: 4) }).count < 4 || candidates.count < 8 {
+                    candidates.append(Keys.generate())
+                }
+                let users = candidates
+                for (index, keys) in users.enumerated() {
+                    let body = GatewayHarness.registerBody(HTTP2DeliveryTests.token(UInt8(0x40 + index)), extra: #","relay_watch":true"#)
+                    #expect(try await a.send(keys, "POST", "/v1/devices/register", json: body) == 202)
+                }
+                let owners = "SELECT count(DISTINCT owner)::int FROM watch_shards WHERE owner IS NOT NULL AND expires_at > now()"
+                #expect(try await GatewayHarness.eventually(within: 10) { try await TestDatabase.count(database, owners) == 2 }, "the shards are shared")
+                let live: @Sendable (GatewayProcess) async throws -> Int = { gateway in
+                    let ready = try JSONValue(parsing: Array(try await gateway.get("/readyz").body.utf8))
+                    guard case .array(let relays)? = ready["watch"]?["relays"], let count = relays.first?["live_pubkeys"]?.integerValue else { return 0 }
+                    return Int(count)
+                }
+                #expect(try await GatewayHarness.eventually(within: 10) { try await live(a) + live(b) == users.count }, "every pubkey watched once")
+
+                try await RelayWatchTests.publish(try users.map { try RelayWatchTests.wrap(to: $0, "before") }, to: relay)
+                #expect(try await GatewayHarness.eventually { RelayWatchTests.giftWrapDeliveries(sandbox).count == users.count })
+
+                a.kill()
+                #expect(try await GatewayHarness.eventually(within: 15) {
+                    let held = try await TestDatabase.count(database, "SELECT count(*)::int FROM watch_shards WHERE owner IS NOT NULL AND expires_at > now()")
+                    let distinctOwners = try await TestDatabase.count(database, owners)
+                    return held == 4 && distinctOwners == 1
+                }, "the survivor holds every shard")
+                #expect(try await GatewayHarness.eventually(within: 10) { try await live(b) == users.count })
+                try await RelayWatchTests.publish(try users.map { try RelayWatchTests.wrap(to: $0, "after") }, to: relay)
+                #expect(try await GatewayHarness.eventually { RelayWatchTests.giftWrapDeliveries(sandbox).count == 2 * users.count })
+                try await Task.sleep(for: .milliseconds(500))
+                let perDevice = Dictionary(grouping: RelayWatchTests.giftWrapDeliveries(sandbox), by: \.deviceToken).mapValues(\.count)
+                #expect(perDevice.count == users.count && perDevice.values.allSatisfy { $0 == 2 }, "each device got each wrap once: \(perDevice)")
             }
         }
     }
