@@ -146,6 +146,8 @@ let package = Package(
             name: "LinkstrCLI",
             dependencies: [
                 "NostrProtocol",
+                "NostrRelay",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSwift

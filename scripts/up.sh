@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Brings the local system up: PostgreSQL on loopback, migrations, the APNs sandbox (HTTP/2 over
-# TLS with its own CA, checking the gateway's provider tokens) and the linkstr-push gateway in the
-# foreground, delivering real HTTP/2 pushes to the sandbox (Ctrl-C stops everything).
-# The relay watcher joins with issue #4.
-#   scripts/up.sh            # gateway 127.0.0.1:8787, sandbox 127.0.0.1:2197, PostgreSQL 127.0.0.1:55433
-#   GATEWAY_PORT=9000 SANDBOX_PORT=3000 PG_PORT=6000 scripts/up.sh
+# Brings the local system up: PostgreSQL on loopback, migrations, a Nostr relay (nostr-relay from
+# PyPI), the APNs sandbox (HTTP/2 over TLS with its own CA, checking the gateway's provider tokens)
+# and the linkstr-push gateway in the foreground, watching the relay and delivering real HTTP/2
+# pushes to the sandbox (Ctrl-C stops everything).
+#   scripts/up.sh   # gateway 127.0.0.1:8787, relay ws://127.0.0.1:7447, sandbox 127.0.0.1:2197, PostgreSQL 127.0.0.1:55433
+#   GATEWAY_PORT=9000 RELAY_PORT=7000 SANDBOX_PORT=3000 PG_PORT=6000 scripts/up.sh
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/postgres.sh"
@@ -15,6 +15,7 @@ setup_all
 GATEWAY_PORT="${GATEWAY_PORT:-8787}"
 PG_PORT="${PG_PORT:-55433}"
 SANDBOX_PORT="${SANDBOX_PORT:-2197}"
+RELAY_PORT="${RELAY_PORT:-7447}"
 STATE_DIR="${LINKSTR_STATE_DIR:-/var/tmp/linkstr-local}"
 mkdir -p "$STATE_DIR"
 chmod 755 "$STATE_DIR"
@@ -27,8 +28,11 @@ BIN="$(swift build -c release --show-bin-path)"
 
 pg_start_cluster "$STATE_DIR/pg" "$PG_PORT"
 SANDBOX_PID=""
+RELAY_PID=""
 cleanup() {
     if [[ -n "$SANDBOX_PID" ]]; then say "stopping the APNs sandbox"; kill "$SANDBOX_PID" 2>/dev/null || true; wait "$SANDBOX_PID" 2>/dev/null || true; fi
+    # The relay runs in its own process group (a gunicorn master and its worker).
+    if [[ -n "$RELAY_PID" ]]; then say "stopping the relay"; kill -- "-$RELAY_PID" 2>/dev/null || true; wait "$RELAY_PID" 2>/dev/null || true; fi
     say "stopping PostgreSQL"; pg_stop_cluster "$STATE_DIR/pg"
 }
 trap cleanup EXIT
@@ -51,6 +55,29 @@ SANDBOX_PID=$!
 for _ in $(seq 1 100); do [[ -s "$APNS_CA_FILE" ]] && break; sleep 0.1; done
 [[ -s "$APNS_CA_FILE" ]] || { echo "the APNs sandbox did not start" >&2; exit 1; }
 
+say "starting a Nostr relay (nostr-relay) on ws://127.0.0.1:$RELAY_PORT"
+mkdir -p "$STATE_DIR/relay"
+cat > "$STATE_DIR/relay/config.yaml" <<EOC
+DEBUG: false
+relay_name: linkstr local relay
+storage:
+  sqlalchemy.url: sqlite+aiosqlite:///$STATE_DIR/relay/nostr.sqlite3
+  validators: [nostr_relay.validators.is_signed]
+gunicorn:
+  bind: 127.0.0.1:$RELAY_PORT
+  workers: 1
+  loglevel: warning
+authentication:
+  enabled: false
+subscription_limit: 256
+message_timeout: 1800
+EOC
+setsid "$VENV/bin/nostr-relay" -c "$STATE_DIR/relay/config.yaml" serve >"$STATE_DIR/relay/relay.log" 2>&1 </dev/null &
+RELAY_PID=$!
+for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$RELAY_PORT") 2>/dev/null && break; sleep 0.1; done
+(exec 3<>"/dev/tcp/127.0.0.1/$RELAY_PORT") 2>/dev/null || { echo "the relay did not start; see $STATE_DIR/relay/relay.log" >&2; exit 1; }
+export RELAYS="${RELAYS:-ws://127.0.0.1:$RELAY_PORT}"
+
 export LISTEN_ADDR="127.0.0.1:$GATEWAY_PORT"
 export PUBLIC_URL="http://127.0.0.1:$GATEWAY_PORT"
 export ADMIN_TOKEN="${ADMIN_TOKEN:-local-admin-token}"
@@ -64,20 +91,28 @@ DEMO_NSEC="$(awk '/^nsec:/ {print $2}' <<<"$DEMO_KEYS")"
 DEMO_HEX="$(awk '/^hex:/ {print $2}' <<<"$DEMO_KEYS")"
 OTHER_NSEC="$("$BIN/linkstr" keys generate | awk '/^nsec:/ {print $2}')"
 TOKEN="$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
+TOKEN2="$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
 cat <<EOT
 
-==> linkstr-push is starting on http://127.0.0.1:$GATEWAY_PORT (database $DATABASE_URL)
+==> linkstr-push is starting on http://127.0.0.1:$GATEWAY_PORT (database $DATABASE_URL, watching $RELAYS)
     Try it from another terminal (a demo key was generated for you):
 
     export LINKSTR_NSEC=$DEMO_NSEC
-    BODY='{"device_token":"$TOKEN","apns_environment":"sandbox"}'
-    curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/devices/register -H 'content-type: application/json' \\
-      -H "Authorization: \$($BIN/linkstr-push sign-request --method POST --path /v1/devices/register --body "\$BODY")" -d "\$BODY"
-    curl -s http://127.0.0.1:$GATEWAY_PORT/v1/devices -H "Authorization: \$($BIN/linkstr-push sign-request --method GET --path /v1/devices)"
-    # ask for a push to yourself from another key (the gateway skips the sender); the sandbox records it:
+    sign() { $BIN/linkstr-push sign-request "\$@"; }
+    # 1. a device that the gateway pushes by itself when a gift wrap to you reaches the relay:
+    BODY='{"device_token":"$TOKEN","apns_environment":"sandbox","relay_watch":true}'
+    curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/devices/register -H 'content-type: application/json' \
+      -H "Authorization: \$(sign --method POST --path /v1/devices/register --body "\$BODY")" -d "\$BODY"
+    $BIN/linkstr wrap send --nsec $OTHER_NSEC --to $DEMO_HEX --relay $RELAYS
+    # 2. a device registered like today's app (no relay_watch) gets typed pushes that a sender asks for:
+    BODY='{"device_token":"$TOKEN2","apns_environment":"sandbox"}'
+    curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/devices/register -H 'content-type: application/json' \
+      -H "Authorization: \$(sign --method POST --path /v1/devices/register --body "\$BODY")" -d "\$BODY"
     PUSH='{"notification_type":"new_post","event_id":"e1","conversation_id":"C1","recipient_pubkeys":["$DEMO_HEX"]}'
     curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/push -H 'content-type: application/json' \
-      -H "Authorization: \$($BIN/linkstr-push sign-request --nsec $OTHER_NSEC --method POST --path /v1/push --body "\$PUSH")" -d "\$PUSH"
+      -H "Authorization: \$(sign --nsec $OTHER_NSEC --method POST --path /v1/push --body "\$PUSH")" -d "\$PUSH"
+    # what arrived, and the state of things:
+    curl -s http://127.0.0.1:$GATEWAY_PORT/v1/devices -H "Authorization: \$(sign --method GET --path /v1/devices)"
     curl -s --cacert $APNS_CA_FILE https://localhost:$SANDBOX_PORT/deliveries    # also in $STATE_DIR/deliveries.jsonl
     curl -s http://127.0.0.1:$GATEWAY_PORT/metrics | grep linkstr_pushes_total
     $BIN/linkstr-push admin status --url http://127.0.0.1:$GATEWAY_PORT --token $ADMIN_TOKEN

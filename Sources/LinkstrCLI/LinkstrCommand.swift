@@ -2,10 +2,10 @@ import ArgumentParser
 import NostrProtocol
 
 @main
-struct LinkstrCommand: ParsableCommand {
+struct LinkstrCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "linkstr",
         abstract: "A headless linkstr client.",
-        subcommands: [KeysCommand.self]
+        subcommands: [KeysCommand.self, WrapCommand.self]
     )
 }

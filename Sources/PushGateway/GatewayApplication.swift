@@ -24,11 +24,14 @@ public enum GatewayApplication {
     ) throws -> some ApplicationProtocol {
         let client = postgresClient(configuration.database, logger: logger)
         let store = GatewayStore(client: client, logger: logger, replayWindowSeconds: configuration.authMaxSkewSeconds)
+        let wakeup = DeliveryWakeup()
         var watcher: RelayWatcher?
         if configuration.watch.enabled {
-            watcher = RelayWatcher(store: WatchStore(client: client, settings: configuration.watch, logger: logger), metrics: metrics, logger: logger)
+            watcher = RelayWatcher(store: WatchStore(client: client, settings: configuration.watch, logger: logger), metrics: metrics, logger: logger,
+                                   wakeup: wakeup)
         }
-        let api = GatewayAPI(store: store, configuration: configuration, latestMigration: migrator.latestVersion, metrics: metrics, watcher: watcher)
+        let api = GatewayAPI(store: store, configuration: configuration, latestMigration: migrator.latestVersion, metrics: metrics, watcher: watcher,
+                             wakeup: wakeup)
         let queue = DeliveryQueue(client: client, logger: logger)
         metrics.onScrape {
             if let depth = try? await queue.depth() { metrics.queue(queued: depth.queued, due: depth.due) }
@@ -44,7 +47,8 @@ public enum GatewayApplication {
                 services.append(APNsClientService(sender: http2))
                 sender = http2
             }
-            services.append(DeliveryWorker(queue: queue, sender: sender, settings: configuration.delivery, metrics: metrics, logger: logger))
+            services.append(DeliveryWorker(queue: queue, sender: sender, settings: configuration.delivery, metrics: metrics, logger: logger,
+                                           wakeup: wakeup))
         }
         if let watcher { services.append(watcher) }
         var app = Application(

@@ -14,9 +14,12 @@ public struct DeliveryWorker: Service {
     var retryPolicy = RetryPolicy()
     /// How long a loop waits when the queue is empty.
     public var idleInterval: Duration = .milliseconds(200)
+    /// Signalled when this instance queues something: idle loops claim at once.
+    let wakeup: DeliveryWakeup?
 
     public init(queue: DeliveryQueue, sender: any APNsSender, settings: DeliverySettings = DeliverySettings(), metrics: GatewayMetrics? = nil,
-                logger: Logger, idleInterval: Duration = .milliseconds(200)) {
+                logger: Logger, idleInterval: Duration = .milliseconds(200), wakeup: DeliveryWakeup? = nil) {
+        self.wakeup = wakeup
         self.queue = queue
         self.sender = sender
         self.settings = settings
@@ -45,7 +48,11 @@ public struct DeliveryWorker: Service {
                 delivered = 0
             }
             if delivered == 0 {
-                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: idleInterval) }
+                if let wakeup {
+                    await wakeup.wait(upTo: idleInterval)
+                } else {
+                    try? await cancelWhenGracefulShutdown { try await Task.sleep(for: idleInterval) }
+                }
             }
         }
     }

@@ -22,11 +22,13 @@ public struct GatewayAPI: Sendable {
     /// The relay watcher, when `RELAYS` is set: typed pushes then skip relay-watch devices, and
     /// `/readyz` and `/admin/status` report it.
     let watcher: RelayWatcher?
+    let wakeup: DeliveryWakeup?
 
     /// `store` should be built with `configuration.authMaxSkewSeconds` as its replay window.
     public init(store: GatewayStore, configuration: GatewayConfiguration, latestMigration: Int, metrics: GatewayMetrics = GatewayMetrics(),
-                watcher: RelayWatcher? = nil, startedAt: Date = Date()) {
+                watcher: RelayWatcher? = nil, wakeup: DeliveryWakeup? = nil, startedAt: Date = Date()) {
         self.store = store
+        self.wakeup = wakeup
         self.watcher = watcher
         self.metrics = metrics
         self.verifier = HTTPAuthVerifier(maxSkewSeconds: configuration.authMaxSkewSeconds, publicBaseURL: configuration.publicURL)
@@ -91,6 +93,7 @@ public struct GatewayAPI: Sendable {
     public func push(_ request: inout Request) async throws -> Response {
         let (auth, push) = try await signed(&request, parse: PushRequest.parse)
         let result = try await store.enqueue(push, auth: auth, skipRelayWatchDevices: watcher != nil)
+        if result.candidateDevices > 0 { wakeup?.signal() }
         return JSONBody.response(.accepted, [
             "status": "accepted", "recipient_count": .integer(Int64(result.recipientCount)),
             "candidate_devices": .integer(Int64(result.candidateDevices)),

@@ -34,6 +34,7 @@ public actor RelayWatcher: Service {
     let heartbeatInterval: Duration
     /// How often the watched set is re-read in full.
     let resyncInterval: Duration
+    let wakeup: DeliveryWakeup?
     let ingestLoops = 2
     let batchSize = 256
 
@@ -52,7 +53,8 @@ public actor RelayWatcher: Service {
 
     public init(store: WatchStore, metrics: GatewayMetrics, logger: Logger, instanceID: String? = nil,
                 relayConfiguration: RelayConfiguration = RelayConfiguration(), heartbeatInterval: Duration = .seconds(1),
-                resyncInterval: Duration = .seconds(60)) {
+                resyncInterval: Duration = .seconds(60), wakeup: DeliveryWakeup? = nil) {
+        self.wakeup = wakeup
         self.store = store
         self.settings = store.settings
         self.metrics = metrics
@@ -314,6 +316,7 @@ public actor RelayWatcher: Service {
                     metrics.watchRecorded(duplicates: distinct - result.claimed, queued: result.jobs, coalesced: result.merged)
                     let now = ContinuousClock.now
                     for sighting in batch where sighting.live { metrics.watchRelayToQueue(now - sighting.receivedAt) }
+                    if result.jobs > 0 { wakeup?.signal() }
                     if result.jobs + result.merged > 0 {
                         logger.debug("relay-watch pushes queued", metadata: ["push.jobs": "\(result.jobs)", "push.coalesced": "\(result.merged)"])
                     }
