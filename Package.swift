@@ -40,6 +40,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/hummingbird-project/swift-websocket.git", from: "1.6.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
     ],
     targets: [
         .systemLibrary(
@@ -135,6 +136,8 @@ let package = Package(
             name: "LinkstrLoad",
             dependencies: [
                 "NostrProtocol",
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -179,6 +182,7 @@ let package = Package(
         // Test fixtures shared by the test targets: child processes and a real relay.
         .target(
             name: "TestSupport",
+            dependencies: ["NostrProtocol"],
             path: "Tests/Support",
             swiftSettings: strictSwift
         ),
@@ -195,7 +199,7 @@ let package = Package(
         ),
         .testTarget(
             name: "NostrInteropTests",
-            dependencies: ["NostrProtocol"],
+            dependencies: ["NostrProtocol", "TestSupport"],
             swiftSettings: strictSwift
         ),
     ],

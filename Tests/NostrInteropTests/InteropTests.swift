@@ -1,6 +1,7 @@
 import Foundation
 import NostrProtocol
 import Testing
+import TestSupport
 
 /// Live interop with rust-nostr (nostr-sdk 0.45.1 through its Python bindings).
 @Suite(.enabled(if: RustNostrPeer.enabled, "set LINKSTR_SKIP_INTEROP=1 to skip"))

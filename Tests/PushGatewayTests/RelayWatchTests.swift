@@ -122,6 +122,31 @@ import TestSupport
         }
     }
 
+    /// A gift wrap made by rust-nostr (nip59_make_gift_wrap, through its Python bindings) reaches
+    /// the same push as one made here.
+    @Test(.enabled(if: RustNostrPeer.enabled, "set LINKSTR_SKIP_INTEROP=1 to skip"))
+    func aWrapMadeByRustNostrIsPushed() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        let alice = Keys.generate(), bob = Keys.generate()
+        try await SandboxFixture.with { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: Self.settings([relay])) { gateway in
+                try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xE7))
+                #expect(try await Self.waitLive(gateway, pubkeys: 1))
+                let content = #"{"conversation_id":"X","kind":"root","url":"https://example.com","timestamp":1}"#
+                let wrapJSON = try #require(try RustNostrPeer.call("gift_wrap", [
+                    "sender_secret_key": .string(alice.secretKey.exportHex()), "receiver_pubkey": .string(bob.publicKey.hex),
+                    "rumor": .object(["created_at": .integer(UnixTime.now()), "kind": .integer(44001), "tags": .tags([]), "content": .string(content)]),
+                ]).stringValue)
+                let wrap = try NostrEvent(json: wrapJSON)
+                try await Self.publish([wrap], to: relay)
+                #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).count == 1 })
+                let record = try #require(Self.giftWrapDeliveries(sandbox).first)
+                #expect(try JSONValue(parsing: record.payload)["wrap_id"] == .string(wrap.id.hex))
+            }
+        }
+    }
+
     @Test func aWrapWithABadSignatureIsDroppedAndCounted() async throws {
         // A relay that stores whatever it is sent, like a careless or hostile one.
         let relay = try RelayFixture(validateSignatures: false)

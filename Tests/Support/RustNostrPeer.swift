@@ -1,26 +1,25 @@
-import Foundation
-import NostrProtocol
-import Testing
+public import Foundation
+public import NostrProtocol
 
 /// Runs `scripts/interop/rust_nostr_peer.py` (rust-nostr through its Python bindings, installed
 /// into `.venv` by `scripts/test.sh`) with a batch of requests and returns its answers.
-enum RustNostrPeer {
-    static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+public enum RustNostrPeer {
+    public static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    static var python: String {
+    public static var python: String {
         ProcessInfo.processInfo.environment["LINKSTR_PYTHON"] ?? repositoryRoot.appendingPathComponent(".venv/bin/python").path
     }
 
     /// Interop runs unless explicitly skipped; a missing virtualenv is a failure with a clear message.
-    static var enabled: Bool { ProcessInfo.processInfo.environment["LINKSTR_SKIP_INTEROP"] != "1" }
+    public static var enabled: Bool { ProcessInfo.processInfo.environment["LINKSTR_SKIP_INTEROP"] != "1" }
 
-    struct PeerError: Error, CustomStringConvertible {
-        let description: String
+    public struct PeerError: Error, CustomStringConvertible {
+        public let description: String
     }
 
     /// Sends `requests` (each a JSON object) and returns one result per request; a request the
     /// peer failed becomes `.failure` with its message.
-    static func run(_ requests: [JSONValue]) throws -> [Result<JSONValue, PeerError>] {
+    public static func run(_ requests: [JSONValue]) throws -> [Result<JSONValue, PeerError>] {
         guard FileManager.default.isExecutableFile(atPath: python) else {
             throw PeerError(description: "rust-nostr peer needs \(python); run scripts/test.sh (it creates .venv with nostr-sdk)")
         }
@@ -55,7 +54,7 @@ enum RustNostrPeer {
     }
 
     /// One request whose success is required.
-    static func call(_ op: String, _ fields: [String: JSONValue]) throws -> JSONValue {
+    public static func call(_ op: String, _ fields: [String: JSONValue]) throws -> JSONValue {
         var object = fields
         object["op"] = .string(op)
         return try run([.object(object)])[0].get()
@@ -63,5 +62,5 @@ enum RustNostrPeer {
 }
 
 extension JSONValue {
-    static func tags(_ tags: [[String]]) -> JSONValue { .array(tags.map { .array($0.map(JSONValue.string)) }) }
+    public static func tags(_ tags: [[String]]) -> JSONValue { .array(tags.map { .array($0.map(JSONValue.string)) }) }
 }

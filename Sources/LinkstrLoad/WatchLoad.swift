@@ -1,0 +1,119 @@
+import ArgumentParser
+import Foundation
+import Logging
+import NostrProtocol
+
+/// `linkstr-load watch`: the relay watcher's benchmark. It is the relay the gateway watches
+/// (`BenchRelay`); once the gateway's subscriptions cover `--pubkeys` pubkeys it streams gift
+/// wraps (kind 1059, signed, ~1 KB, each to a different watched pubkey so no coalescing applies)
+/// at `--rate` for `--seconds`, and reads from the APNs sandbox when each one arrived:
+/// relay-to-APNs latency p50/p99 and sustained wraps/s. Baseline in the same run: how fast one
+/// core verifies the same wraps (the watcher's per-wrap CPU floor).
+struct WatchLoad: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch", abstract: "Be the relay a gateway watches, stream gift wraps at a rate, measure relay-to-APNs latency.")
+
+    @Option(help: "Port the bench relay listens on (the gateway's RELAYS must point here).") var port = 7448
+    @Option(help: "Watched pubkeys to wait for before streaming.") var pubkeys = 100_000
+    @Option(help: "Gift wraps per second.") var rate = 5_000
+    @Option(help: "Seconds to stream.") var seconds = 10
+    @Option(help: "APNs sandbox base URL.") var sandbox = "https://localhost:2197"
+    @Option(help: "The sandbox's CA (PEM).") var ca: String
+    @Option(help: "Give up after this many seconds.") var deadline = 300
+
+    func run() async throws {
+        let logger: Logger = {
+            var logger = Logger(label: "bench-relay")
+            logger.logLevel = .warning
+            return logger
+        }()
+        let relay = BenchRelay()
+        let started = ContinuousClock.now
+        let expiry = started + .seconds(deadline)
+        let port = self.port
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await relay.serve(host: "127.0.0.1", port: port, logger: logger) }
+            defer { group.cancelAll() }
+
+            print("waiting for the gateway to subscribe to \(pubkeys) pubkeys on ws://127.0.0.1:\(port)")
+            while await relay.coveredPubkeys() < pubkeys {
+                guard ContinuousClock.now < expiry else { throw ValidationError("the gateway subscribed to only \(await relay.coveredPubkeys()) pubkeys") }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            print("subscribed after \(ContinuousClock.now - started); generating wraps")
+            let routes = await relay.routes()
+            let total = rate * seconds
+            let recipients = Array(routes.keys).shuffled()
+            let wraps: [(id: String, connection: Int, message: String, event: NostrEvent)] = (0..<total).map { index in
+                let recipient = recipients[index % recipients.count]
+                let route = routes[recipient]!
+                let author = Keys.generate()
+                let content = Base64.encode(SecureRandom.bytes(600))
+                let event = UnsignedEvent(pubkey: author.publicKey, createdAt: UnixTime.now() - Int64.random(in: 0..<86_400), kind: 1059,
+                                          tags: [["p", recipient]], content: content).signed(by: author)
+                let message = "[\"EVENT\",\(JSONValue.string(route.subscription).serialized),\(event.json)]"
+                return (event.id.hex, route.connection, message, event)
+            }
+
+            // Baseline: one core verifying the same wraps.
+            let verifyStart = ContinuousClock.now
+            var valid = 0
+            for wrap in wraps.prefix(10_000) where wrap.event.isValid { valid += 1 }
+            let verifySeconds = Self.seconds(ContinuousClock.now - verifyStart)
+            print(String(format: "baseline: one core verifies %.0f wraps/s (%d checked)", Double(min(10_000, wraps.count)) / verifySeconds, valid))
+
+            let client = try SandboxClient(baseURL: sandbox, caFile: ca)
+            let before = try await client.answered()
+            var sentAt: [String: Double] = [:]
+            sentAt.reserveCapacity(total)
+            let streamStart = ContinuousClock.now
+            let tick = Duration.milliseconds(10)
+            var sent = 0
+            var nextTick = streamStart
+            while sent < total {
+                let due = min(total, Int(Self.seconds(ContinuousClock.now - streamStart) * Double(rate)) + 1)
+                while sent < due {
+                    let wrap = wraps[sent]
+                    sentAt[wrap.id] = Date().timeIntervalSince1970 * 1000
+                    await relay.send(wrap.message, to: wrap.connection)
+                    sent += 1
+                }
+                nextTick = nextTick + tick
+                try await Task.sleep(until: nextTick, clock: .continuous)
+            }
+            let streamSeconds = Self.seconds(ContinuousClock.now - streamStart)
+            print(String(format: "streamed %d wraps in %.2f s (%.0f/s)", total, streamSeconds, Double(total) / streamSeconds))
+
+            var answered = before
+            while answered - before < total, ContinuousClock.now < expiry {
+                try await Task.sleep(for: .milliseconds(100))
+                answered = try await client.answered()
+            }
+            let records = try await client.records(afterSequence: before)
+            var latencies: [Double] = []
+            var lastReceived = 0.0
+            for record in records {
+                guard let wrapID = record["payload"]?["wrap_id"]?.stringValue, let sent = sentAt[wrapID],
+                      case .integer(let received)? = record["received_at_ms"] else { continue }
+                latencies.append(Double(received) - sent)
+                lastReceived = max(lastReceived, Double(received))
+            }
+            latencies.sort()
+            let first = sentAt.values.min() ?? 0
+            print("pushes for the streamed wraps delivered to the sandbox: \(latencies.count) of \(total)")
+            if !latencies.isEmpty {
+                func percentile(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+                print(String(format: "sustained: %.0f wraps/s relay-to-APNs (first send to last delivery)",
+                             Double(latencies.count) / ((lastReceived - first) / 1000)))
+                print(String(format: "relay-to-APNs latency ms: p50 %.1f  p95 %.1f  p99 %.1f  max %.1f", percentile(0.5), percentile(0.95),
+                             percentile(0.99), latencies.last!))
+            }
+            try await client.shutdown()
+            if latencies.count < total { throw ExitCode(1) }
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The relay watcher benchmark, everything on this machine in one run (release builds):
+# PostgreSQL (fsync=off like the test cluster) with WATCHED devices registered with relay_watch,
+# the APNs sandbox (provider tokens checked), linkstr-push watching one relay, and linkstr-load
+# acting as that relay: once the gateway's subscriptions cover every watched pubkey it streams
+# gift wraps at RATE for SECONDS (each to a different pubkey) and reads from the sandbox when each
+# push arrived. Prints the baseline (one core verifying the same wraps), sustained wraps/s,
+# relay-to-APNs latency p50/p95/p99/max, and the gateway's resident memory. Figures go to
+# docs/performance.md by hand.
+#   scripts/bench-watch.sh
+#   WATCHED=100000 RATE=5000 SECONDS_=10 scripts/bench-watch.sh
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/postgres.sh"
+cd "$REPO_ROOT"
+setup_all
+
+WATCHED="${WATCHED:-100000}"
+RATE="${RATE:-5000}"
+DURATION="${SECONDS_:-10}"
+
+say "building linkstr-push, apns-sandbox and linkstr-load (release)"
+for product in linkstr-push apns-sandbox linkstr-load; do swift build -c release --product "$product"; done
+BIN="$(swift build -c release --show-bin-path)"
+
+WORK="$(mktemp -d /tmp/linkstr-bench-watch.XXXXXX)"
+chmod 755 "$WORK"
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+    pg_stop_cluster "$WORK/pg"; rm -rf "$WORK"
+}
+trap cleanup EXIT
+pg_start_cluster "$WORK/pg" "$(pg_free_port)"
+export MIGRATIONS_DIR="$REPO_ROOT/migrations"
+APNS_DISABLE=1 "$BIN/linkstr-push" migrate >/dev/null
+
+say "registering $WATCHED watched devices (SQL, one pubkey each)"
+PG_PORT_USED="$(sed -E 's#.*:([0-9]+)/.*#\1#' <<<"$DATABASE_URL")"
+psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "
+    INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch)
+    SELECT 'aa' || substr(encode(sha256(('token' || i)::bytea), 'hex'), 3), encode(sha256(('pubkey' || i)::bytea), 'hex'),
+           'sandbox', 'app.linkstr.bench', true
+    FROM generate_series(1, $WATCHED) AS i"
+
+APNS_KEY_FILE="$WORK/apns-key.p8"
+"$BIN/apns-sandbox" --port 0 --port-file "$WORK/sandbox.port" --ca-out "$WORK/sandbox-ca.pem" --log-level warning \
+    --key-id BENCHKEY01 --team-id BENCHTEAM1 --key "$APNS_KEY_FILE" --create-key --topic app.linkstr.bench >"$WORK/sandbox.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 100); do [[ -s "$WORK/sandbox.port" ]] && break; sleep 0.1; done
+SANDBOX_PORT="$(cat "$WORK/sandbox.port")"
+
+RELAY_PORT="$(pg_free_port)"
+say "linkstr-load is the relay on ws://127.0.0.1:$RELAY_PORT; streaming $RATE wraps/s for $DURATION s"
+"$BIN/linkstr-load" watch --port "$RELAY_PORT" --pubkeys "$WATCHED" --rate "$RATE" --seconds "$DURATION" \
+    --sandbox "https://localhost:$SANDBOX_PORT" --ca "$WORK/sandbox-ca.pem" >"$WORK/load.log" 2>&1 &
+LOAD_PID=$!
+sleep 1
+
+export LISTEN_ADDR="127.0.0.1:$(pg_free_port)" LOG_LEVEL=warning APNS_TOPIC=app.linkstr.bench APNS_KEY_ID=BENCHKEY01 APNS_TEAM_ID=BENCHTEAM1
+export APNS_KEY_P8_PATH="$APNS_KEY_FILE" APNS_CA_FILE="$WORK/sandbox-ca.pem" DATABASE_URL RELAYS="ws://127.0.0.1:$RELAY_PORT"
+export APNS_SANDBOX_URL="https://localhost:$SANDBOX_PORT" APNS_PRODUCTION_URL="https://localhost:$SANDBOX_PORT"
+"$BIN/linkstr-push" serve --no-migrate >"$WORK/gateway.log" 2>&1 &
+GATEWAY_PID=$!
+PIDS+=($GATEWAY_PID)
+
+status=0
+wait "$LOAD_PID" || status=$?
+cat "$WORK/load.log"
+grep -E "VmHWM|VmRSS" "/proc/$GATEWAY_PID/status" | sed 's/^/gateway /'
+if [[ $status -ne 0 ]]; then echo "--- gateway log (last 20 lines)"; tail -20 "$WORK/gateway.log"; fi
+exit $status
