@@ -24,7 +24,7 @@ public enum GatewayApplication {
     ) throws -> some ApplicationProtocol {
         let client = postgresClient(configuration.database, logger: logger)
         let store = GatewayStore(client: client, logger: logger, replayWindowSeconds: configuration.authMaxSkewSeconds)
-        let wakeup = DeliveryWakeup()
+        let wakeup = DeliveryWakeup(interval: .milliseconds(200))
         var watcher: RelayWatcher?
         if configuration.watch.enabled {
             watcher = RelayWatcher(store: WatchStore(client: client, settings: configuration.watch, logger: logger), metrics: metrics, logger: logger,

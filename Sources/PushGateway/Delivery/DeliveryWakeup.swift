@@ -1,36 +1,52 @@
-import Foundation
 import Synchronization
 
 /// Wakes idle delivery loops when this instance has just queued something, so a push is claimed
-/// at once instead of at the next idle poll (jobs queued by other instances still wait for the
-/// poll, at most `DeliveryWorker.idleInterval`).
+/// at once instead of at the next idle poll (jobs queued by other instances wait for the poll).
+///
+/// Waiting registers a continuation and nothing else: one shared ticker resumes every waiter each
+/// `interval`. (A timer per wait, cancelled or not, cost more than the deliveries themselves once
+/// the relay watcher signalled hundreds of times a second.)
 public final class DeliveryWakeup: Sendable {
-    private let waiters = Mutex<[UUID: CheckedContinuation<Void, Never>]>([:])
+    private struct State {
+        var waiters: [CheckedContinuation<Void, Never>] = []
+        var tickerStarted = false
+    }
 
-    public init() {}
+    private let state = Mutex(State())
+    private let interval: Duration
+
+    public init(interval: Duration = .milliseconds(200)) {
+        self.interval = interval
+    }
 
     /// Wakes every waiting loop.
     public func signal() {
-        let waiting = waiters.withLock { waiters in
-            defer { waiters.removeAll() }
-            return Array(waiters.values)
+        let waiting = state.withLock { state in
+            defer { state.waiters.removeAll(keepingCapacity: true) }
+            return state.waiters
         }
         for waiter in waiting { waiter.resume() }
     }
 
-    /// Returns after `timeout` or at the next `signal()`, whichever comes first.
-    func wait(upTo timeout: Duration) async {
-        let id = UUID()
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            waiters.withLock { $0[id] = continuation }
+    /// Returns at the next `signal()` or tick (at most `interval`).
+    func wait() async {
+        let startTicker = state.withLock { state in
+            defer { state.tickerStarted = true }
+            return !state.tickerStarted
+        }
+        if startTicker {
+            let interval = self.interval
+            // Ends when the wakeup is gone.
             Task { [weak self] in
-                try? await Task.sleep(for: timeout)
-                self?.resume(id)
+                while true {
+                    try? await Task.sleep(for: interval)
+                    guard let self else { return }
+                    self.signal()
+                }
             }
         }
-    }
-
-    private func resume(_ id: UUID) {
-        waiters.withLock { $0.removeValue(forKey: id) }?.resume()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            state.withLock { $0.waiters.append(continuation) }
+        }
     }
 }

@@ -49,7 +49,7 @@ public struct DeliveryWorker: Service {
             }
             if delivered == 0 {
                 if let wakeup {
-                    await wakeup.wait(upTo: idleInterval)
+                    await wakeup.wait()
                 } else {
                     try? await cancelWhenGracefulShutdown { try await Task.sleep(for: idleInterval) }
                 }

@@ -1,4 +1,4 @@
-import CoreMetrics
+public import CoreMetrics
 import Foundation
 public import Prometheus
 import Synchronization
@@ -68,12 +68,11 @@ public final class GatewayMetrics: Sendable {
         Gauge(label: "linkstr_apns_jwt_age_seconds", dimensions: [("key_id", keyID)], factory: factory).record(seconds)
     }
 
-    public func watchEvent(relay: String) {
-        Counter(label: "linkstr_watch_events_total", dimensions: [("relay", relay)], factory: factory).increment()
-    }
-
-    public func watchInvalidEvent(relay: String) {
-        Counter(label: "linkstr_watch_invalid_events_total", dimensions: [("relay", relay)], factory: factory).increment()
+    /// The per-relay event counters, made once per subscription and incremented per event (a
+    /// lookup per event would cost more than the increment).
+    public func watchRelayCounters(relay: String) -> (events: CoreMetrics.Counter, invalid: CoreMetrics.Counter) {
+        (Counter(label: "linkstr_watch_events_total", dimensions: [("relay", relay)], factory: factory),
+         Counter(label: "linkstr_watch_invalid_events_total", dimensions: [("relay", relay)], factory: factory))
     }
 
     public func watchRecorded(duplicates: Int, queued: Int, coalesced: Int) {
@@ -86,9 +85,8 @@ public final class GatewayMetrics: Sendable {
         Counter(label: "linkstr_watch_relay_connections_total", dimensions: [("relay", relay)], factory: factory).increment()
     }
 
-    public func watchRelayToQueue(_ duration: Duration) {
-        let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
-        Timer(label: "linkstr_watch_relay_to_queue_seconds", factory: factory).recordNanoseconds(nanoseconds)
+    public func watchRelayToQueueTimer() -> CoreMetrics.Timer {
+        Timer(label: "linkstr_watch_relay_to_queue_seconds", factory: factory)
     }
 
     public func watchState(pubkeys: Int, shards: Int) {

@@ -4,6 +4,7 @@ import NostrProtocol
 public import NostrRelay
 import PostgresNIO
 public import ServiceLifecycle
+import Synchronization
 
 /// Watches relays for gift wraps (kind 1059) to the pubkeys with a `relay_watch` device in the
 /// shards this instance holds, and turns live ones into generic pushes through the durable queue.
@@ -44,7 +45,8 @@ public actor RelayWatcher: Service {
     private var heldShards: Set<Int> = []
     /// Per relay: pubkeys whose subscription has reached EOSE there.
     private var livePubkeys: [String: Set<String>] = [:]
-    private var lastEventAt: [String: Date] = [:]
+    /// Written by consumers on every event, so behind a lock rather than the actor.
+    private let lastEventAt = Mutex<[String: Date]>([:])
     private var consumers: [String: Task<Void, Never>] = [:]
     private var changedPubkeys: Set<String> = []
     private var wakeMaintainer: AsyncStream<Void>.Continuation?
@@ -92,7 +94,7 @@ public actor RelayWatcher: Service {
             // Until shutdown (graceful, or the task cancelled); the connections stop themselves.
             try? await gracefulShutdown()
             for consumer in consumers.values { await consumer.value }
-            await batcher.close()
+            batcher.close()
             wakeContinuation.finish()
         }
         do {
@@ -262,21 +264,22 @@ public actor RelayWatcher: Service {
     /// Reads one subscription until it is closed. Verification runs here, off the actor.
     private nonisolated func consume(_ stream: AsyncStream<SubscriptionEvent>, _ context: ConsumerContext) async {
         var reachedEOSE = false
+        let counters = metrics.watchRelayCounters(relay: context.relay)
         for await item in stream {
             switch item {
             case .event(let event):
-                metrics.watchEvent(relay: context.relay)
+                counters.events.increment()
                 guard event.kind == EventKind.giftWrap, event.isValid else {
-                    metrics.watchInvalidEvent(relay: context.relay)
+                    counters.invalid.increment()
                     continue
                 }
                 let recipients = Set(event.tagValues("p")).intersection(context.pubkeys)
                 let now = ContinuousClock.now
                 for recipient in recipients {
                     let live = reachedEOSE || context.alreadyLive.contains(recipient)
-                    await batcher.add(WrapSighting(wrapID: event.id.hex, recipient: recipient, relay: context.relay, live: live, receivedAt: now))
+                    batcher.add(WrapSighting(wrapID: event.id.hex, recipient: recipient, relay: context.relay, live: live, receivedAt: now))
                 }
-                await noteEvent(context.relay)
+                lastEventAt.withLock { $0[context.relay] = Date() }
             case .endOfStoredEvents:
                 if !reachedEOSE {
                     reachedEOSE = true
@@ -293,8 +296,6 @@ public actor RelayWatcher: Service {
         livePubkeys[context.relay, default: []].formUnion(context.pubkeys.filter(chunks.contains))
     }
 
-    private func noteEvent(_ relay: String) { lastEventAt[relay] = Date() }
-
     private func consumerEnded(_ key: String) { consumers[key] = nil }
 
     private nonisolated func countConnects(_ url: String, _ connection: RelayConnection) async {
@@ -306,6 +307,7 @@ public actor RelayWatcher: Service {
     // MARK: Recording
 
     private nonisolated func ingestLoop() async {
+        let relayToQueue = metrics.watchRelayToQueueTimer()
         while let batch = await batcher.next(max: batchSize) {
             var attempt = 0
             while true {
@@ -315,7 +317,7 @@ public actor RelayWatcher: Service {
                     let distinct = Set(batch.map(\.wrapID)).count
                     metrics.watchRecorded(duplicates: distinct - result.claimed, queued: result.jobs, coalesced: result.merged)
                     let now = ContinuousClock.now
-                    for sighting in batch where sighting.live { metrics.watchRelayToQueue(now - sighting.receivedAt) }
+                    for sighting in batch where sighting.live { relayToQueue.recordNanoseconds(Self.nanoseconds(now - sighting.receivedAt)) }
                     if result.jobs > 0 { wakeup?.signal() }
                     if result.jobs + result.merged > 0 {
                         logger.debug("relay-watch pushes queued", metadata: ["push.jobs": "\(result.jobs)", "push.coalesced": "\(result.merged)"])
@@ -330,6 +332,10 @@ public actor RelayWatcher: Service {
                 }
             }
         }
+    }
+
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
     }
 
     /// The error's type and, for PostgreSQL, its SQLSTATE and message (our own statements; the
@@ -362,15 +368,16 @@ public actor RelayWatcher: Service {
     }
 
     public func status() async -> Status {
+        let lastEvents = lastEventAt.withLock { $0 }
         var relays: [RelayStatus] = []
         for url in settings.relays {
             guard let connection = connections[url] else {
                 relays.append(RelayStatus(url: url, state: .idle, lastEventAt: nil, statistics: RelayStatistics(), livePubkeys: 0))
                 continue
             }
-            relays.append(RelayStatus(url: url, state: await connection.state, lastEventAt: lastEventAt[url], statistics: await connection.statistics,
+            relays.append(RelayStatus(url: url, state: await connection.state, lastEventAt: lastEvents[url], statistics: await connection.statistics,
                                       livePubkeys: livePubkeys[url]?.count ?? 0))
         }
-        return Status(relays: relays, shards: heldShards.sorted(), watchedPubkeys: chunks.count, pendingSightings: await batcher.count)
+        return Status(relays: relays, shards: heldShards.sorted(), watchedPubkeys: chunks.count, pendingSightings: batcher.count)
     }
 }
