@@ -139,7 +139,8 @@ import Testing
             let refused = await young.send(again)
             #expect(refused.status == 403 && refused.reason == "ExpiredProviderToken")
             #expect(APNsResponseClassifier.classify(status: refused.status, reason: refused.reason) == .refreshTokenAndRetry(reason: "ExpiredProviderToken"))
-            for client in sender.clients + young.clients { try await client.shutdown() }
+            await sender.shutdown()
+            await young.shutdown()
         }
     }
 

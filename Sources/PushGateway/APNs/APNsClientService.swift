@@ -1,15 +1,14 @@
-import AsyncHTTPClient
 public import ServiceLifecycle
 
-/// Owns the APNs HTTP clients' lifetime: shuts them down after the delivery worker has stopped
+/// Owns the APNs connections' lifetime: closes them after the delivery worker has stopped
 /// (services stop in reverse order, so list it before the worker).
 public struct APNsClientService: Service {
-    let clients: [HTTPClient]
+    let sender: HTTP2APNsSender
 
-    public init(sender: HTTP2APNsSender) { clients = sender.clients }
+    public init(sender: HTTP2APNsSender) { self.sender = sender }
 
     public func run() async throws {
         try? await gracefulShutdown()
-        for client in clients { try await client.shutdown() }
+        await sender.shutdown()
     }
 }

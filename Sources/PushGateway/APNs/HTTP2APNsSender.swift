@@ -1,33 +1,32 @@
-public import AsyncHTTPClient
 public import Foundation
 public import Logging
 import NIOCore
-import NIOHTTP1
+import NIOHPACK
 import NIOSSL
 import NostrProtocol
 
-/// Sends notifications to APNs over HTTP/2 (AsyncHTTPClient, TLS with ALPN `h2`).
+/// Sends notifications to APNs over HTTP/2 (SwiftNIO, TLS with ALPN `h2`).
 ///
-/// - Connections stay open and are reused; AsyncHTTPClient multiplexes requests over them and
-///   never opens more streams on a connection than the server's `SETTINGS_MAX_CONCURRENT_STREAMS`
-///   (requests beyond it wait for a free stream).
-/// - `APNS_CONNECTIONS` clients, each holding its own HTTP/2 connection per host, share the load
-///   (a job always uses the same one): one connection's TLS and HTTP/2 work runs on one event-loop
-///   thread, so a single connection caps throughput at one core. Apple recommends several
-///   connections for volume.
+/// - Connections stay open and are reused (`APNsConnectionPool`); requests are written as frames
+///   on them (`APNsStreamHandler`), never more streams at once than the server's
+///   `SETTINGS_MAX_CONCURRENT_STREAMS` (NIOHTTP2 holds the rest until a stream frees up).
+/// - `APNS_CONNECTIONS` connections per host share the load (a job always uses the same one): one
+///   connection's TLS and HTTP/2 work runs on one event-loop thread, so a single connection caps
+///   throughput at one core. Apple recommends several connections for volume.
 /// - One provider token per (key id, team id) (`APNsTokenCache`), shared by every request.
 /// - `apns-id` is the job's id, so retries of one job carry the same id.
 /// - A 403 `ExpiredProviderToken` refreshes the token (within Apple's 20-minute rule) and, when a
 ///   new one was issued, retries once at once; otherwise the worker backs off as usual.
 public final class HTTP2APNsSender: APNsSender {
-    /// One HTTP client (and so one HTTP/2 connection per APNs host) per configured connection.
-    public let clients: [HTTPClient]
+    private let pool: APNsConnectionPool
+    private let production: APNsConnectionPool.Endpoint
+    private let sandbox: APNsConnectionPool.Endpoint
     private let configuration: APNsConfiguration
     private let appsByTopic: [String: App]
     private let metrics: GatewayMetrics?
     private let logger: Logger
     /// A request that takes longer than this counts as a connection failure and is retried.
-    let requestTimeout: TimeAmount = .seconds(30)
+    static let requestTimeout: TimeAmount = .seconds(30)
 
     struct App: Sendable {
         var keyID: String
@@ -53,15 +52,17 @@ public final class HTTP2APNsSender: APNsSender {
         if let caFile = configuration.caFile {
             tls.additionalTrustRoots = [.file(caFile)]
         }
-        var clientConfiguration = HTTPClient.Configuration(
-            tlsConfiguration: tls, redirectConfiguration: .disallow,
-            timeout: .init(connect: .seconds(10), read: .seconds(30)))
-        clientConfiguration.httpVersion = .automatic
-        // Apple treats connection churn as abuse: keep idle connections for a long time.
-        clientConfiguration.connectionPool = .init(idleTimeout: .minutes(30))
-        clients = (0..<max(1, configuration.connections)).map { _ in
-            HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration, backgroundActivityLogger: logger)
+        guard let production = APNsConnectionPool.Endpoint(url: configuration.productionURL) else {
+            throw ConfigurationError(key: "APNS_PRODUCTION_URL", "an https:// URL")
         }
+        guard let sandbox = APNsConnectionPool.Endpoint(url: configuration.sandboxURL) else {
+            throw ConfigurationError(key: "APNS_SANDBOX_URL", "an https:// URL")
+        }
+        self.production = production
+        self.sandbox = sandbox
+        // Connections are kept open for as long as the process runs: Apple treats connection
+        // churn as abuse.
+        pool = try APNsConnectionPool(tls: tls, connectionsPerHost: configuration.connections, requestTimeout: Self.requestTimeout)
 
         if let metrics {
             let keyed = Dictionary(apps.values.map { ($0.keyID, $0.tokens) }, uniquingKeysWith: { first, _ in first })
@@ -99,32 +100,38 @@ public final class HTTP2APNsSender: APNsSender {
         } catch {
             return APNsSendResult(status: 0, reason: "ProviderTokenSigningFailed")
         }
-        let base = job.environment == .production ? configuration.productionURL : configuration.sandboxURL
-        var request = HTTPClientRequest(url: base + "/3/device/" + job.deviceToken)
-        request.method = .POST
-        request.headers.add(name: "authorization", value: "bearer " + token)
-        request.headers.add(name: "apns-id", value: job.apnsID.uuidString.lowercased())
+        let endpoint = job.environment == .production ? production : sandbox
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(12)
+        headers.add(name: ":method", value: "POST")
+        headers.add(name: ":scheme", value: "https")
+        headers.add(name: ":path", value: "/3/device/" + job.deviceToken)
+        headers.add(name: ":authority", value: endpoint.authority)
+        headers.add(name: "authorization", value: "bearer " + token)
+        headers.add(name: "apns-id", value: job.apnsID.uuidString.lowercased())
         for (name, value) in job.notification.headers(topic: job.topic, expiration: Int64(job.expiresAt.timeIntervalSince1970)) {
-            request.headers.add(name: name, value: value)
+            headers.add(name: name, value: value)
         }
-        request.headers.add(name: "content-type", value: "application/json")
-        request.body = .bytes(ByteBuffer(string: payload))
+        headers.add(name: "content-type", value: "application/json")
+        let body = ByteBuffer(string: payload)
+        headers.add(name: "content-length", value: String(body.readableBytes))
 
         var result: APNsSendResult
         do {
-            let client = clients[Int(job.id.magnitude % UInt64(clients.count))]
-            let response = try await client.execute(request, deadline: .now() + requestTimeout, logger: logger)
-            let body = try await response.body.collect(upTo: 16 * 1024)
-            result = Self.result(status: Int(response.status.code), body: body)
+            let response = try await pool.send(endpoint, slot: Int(job.id.magnitude % UInt64(Int.max)), headers: headers, body: body)
+            result = Self.result(status: response.status, body: response.body)
         } catch {
             // No answer (connect, TLS, reset, timeout): retried with backoff like a 503.
             result = APNsSendResult(status: 0, reason: "ConnectionError")
-            logger.warning("APNs request failed", metadata: ["apns.id": "\(job.apnsID)", "error.type": "\(type(of: error))"])
+            logger.warning("APNs request failed", metadata: ["apns.id": "\(job.apnsID)", "error.type": "\(type(of: error))", "error": "\(error)"])
         }
         result.providerToken = token
         metrics?.apnsSend(status: result.status, duration: ContinuousClock.now - started)
         return result
     }
+
+    /// Closes the connections (after the delivery worker stopped).
+    public func shutdown() async { await pool.shutdown() }
 
     /// Apple's answer: the status, and for errors `{"reason": …, "timestamp"?: ms}`.
     static func result(status: Int, body: ByteBuffer) -> APNsSendResult {

@@ -1,0 +1,198 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+
+/// One APNs request as written into an `APNsHTTP2Connection`'s pipeline.
+struct APNsStreamRequest: Sendable {
+    var headers: HPACKHeaders
+    var body: ByteBuffer
+    var promise: EventLoopPromise<APNsStreamResponse>
+}
+
+struct APNsStreamResponse: Sendable {
+    var status: Int
+    var body: ByteBuffer
+}
+
+/// Why a request got no answer; the sender treats every case as a connection failure (retried).
+enum APNsConnectionError: Error, Equatable {
+    case closed
+    case goingAway
+    case streamReset(HTTP2ErrorCode)
+    case malformedResponse
+    case timedOut
+}
+
+/// HTTP/2 requests straight on `NIOHTTP2Handler` frames, with no channel per stream: each request
+/// becomes a HEADERS and a DATA frame on the next odd stream id, and the response frames are
+/// matched back by id. `NIOHTTP2Handler` does the rest: it buffers new streams above the server's
+/// `SETTINGS_MAX_CONCURRENT_STREAMS`, applies outbound flow control and keeps the connection-level
+/// window open. Requests and responses are small (≤ 4 KB payloads, ≤ a few hundred bytes of
+/// answer), so stream-level windows never run out.
+///
+/// This is what a stream channel per request (AsyncHTTPClient's HTTP/2 path) cost most of the
+/// CPU of a push for.
+final class APNsStreamHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundIn = APNsStreamRequest
+    typealias OutboundOut = HTTP2Frame
+
+    private struct Stream {
+        var promise: EventLoopPromise<APNsStreamResponse>
+        var status: Int?
+        var body: ByteBuffer?
+        let startedAt: NIODeadline
+    }
+
+    private var streams: [HTTP2StreamID: Stream] = [:]
+    private var nextStreamID = HTTP2StreamID(1)
+    /// Set by GOAWAY, a close, or stream ids running out: no new requests on this connection.
+    private(set) var isUsable = true
+    private let requestTimeout: TimeAmount
+    private var watchdog: RepeatedTask?
+    private var context: ChannelHandlerContext?
+    /// Until the server's first SETTINGS frame its stream limit is unknown (RFC 9113 treats it as
+    /// unlimited), so requests wait here instead of overrunning it.
+    private var waitingForSettings: [(APNsStreamRequest, EventLoopPromise<Void>?)]? = []
+
+    init(requestTimeout: TimeAmount) {
+        self.requestTimeout = requestTimeout
+    }
+
+    var inFlight: Int { streams.count }
+
+    private var addedAt = NIODeadline.now()
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        addedAt = .now()
+        // One timer per connection, not one per request: every few seconds, requests older than
+        // the timeout fail and the connection is closed (an answer that never came means the
+        // connection is not to be trusted).
+        let timeout = requestTimeout
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        watchdog = context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(2), delay: .seconds(2)) { _ in
+            let (handler, context) = loopBound.value
+            let now = NIODeadline.now()
+            let settingsOverdue = !(handler.waitingForSettings?.isEmpty ?? true) && now - handler.addedAt > timeout
+            if settingsOverdue || handler.streams.values.contains(where: { now - $0.startedAt > timeout }) {
+                handler.failAll(.timedOut)
+                context.close(promise: nil)
+            }
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        watchdog?.cancel()
+        failAll(.closed)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let request = unwrapOutboundIn(data)
+        if waitingForSettings != nil {
+            waitingForSettings?.append((request, promise))
+            return
+        }
+        send(request, context: context, promise: promise)
+    }
+
+    private func send(_ request: APNsStreamRequest, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
+        guard isUsable else {
+            request.promise.fail(APNsConnectionError.goingAway)
+            promise?.succeed()
+            return
+        }
+        let id = nextStreamID
+        nextStreamID = HTTP2StreamID(Int32(id) + 2)
+        if Int32(nextStreamID) > Int32.max - 2 { isUsable = false }
+        streams[id] = Stream(promise: request.promise, startedAt: .now())
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: request.headers)))), promise: nil)
+        let written = context.eventLoop.makePromise(of: Void.self)
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        written.futureResult.whenFailure { error in
+            handler.value.fail(id, error)
+        }
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
+                      promise: written)
+        promise?.succeed()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.payload {
+        case .headers(let headers):
+            if let status = headers.headers.first(name: ":status").flatMap({ Int($0) }) {
+                streams[frame.streamID]?.status = status
+            }
+            if headers.endStream { finish(frame.streamID) }
+        case .data(let data):
+            if case .byteBuffer(var bytes) = data.data, bytes.readableBytes > 0 {
+                if streams[frame.streamID]?.body == nil {
+                    streams[frame.streamID]?.body = bytes
+                } else {
+                    streams[frame.streamID]?.body?.writeBuffer(&bytes)
+                }
+            }
+            if data.endStream { finish(frame.streamID) }
+        case .settings(.settings):
+            if let waiting = waitingForSettings {
+                waitingForSettings = nil
+                for (request, promise) in waiting { send(request, context: context, promise: promise) }
+                context.flush()
+            }
+        case .rstStream(let code):
+            fail(frame.streamID, APNsConnectionError.streamReset(code))
+        case .goAway(let lastStreamID, _, _):
+            // Streams above lastStreamID were not processed: they fail as `goingAway` and the pool
+            // sends them again on a new connection. The rest finish; then the connection closes.
+            isUsable = false
+            for id in streams.keys where id > lastStreamID { fail(id, APNsConnectionError.goingAway) }
+            closeIfDrained()
+        default:
+            break
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        isUsable = false
+        failAll(.closed)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        isUsable = false
+        failAll(.closed)
+        context.close(promise: nil)
+    }
+
+    private func finish(_ id: HTTP2StreamID) {
+        guard let stream = streams.removeValue(forKey: id) else { return }
+        guard let status = stream.status else {
+            stream.promise.fail(APNsConnectionError.malformedResponse)
+            return
+        }
+        stream.promise.succeed(APNsStreamResponse(status: status, body: stream.body ?? ByteBuffer()))
+        closeIfDrained()
+    }
+
+    private func closeIfDrained() {
+        if !isUsable, streams.isEmpty { context?.close(promise: nil) }
+    }
+
+    private func fail(_ id: HTTP2StreamID, _ error: any Error) {
+        streams.removeValue(forKey: id)?.promise.fail(error)
+    }
+
+    private func failAll(_ error: APNsConnectionError) {
+        let waiting = waitingForSettings ?? []
+        waitingForSettings = nil
+        for (request, promise) in waiting {
+            request.promise.fail(error)
+            promise?.fail(error)
+        }
+        let pending = streams
+        streams.removeAll()
+        for stream in pending.values { stream.promise.fail(error) }
+    }
+}
