@@ -28,32 +28,37 @@ public enum GatewayApplication {
     ) throws -> some ApplicationProtocol {
         let client = postgresClient(configuration.database, logger: logger)
         let store = GatewayStore(client: client, logger: logger, replayWindowSeconds: configuration.authMaxSkewSeconds)
-        let wakeup = DeliveryWakeup(interval: .milliseconds(200))
-        var watcher: RelayWatcher?
-        if configuration.watch.enabled {
-            watcher = RelayWatcher(store: WatchStore(client: client, settings: configuration.watch, logger: logger), metrics: metrics, logger: logger,
-                                   wakeup: wakeup)
-        }
-        let api = GatewayAPI(store: store, configuration: configuration, latestMigration: migrator.latestVersion, metrics: metrics, watcher: watcher,
-                             wakeup: wakeup)
         let queue = DeliveryQueue(client: client, logger: logger)
-        metrics.onScrape {
-            if let depth = try? await queue.depth() { metrics.queue(queued: depth.queued, due: depth.due) }
-        }
-        var services: [any Service] = [client, MaintenanceService(store: store, queue: queue, logger: logger)]
+        let wakeup = DeliveryWakeup(interval: .milliseconds(200))
+        var services: [any Service] = [client]
+        var worker: DeliveryWorker?
         if deliver {
             let sender: any APNsSender
             if configuration.apns.disabled {
                 sender = LoggingAPNsSender(logger: logger)
             } else {
                 let http2 = try HTTP2APNsSender(configuration: configuration.apns, metrics: metrics, logger: logger)
-                // Listed before the worker: services stop in reverse order, so the client closes last.
+                // Listed before the worker: services stop in reverse order, so the connections close last.
                 services.append(APNsClientService(sender: http2))
                 sender = http2
             }
-            services.append(DeliveryWorker(queue: queue, sender: sender, settings: configuration.delivery, metrics: metrics, logger: logger,
-                                           wakeup: wakeup))
+            worker = DeliveryWorker(queue: queue, sender: sender, settings: configuration.delivery, metrics: metrics, logger: logger, wakeup: wakeup)
         }
+        var watcher: RelayWatcher?
+        if configuration.watch.enabled {
+            let direct = worker.map { worker in
+                RelayWatcher.DirectDelivery(leaseSeconds: configuration.delivery.leaseSeconds) { jobs in await worker.process(jobs) }
+            }
+            watcher = RelayWatcher(store: WatchStore(client: client, settings: configuration.watch, logger: logger), metrics: metrics, logger: logger,
+                                   wakeup: wakeup, directDelivery: direct)
+        }
+        let api = GatewayAPI(store: store, configuration: configuration, latestMigration: migrator.latestVersion, metrics: metrics, watcher: watcher,
+                             wakeup: wakeup)
+        metrics.onScrape {
+            if let depth = try? await queue.depth() { metrics.queue(queued: depth.queued, due: depth.due) }
+        }
+        services.append(MaintenanceService(store: store, queue: queue, logger: logger))
+        if let worker { services.append(worker) }
         if let watcher { services.append(watcher) }
         var app = Application(
             router: buildRouter(api: api),

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import TestSupport
 import NIOCore
 import NostrProtocol
 @testable import PushGateway
@@ -7,8 +8,10 @@ import NostrProtocol
 /// A real `linkstr-push serve` process (the binary built next to the test bundle), for tests that
 /// kill it with SIGKILL or run two of them on one database.
 final class GatewayProcess: Sendable {
-    let process: Process
+    let process: ChildProcess
     let port: Int
+    /// stdout and stderr of the process (kept when a test fails to stop it in time).
+    let logPath: String
     var baseURL: String { "http://127.0.0.1:\(port)" }
 
     static func binary() throws -> String {
@@ -24,9 +27,6 @@ final class GatewayProcess: Sendable {
     /// Starts the gateway against `database`, delivering to `sandbox`, and waits until `/readyz` is 200.
     static func start(database: DatabaseURL, sandbox: SandboxFixture, environment extra: [String: String] = [:]) async throws -> GatewayProcess {
         let port = try freePort()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try binary())
-        process.arguments = ["serve"]
         var environment = ProcessInfo.processInfo.environment
         let app = sandbox.apns.apps[0]
         environment.merge([
@@ -35,34 +35,40 @@ final class GatewayProcess: Sendable {
             "APNS_SANDBOX_URL": sandbox.url, "APNS_PRODUCTION_URL": sandbox.url, "APNS_CA_FILE": sandbox.caFile,
         ]) { $1 }
         environment.merge(extra) { $1 }
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let gateway = GatewayProcess(process: process, port: port)
+        let logPath = FileManager.default.temporaryDirectory.appendingPathComponent("linkstr-push-\(port).log").path
+        let process = try ChildProcess(executable: try binary(), arguments: ["serve"], logPath: logPath, environment: environment)
+        let gateway = GatewayProcess(process: process, port: port, logPath: logPath)
         for _ in 0..<200 {
             if let response = try? await gateway.get("/readyz"), response.status == 200 { return gateway }
-            guard process.isRunning else { throw TestSetupError("linkstr-push exited with \(process.terminationStatus) at start") }
+            guard process.isRunning else { throw TestSetupError("linkstr-push exited at start; see \(logPath)") }
             try await Task.sleep(for: .milliseconds(50))
         }
         gateway.kill()
         throw TestSetupError("linkstr-push did not become ready on port \(port)")
     }
 
-    private init(process: Process, port: Int) {
+    private init(process: ChildProcess, port: Int, logPath: String) {
         self.process = process
         self.port = port
+        self.logPath = logPath
     }
 
     /// SIGKILL: no graceful shutdown, in-flight sends are lost mid-air.
     func kill() {
-        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        process.kill()
     }
 
-    /// SIGTERM, then wait for the graceful exit.
-    func stop() {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+    /// SIGTERM, then wait for the graceful exit; returns false (and kills it) when it took more
+    /// than `seconds`.
+    @discardableResult
+    func stop(within seconds: Double = 15) -> Bool {
+        process.signal(SIGTERM)
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning, Date() < deadline { usleep(20_000) }
+        let graceful = !process.isRunning
+        process.kill()
+        if graceful { try? FileManager.default.removeItem(atPath: logPath) }
+        return graceful
     }
 
     func get(_ path: String) async throws -> (status: Int, body: String) {

@@ -25,7 +25,7 @@ import TestSupport
                 #expect(try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 10, "every job survived the crash")
 
                 let second = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: lease)
-                defer { second.stop() }
+                defer { #expect(second.stop(), "graceful shutdown; log: \(second.logPath)") }
                 #expect(try await GatewayHarness.eventually(within: 20) { try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 0 })
                 let records = sandbox.delivered()
                 let tokens = Set((0..<10).map { HTTP2DeliveryTests.token(UInt8(0x20 + $0)) })
@@ -43,9 +43,9 @@ import TestSupport
             try await SandboxFixture.with(latencyMilliseconds: 50) { sandbox in
                 let settings = ["DELIVERY_BATCH_SIZE": "8", "DELIVERY_LOOPS": "2"]
                 let a = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)
-                defer { a.stop() }
+                defer { #expect(a.stop(), "graceful shutdown; log: \(a.logPath)") }
                 let b = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)
-                defer { b.stop() }
+                defer { #expect(b.stop(), "graceful shutdown; log: \(b.logPath)") }
                 let alice = Keys.generate()
                 let recipients = (0..<120).map { _ in Keys.generate() }
                 for (index, keys) in recipients.enumerated() {
@@ -75,10 +75,10 @@ import TestSupport
         try await relay.start()
         try await TestDatabase.with { url, database in
             try await SandboxFixture.with { sandbox in
-                let settings = ["RELAYS": relay.url, "WATCH_SHARDS": "4", "WATCH_LEASE_SECONDS": "3", "WATCH_COALESCE_SECONDS": "0"]
+                let settings = ["LOG_LEVEL": "debug", "RELAYS": relay.url, "WATCH_SHARDS": "4", "WATCH_LEASE_SECONDS": "3", "WATCH_COALESCE_SECONDS": "0"]
                 let a = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)
                 let b = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)
-                defer { b.stop() }
+                defer { #expect(b.stop(), "graceful shutdown; log: \(b.logPath)") }
                 // Pubkeys in every shard.
                 var candidates: [Keys] = []
                 while Set(candidates.map { WatchShard.of(pubkey: $0.publicKey.hex, shards: 4) }).count < 4 || candidates.count < 8 {

@@ -1,3 +1,4 @@
+import Foundation
 import PostgresNIO
 
 /// A batch of gift wraps seen by the relay watcher, as one prepared statement (one round trip,
@@ -9,8 +10,10 @@ import PostgresNIO
 /// 3. coalescing: a device that already has an unclaimed relay-watch job gets that job updated
 ///    (the newest wrap, the count added) instead of a new one; a new job is scheduled no earlier
 ///    than the device's `watch_coalesce.next_at`, which moves `coalesce` seconds past it.
+/// 4. with `leaseDue`, jobs due at once are inserted already claimed (leased, attempt 1) and
+///    returned with their device, for the caller to send right away; if it dies first, the lease
+///    runs out and any worker claims them, as with any job.
 /// Rows are (wrap id, recipient, relay, live); history rows (`live` false) only claim.
-/// Returns `[wraps claimed, jobs inserted, jobs merged]`.
 struct RecordWrapsStatement: PostgresPreparedStatement {
     static let sql = """
         WITH input AS (
@@ -40,18 +43,24 @@ struct RecordWrapsStatement: PostgresPreparedStatement {
             WHERE NOT EXISTS (SELECT 1 FROM merged m WHERE m.device_token = t.device_token)
         ), jobs AS (
             INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay, wrap_count,
-                                   next_attempt_at, expires_at)
-            SELECT gen_random_uuid(), device_token, pubkey, 'gift_wrap', wrap_id, '', relay, wraps, at, at + make_interval(secs => $6)
+                                   next_attempt_at, expires_at, locked_until, attempts)
+            SELECT gen_random_uuid(), device_token, pubkey, 'gift_wrap', wrap_id, '', relay, wraps, at, at + make_interval(secs => $6),
+                   CASE WHEN $7 AND at <= now() THEN now() + make_interval(secs => $8) END,
+                   CASE WHEN $7 AND at <= now() THEN 1 ELSE 0 END
             FROM scheduled
-            RETURNING device_token, next_attempt_at
+            RETURNING id, apns_id, device_token, pubkey, event_id, relay, wrap_count, attempts, expires_at, next_attempt_at, locked_until
         ), coalesced AS (
             INSERT INTO watch_coalesce (device_token, next_at)
             SELECT device_token, next_attempt_at + make_interval(secs => $5) FROM jobs
             ON CONFLICT (device_token) DO UPDATE SET next_at = EXCLUDED.next_at
             RETURNING 1
+        ), counts AS (
+            SELECT (SELECT count(*) FROM claim)::int AS claimed, (SELECT count(*) FROM jobs)::int AS queued,
+                   (SELECT count(*) FROM merged)::int AS merged, (SELECT count(*) FROM coalesced)::int AS scheduled
         )
-        SELECT (SELECT count(*) FROM claim)::int, (SELECT count(*) FROM jobs)::int, (SELECT count(*) FROM merged)::int,
-               (SELECT count(*) FROM coalesced)::int
+        SELECT c.claimed, c.queued, c.merged, j.id, j.apns_id, j.device_token, j.pubkey, d.apns_environment, d.topic, d.updated_at,
+               j.event_id, j.relay, j.wrap_count, j.attempts, j.expires_at
+        FROM counts c LEFT JOIN (jobs j JOIN devices d ON d.device_token = j.device_token) ON j.locked_until IS NOT NULL
         """
 
     var wrapIDs: [String]
@@ -60,20 +69,40 @@ struct RecordWrapsStatement: PostgresPreparedStatement {
     var live: [Bool]
     var coalesceSeconds: Int
     var lifetimeSeconds: Int
+    var leaseDue: Bool
+    var leaseSeconds: Int
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 6)
+        var bindings = PostgresBindings(capacity: 8)
         bindings.append(wrapIDs)
         bindings.append(recipients)
         bindings.append(relays)
         bindings.append(live)
         bindings.append(Double(coalesceSeconds))
         bindings.append(Double(lifetimeSeconds))
+        bindings.append(leaseDue)
+        bindings.append(Double(leaseSeconds))
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> [Int] {
-        let (claimed, jobs, merged, _) = try row.decode((Int, Int, Int, Int).self)
-        return [claimed, jobs, merged]
+    /// The counts (the same on every row) and, when the row carries one, a leased job.
+    struct Row {
+        var claimed: Int
+        var queued: Int
+        var merged: Int
+        var job: ClaimedJob?
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        let (claimed, queued, merged, id, apnsID, token, pubkey, environment, topic, updatedAt, wrapID, relay, count, attempts, expiresAt) =
+            try row.decode((Int, Int, Int, Int64?, UUID?, String?, String?, String?, String?, Date?, String?, String?, Int?, Int?, Date?).self)
+        var job: ClaimedJob?
+        if let id, let apnsID, let token, let pubkey, let environment = environment.flatMap(APNsEnvironment.init(rawValue:)), let topic,
+           let updatedAt, let wrapID, let attempts, let expiresAt {
+            job = ClaimedJob(
+                id: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic, deviceUpdatedAt: updatedAt,
+                notification: .giftWrap(wrapID: wrapID, relay: relay ?? "", count: count ?? 1, recipient: pubkey), attempts: attempts, expiresAt: expiresAt)
+        }
+        return Row(claimed: claimed, queued: queued, merged: merged, job: job)
     }
 }

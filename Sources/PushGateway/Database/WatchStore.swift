@@ -123,22 +123,30 @@ public struct WatchStore: Sendable {
         public var jobs: Int
         /// Pending jobs a wrap was coalesced into.
         public var merged: Int
+        /// With `leaseSeconds`: the new jobs due now, already claimed for the caller to send.
+        public var leased: [ClaimedJob] = []
     }
 
-    /// Claims a batch of sightings and queues their pushes (see `RecordWrapsStatement`).
-    public func record(_ sightings: [WrapSighting]) async throws -> RecordResult {
+    /// Claims a batch of sightings and queues their pushes (see `RecordWrapsStatement`). With
+    /// `leaseSeconds`, jobs due now come back already claimed for that long.
+    public func record(_ sightings: [WrapSighting], leaseSeconds: Int? = nil) async throws -> RecordResult {
         guard !sightings.isEmpty else { return RecordResult(claimed: 0, jobs: 0, merged: 0) }
         let statement = RecordWrapsStatement(
             wrapIDs: sightings.map(\.wrapID), recipients: sightings.map(\.recipient), relays: sightings.map(\.relay),
-            live: sightings.map(\.live), coalesceSeconds: settings.coalesceSeconds, lifetimeSeconds: GatewayStore.jobLifetimeSeconds)
+            live: sightings.map(\.live), coalesceSeconds: settings.coalesceSeconds, lifetimeSeconds: GatewayStore.jobLifetimeSeconds,
+            leaseDue: leaseSeconds != nil, leaseSeconds: leaseSeconds ?? 0)
         var attempt = 0
         while true {
             attempt += 1
             do {
+                var result = RecordResult(claimed: 0, jobs: 0, merged: 0)
                 for try await row in try await client.execute(statement, logger: logger) {
-                    return RecordResult(claimed: row[0], jobs: row[1], merged: row[2])
+                    result.claimed = row.claimed
+                    result.jobs = row.queued
+                    result.merged = row.merged
+                    if let job = row.job { result.leased.append(job) }
                 }
-                return RecordResult(claimed: 0, jobs: 0, merged: 0)
+                return result
             } catch let error as PSQLError where attempt < 3 && GatewayStore.isTransient(error) {
                 // A device removed mid-statement (23503) or a deadlock: the statement rolled back
                 // as a whole, claims included, so it can run again.

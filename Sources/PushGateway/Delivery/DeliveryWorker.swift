@@ -63,6 +63,14 @@ public struct DeliveryWorker: Service {
     public func runOnce() async throws -> Int {
         let jobs = try await queue.claim(limit: settings.batchSize, leaseSeconds: settings.leaseSeconds)
         guard !jobs.isEmpty else { return 0 }
+        await process(jobs)
+        return jobs.count
+    }
+
+    /// Sends claimed (leased) jobs concurrently and records the outcomes, the finished ones in one
+    /// statement. Also called directly by the relay watcher with the jobs it just queued and
+    /// leased itself, which saves them the trip through the claim query.
+    public func process(_ jobs: [ClaimedJob]) async {
         let finished = await withTaskGroup(of: ClaimedJob?.self) { group in
             for job in jobs {
                 group.addTask { await deliver(job) ? job : nil }
@@ -77,7 +85,6 @@ public struct DeliveryWorker: Service {
             // The leases will run out and the jobs be sent again: at-least-once.
             logger.warning("could not record deliveries", metadata: ["error.type": "\(type(of: error))", "push.jobs": "\(finished.count)"])
         }
-        return jobs.count
     }
 
     /// Sends one job and applies the outcome; returns true when the job is done and should be

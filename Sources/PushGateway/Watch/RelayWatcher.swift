@@ -36,6 +36,9 @@ public actor RelayWatcher: Service {
     /// How often the watched set is re-read in full.
     let resyncInterval: Duration
     let wakeup: DeliveryWakeup?
+    /// Sends jobs this instance just queued and leased itself (the delivery worker's `process`),
+    /// with the lease they were queued under; nil when this instance does not deliver.
+    let directDelivery: DirectDelivery?
     let ingestLoops = 2
     let batchSize = 256
 
@@ -55,8 +58,9 @@ public actor RelayWatcher: Service {
 
     public init(store: WatchStore, metrics: GatewayMetrics, logger: Logger, instanceID: String? = nil,
                 relayConfiguration: RelayConfiguration = RelayConfiguration(), heartbeatInterval: Duration = .seconds(1),
-                resyncInterval: Duration = .seconds(60), wakeup: DeliveryWakeup? = nil) {
+                resyncInterval: Duration = .seconds(60), wakeup: DeliveryWakeup? = nil, directDelivery: DirectDelivery? = nil) {
         self.wakeup = wakeup
+        self.directDelivery = directDelivery
         self.store = store
         self.settings = store.settings
         self.metrics = metrics
@@ -254,6 +258,17 @@ public actor RelayWatcher: Service {
         }
     }
 
+    /// How the watcher hands over jobs it queued already claimed.
+    public struct DirectDelivery: Sendable {
+        public var leaseSeconds: Int
+        public var send: @Sendable ([ClaimedJob]) async -> Void
+
+        public init(leaseSeconds: Int, send: @escaping @Sendable ([ClaimedJob]) async -> Void) {
+            self.leaseSeconds = leaseSeconds
+            self.send = send
+        }
+    }
+
     struct ConsumerContext: Sendable {
         let relay: String
         let subscriptionID: String
@@ -313,12 +328,18 @@ public actor RelayWatcher: Service {
             while true {
                 attempt += 1
                 do {
-                    let result = try await store.record(batch)
+                    let result = try await store.record(batch, leaseSeconds: directDelivery?.leaseSeconds)
+                    if let directDelivery, !result.leased.isEmpty {
+                        // Not awaited: the next batch is recorded while this one is sent. A job
+                        // lost to a crash here is claimed again when its lease ends.
+                        let jobs = result.leased
+                        Task { await directDelivery.send(jobs) }
+                    }
                     let distinct = Set(batch.map(\.wrapID)).count
                     metrics.watchRecorded(duplicates: distinct - result.claimed, queued: result.jobs, coalesced: result.merged)
                     let now = ContinuousClock.now
                     for sighting in batch where sighting.live { relayToQueue.recordNanoseconds(Self.nanoseconds(now - sighting.receivedAt)) }
-                    if result.jobs > 0 { wakeup?.signal() }
+                    if result.jobs > result.leased.count { wakeup?.signal() }
                     if result.jobs + result.merged > 0 {
                         logger.debug("relay-watch pushes queued", metadata: ["push.jobs": "\(result.jobs)", "push.coalesced": "\(result.merged)"])
                     }
@@ -328,6 +349,13 @@ public actor RelayWatcher: Service {
                     // and try again, giving up only on shutdown.
                     logger.warning("could not record gift wraps", metadata: Self.errorMetadata(error).merging(["watch.attempt": "\(attempt)"]) { $1 })
                     if Task.isCancelled { return }
+                    // Shutting down: a few more tries, then the batch is given up (and logged)
+                    // rather than holding the process up. Those wraps were not claimed, so they
+                    // come back as history after a restart and are not pushed.
+                    if Task.isShuttingDownGracefully, attempt >= 3 {
+                        logger.error("gave up recording gift wraps at shutdown", metadata: ["watch.wraps": "\(batch.count)"])
+                        break
+                    }
                     try? await Task.sleep(for: .milliseconds(min(5000, 100 * attempt * attempt)))
                 }
             }
