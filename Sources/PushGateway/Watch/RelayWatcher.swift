@@ -40,6 +40,10 @@ public actor RelayWatcher: Service {
     /// with the lease they were queued under; nil when this instance does not deliver.
     let directDelivery: DirectDelivery?
     let ingestLoops = 2
+    /// Jobs handed to direct delivery and not finished yet. Above `directDeliveryLimit` new jobs
+    /// stay in the queue for the delivery loops, so a backlog waits in PostgreSQL, not in memory.
+    private let directInFlight = Mutex(0)
+    let directDeliveryLimit = 1024
     let batchSize = 256
 
     private var connections: [String: RelayConnection] = [:]
@@ -328,12 +332,17 @@ public actor RelayWatcher: Service {
             while true {
                 attempt += 1
                 do {
-                    let result = try await store.record(batch, leaseSeconds: directDelivery?.leaseSeconds)
+                    let lease = directInFlight.withLock { $0 < directDeliveryLimit } ? directDelivery?.leaseSeconds : nil
+                    let result = try await store.record(batch, leaseSeconds: lease)
                     if let directDelivery, !result.leased.isEmpty {
                         // Not awaited: the next batch is recorded while this one is sent. A job
                         // lost to a crash here is claimed again when its lease ends.
                         let jobs = result.leased
-                        Task { await directDelivery.send(jobs) }
+                        directInFlight.withLock { $0 += jobs.count }
+                        Task {
+                            await directDelivery.send(jobs)
+                            self.directInFlight.withLock { $0 -= jobs.count }
+                        }
                     }
                     let distinct = Set(batch.map(\.wrapID)).count
                     metrics.watchRecorded(duplicates: distinct - result.claimed, queued: result.jobs, coalesced: result.merged)
