@@ -92,7 +92,7 @@ actor BenchRelay {
         }
         let app = Application(
             router: Router(),
-            server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(maxFrameSize: 1 << 20)),
+            server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(ws: .init(maxFrameSize: 1 << 20))),
             configuration: .init(address: .hostname(host, port: port)),
             logger: logger)
         try await app.run()
