@@ -152,6 +152,34 @@ import TestSupport
         }
     }
 
+    /// NIP-42 against rust-nostr's LocalRelay in "auth for reading" mode: without a key the REQ is
+    /// refused and the state says so; with one, the challenge is answered and the REQ served.
+    @Test(.enabled(if: RustNostrPeer.enabled, "set LINKSTR_SKIP_INTEROP=1 to skip"))
+    func nip42AuthIsAnsweredWhenARelayDemandsIt() async throws {
+        let relay = try RelayFixture(implementation: .rustNostr(auth: "read"))
+        try await relay.start()
+        let keys = Keys.generate()
+        let filter = Filter(authors: [keys.publicKey], kinds: [1])
+
+        let anonymous = RelayConnection(url: relay.url, configuration: Self.configuration(), logger: Self.logger)
+        try await Self.running(anonymous) {
+            var events = await anonymous.subscribe(id: "s", filters: [filter]).makeAsyncIterator()
+            let first = await Self.next(&events)
+            let refused: Bool = if case .closed(let reason)? = first { reason.hasPrefix("auth-required:") } else { false }
+            #expect(refused, "refused without AUTH: \(String(describing: first))")
+            #expect(await Self.waitFor(anonymous, .authRequired, seconds: 5))
+        }
+
+        var configuration = Self.configuration()
+        configuration.authKeys = Keys.generate()
+        let authenticated = RelayConnection(url: relay.url, configuration: configuration, logger: Self.logger)
+        try await Self.running(authenticated) {
+            var events = await authenticated.subscribe(id: "s", filters: [filter]).makeAsyncIterator()
+            #expect(await Self.next(&events) == .endOfStoredEvents, "served after AUTH")
+            #expect(await authenticated.state == .connected)
+        }
+    }
+
     @Test func garbageFromARelayIsCountedAndIgnored() async throws {
         let connection = RelayConnection(url: "ws://127.0.0.1:1", configuration: Self.configuration(), logger: Self.logger)
         await connection.receive("not json")

@@ -147,6 +147,31 @@ import TestSupport
         }
     }
 
+    /// rust-nostr's LocalRelay demanding NIP-42 AUTH before it serves a REQ: the watcher answers
+    /// the challenge with the gateway's key, its subscription is served, and pushes flow.
+    @Test(.enabled(if: RustNostrPeer.enabled, "set LINKSTR_SKIP_INTEROP=1 to skip"))
+    func aRelayDemandingAuthIsAnsweredWithTheGatewayKey() async throws {
+        let relay = try RelayFixture(implementation: .rustNostr(auth: "read"))
+        try await relay.start()
+        let bob = Keys.generate()
+        try await SandboxFixture.with { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: Self.settings([relay])) { gateway in
+                try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xE9))
+                #expect(try await Self.waitLive(gateway, pubkeys: 1), "the REQ was served after AUTH")
+                guard case .array(let relays)? = try await Self.watchStatus(gateway)?["relays"] else {
+                    Issue.record("no relay status")
+                    return
+                }
+                #expect(relays.first?["state"] == "connected")
+                let wrap = try Self.wrap(to: bob)
+                try await Self.publish([wrap], to: relay)
+                #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).count == 1 })
+                // The key it answered with is the one stored for every instance.
+                #expect(try await gateway.count("SELECT count(*)::int FROM gateway_identity") == 1)
+            }
+        }
+    }
+
     @Test func aWrapWithABadSignatureIsDroppedAndCounted() async throws {
         // A relay that stores whatever it is sent, like a careless or hostile one.
         let relay = try RelayFixture(validateSignatures: false)

@@ -13,7 +13,17 @@ public final class RelayFixture: @unchecked Sendable {
 
     /// `validateSignatures: false` runs a relay that stores and forwards whatever it is sent
     /// (a careless or hostile relay), for tests of what the client does with bad events.
-    public init(port: Int? = nil, validateSignatures: Bool = true) throws {
+    /// Which relay runs: `nostr-relay` (Python, SQLite) or rust-nostr's `LocalRelay` (in memory,
+    /// optionally demanding NIP-42 AUTH for `read`, `write` or `both`).
+    public enum Implementation: Sendable {
+        case nostrRelay
+        case rustNostr(auth: String?)
+    }
+
+    public let implementation: Implementation
+
+    public init(port: Int? = nil, validateSignatures: Bool = true, implementation: Implementation = .nostrRelay) throws {
+        self.implementation = implementation
         self.port = try port ?? Self.freePort()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -53,10 +63,20 @@ public final class RelayFixture: @unchecked Sendable {
     /// Starts the relay and waits until it accepts connections. Its output goes to relay.log in
     /// its directory.
     public func start() async throws {
-        let process = try ChildProcess(
-            executable: try Self.executable(),
-            arguments: ["-c", directory.appendingPathComponent("config.yaml").path, "serve"],
-            logPath: directory.appendingPathComponent("relay.log").path)
+        let process: ChildProcess
+        switch implementation {
+        case .nostrRelay:
+            process = try ChildProcess(
+                executable: try Self.executable(),
+                arguments: ["-c", directory.appendingPathComponent("config.yaml").path, "serve"],
+                logPath: directory.appendingPathComponent("relay.log").path)
+        case .rustNostr(let auth):
+            process = try ChildProcess(
+                executable: RustNostrPeer.python,
+                arguments: [RustNostrPeer.repositoryRoot.appendingPathComponent("scripts/interop/rust_nostr_relay.py").path, String(port)]
+                    + (auth.map { ["--auth", $0] } ?? []),
+                logPath: directory.appendingPathComponent("relay.log").path)
+        }
         lock.withLock { self.process = process }
         for _ in 0..<300 {
             if Self.accepts(port: port) { return }
