@@ -12,6 +12,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/postgres.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh"
 cd "$REPO_ROOT"
 setup_all
 
@@ -19,19 +20,7 @@ WATCHED="${WATCHED:-100000}"
 RATE="${RATE:-5000}"
 DURATION="${SECONDS_:-10}"
 
-say "building linkstr-push, apns-sandbox and linkstr-load (release)"
-for product in linkstr-push apns-sandbox linkstr-load; do swift build -c release --product "$product"; done
-BIN="$(swift build -c release --show-bin-path)"
-
-WORK="$(mktemp -d /tmp/linkstr-bench-watch.XXXXXX)"
-chmod 755 "$WORK"
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-    pg_stop_cluster "$WORK/pg"; rm -rf "$WORK"
-}
-trap cleanup EXIT
-pg_start_cluster "$WORK/pg" "$(pg_free_port)"
+bench_start bench-watch
 export MIGRATIONS_DIR="$REPO_ROOT/migrations"
 APNS_DISABLE=1 "$BIN/linkstr-push" migrate >/dev/null
 

@@ -10,3 +10,15 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
 
     public var description: String { "\(key): \(problem)" }
 }
+
+extension ConfigurationError {
+    /// `env[key]` as an integer in `range`; `value` when unset or empty; otherwise an error that
+    /// names the key and the range.
+    static func integer(_ env: [String: String], _ key: String, _ range: ClosedRange<Int>, default value: Int) throws(ConfigurationError) -> Int {
+        guard let text = env[key], !text.isEmpty else { return value }
+        guard let parsed = Int(text), range.contains(parsed) else {
+            throw ConfigurationError(key: key, "an integer in \(range.lowerBound)...\(range.upperBound)")
+        }
+        return parsed
+    }
+}

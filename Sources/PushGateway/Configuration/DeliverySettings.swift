@@ -17,11 +17,7 @@ public struct DeliverySettings: Sendable, Equatable {
 
     static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> DeliverySettings {
         func integer(_ key: String, _ range: ClosedRange<Int>, default value: Int) throws(ConfigurationError) -> Int {
-            guard let text = env[key], !text.isEmpty else { return value }
-            guard let parsed = Int(text), range.contains(parsed) else {
-                throw ConfigurationError(key: key, "an integer in \(range.lowerBound)...\(range.upperBound)")
-            }
-            return parsed
+            try ConfigurationError.integer(env, key, range, default: value)
         }
         return DeliverySettings(
             leaseSeconds: try integer("DELIVERY_LEASE_SECONDS", 1...3600, default: 30),

@@ -39,11 +39,7 @@ public struct WatchSettings: Sendable {
 
     static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> WatchSettings {
         func integer(_ key: String, _ range: ClosedRange<Int>, default value: Int) throws(ConfigurationError) -> Int {
-            guard let text = env[key], !text.isEmpty else { return value }
-            guard let parsed = Int(text), range.contains(parsed) else {
-                throw ConfigurationError(key: key, "an integer in \(range.lowerBound)...\(range.upperBound)")
-            }
-            return parsed
+            try ConfigurationError.integer(env, key, range, default: value)
         }
         var relays: [String] = []
         for item in (env["RELAYS"] ?? "").split(separator: ",") {
