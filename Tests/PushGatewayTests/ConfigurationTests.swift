@@ -13,6 +13,8 @@ import Testing
         #expect(configuration.authMaxSkewSeconds == 300)
         #expect(configuration.apns.disabled)
         #expect(configuration.logFormat == .text)
+        #expect(configuration.apns.transport == .nio)
+        #expect(!configuration.watch.enabled)
     }
 
     @Test func everyKeyIsRead() throws {
@@ -25,7 +27,11 @@ import Testing
         env["ADMIN_TOKEN"] = "t"
         env["APNS_TOPIC"] = "app.linkstr"
         env["APNS_SANDBOX_URL"] = "https://127.0.0.1:2197/"
+        env["APNS_TRANSPORT"] = "async-http-client"
+        env["RELAYS"] = "wss://relay.example"
         let configuration = try GatewayConfiguration.fromEnvironment(env)
+        #expect(configuration.apns.transport == .asyncHTTPClient)
+        #expect(configuration.watch.relays == ["wss://relay.example"])
         #expect(configuration.listenHost == "127.0.0.1" && configuration.listenPort == 9000)
         #expect(configuration.publicURL == "https://push.example.com")
         #expect(configuration.logLevel == .debug && configuration.logFormat == .json)
@@ -44,6 +50,8 @@ import Testing
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "LOG_LEVEL": "loud"], "LOG_LEVEL"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "AUTH_MAX_SKEW_SECONDS": "-5"], "AUTH_MAX_SKEW_SECONDS"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "PUBLIC_URL": "push.example.com"], "PUBLIC_URL"),
+        (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "APNS_TRANSPORT": "carrier-pigeon"], "APNS_TRANSPORT"),
+        (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "RELAYS": "http://relay.example"], "RELAYS"),
         (["DATABASE_URL": "postgres://x@y/z"], "APNS_TOPIC"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_TOPIC": "a"], "APNS_KEY_ID"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_TOPIC": "a", "APNS_KEY_ID": "K"], "APNS_TEAM_ID"),

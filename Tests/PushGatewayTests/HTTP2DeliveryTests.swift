@@ -8,6 +8,9 @@ import Testing
 
 /// The gateway delivering to the APNs sandbox over HTTP/2 with TLS, against a real PostgreSQL.
 @Suite(.serialized) struct HTTP2DeliveryTests {
+    /// Both transports (`APNS_TRANSPORT`) meet the same contract.
+    static let transports: [APNsTransportKind] = [.nio, .asyncHTTPClient]
+
     static func register(_ gateway: GatewayHarness, _ keys: Keys, _ token: String, environment: String = "sandbox") async throws {
         let response = try await gateway.send(keys, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token, environment: environment))
         #expect(response.status == .accepted)
@@ -18,9 +21,9 @@ import Testing
         return prefix + hex.dropFirst(prefix.count)
     }
 
-    @Test func aPushArrivesExactlyAsTheAppExpectsIt() async throws {
+    @Test(arguments: Self.transports) func aPushArrivesExactlyAsTheAppExpectsIt(transport: APNsTransportKind) async throws {
         try await SandboxFixture.with { sandbox in
-            try await GatewayHarness.run(deliver: true, apns: sandbox.apns) { gateway in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns(transport)) { gateway in
                 let alice = Keys.generate(), bob = Keys.generate()
                 let token = Self.token(0xA1)
                 try await Self.register(gateway, bob, token)
@@ -49,9 +52,9 @@ import Testing
         }
     }
 
-    @Test func permanentErrorsRemoveDevicesAndA410ObeysItsTimestamp() async throws {
+    @Test(arguments: Self.transports) func permanentErrorsRemoveDevicesAndA410ObeysItsTimestamp(transport: APNsTransportKind) async throws {
         try await SandboxFixture.with { sandbox in
-            try await GatewayHarness.run(deliver: true, apns: sandbox.apns) { gateway in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns(transport)) { gateway in
                 let alice = Keys.generate()
                 let bad = Keys.generate(), gone = Keys.generate(), reRegistered = Keys.generate(), fine = Keys.generate()
                 let tokens = [Self.token(prefix: "0400", 0xB1), Self.token(prefix: "0410", 0xB2), Self.token(prefix: "0411", 0xB3), Self.token(0xB4)]
@@ -75,9 +78,9 @@ import Testing
         }
     }
 
-    @Test func onlyTheFailedDeviceIsRetriedWithTheSameAPNsID() async throws {
+    @Test(arguments: Self.transports) func onlyTheFailedDeviceIsRetriedWithTheSameAPNsID(transport: APNsTransportKind) async throws {
         try await SandboxFixture.with { sandbox in
-            try await GatewayHarness.run(deliver: true, apns: sandbox.apns) { gateway in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns(transport)) { gateway in
                 let alice = Keys.generate(), flaky = Keys.generate(), throttled = Keys.generate(), fine = Keys.generate()
                 let tokens = [Self.token(prefix: "05001", 0xC1), Self.token(prefix: "04291", 0xC2), Self.token(0xC3)]
                 for (keys, token) in zip([flaky, throttled, fine], tokens) { try await Self.register(gateway, keys, token) }
@@ -97,9 +100,9 @@ import Testing
         }
     }
 
-    @Test func concurrencyNeverExceedsTheAdvertisedStreamLimit() async throws {
+    @Test(arguments: Self.transports) func concurrencyNeverExceedsTheAdvertisedStreamLimit(transport: APNsTransportKind) async throws {
         try await SandboxFixture.with(maxConcurrentStreams: 3, latencyMilliseconds: 40) { sandbox in
-            try await GatewayHarness.run(deliver: true, apns: sandbox.apns) { gateway in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns(transport)) { gateway in
                 let alice = Keys.generate()
                 let recipients = (0..<30).map { _ in Keys.generate() }
                 for (index, keys) in recipients.enumerated() { try await Self.register(gateway, keys, Self.token(UInt8(0x10 + index))) }

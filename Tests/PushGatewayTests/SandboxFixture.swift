@@ -53,4 +53,11 @@ struct SandboxFixture: Sendable {
 
     /// Answered pushes with status 200.
     func delivered() -> [DeliveryRecord] { state.records(status: 200) }
+
+    /// The APNs settings for this sandbox with another transport.
+    func apns(_ transport: APNsTransportKind) -> APNsConfiguration {
+        var configuration = apns
+        configuration.transport = transport
+        return configuration
+    }
 }

@@ -11,32 +11,7 @@ import Synchronization
 /// slot its caller picks. A connection that closed, received GOAWAY or failed is replaced at the
 /// next request; a request refused before it was sent (the connection was going away) is moved
 /// to a fresh connection once.
-final class APNsConnectionPool: Sendable {
-    struct Endpoint: Hashable, Sendable {
-        var host: String
-        var port: Int
-
-        /// `https://host[:port]`.
-        init?(url: String) {
-            guard url.lowercased().hasPrefix("https://") else { return nil }
-            let rest = url.dropFirst(8).prefix { $0 != "/" }
-            if let colon = rest.lastIndex(of: ":"), !rest.hasSuffix("]"), let port = Int(rest[rest.index(after: colon)...]) {
-                host = String(rest[..<colon])
-                self.port = port
-            } else {
-                host = String(rest)
-                port = 443
-            }
-            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-            guard !host.isEmpty else { return nil }
-        }
-
-        /// `:authority`: the host, with the port when it is not 443.
-        var authority: String { port == 443 ? host : "\(host.contains(":") ? "[\(host)]" : host):\(port)" }
-        /// SNI is for names only, never address literals.
-        var serverName: String? { host.allSatisfy { $0.isNumber || $0 == "." } || host.contains(":") ? nil : host }
-    }
-
+final class APNsConnectionPool: APNsTransport {
     private enum Slot {
         case connecting(id: Int, EventLoopFuture<any Channel>)
         case connected(id: Int, any Channel)
@@ -53,7 +28,7 @@ final class APNsConnectionPool: Sendable {
     private let group: any EventLoopGroup
     private let connectionsPerHost: Int
     private let requestTimeout: TimeAmount
-    private let slots = Mutex<(attempts: Int, byEndpoint: [Endpoint: [Slot?]])>((0, [:]))
+    private let slots = Mutex<(attempts: Int, byAPNsEndpoint: [APNsEndpoint: [Slot?]])>((0, [:]))
 
     init(tls: TLSConfiguration, connectionsPerHost: Int, requestTimeout: TimeAmount = .seconds(30),
          group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) throws {
@@ -65,8 +40,19 @@ final class APNsConnectionPool: Sendable {
         self.requestTimeout = requestTimeout
     }
 
+    func send(_ request: APNsRequest) async throws -> APNsStreamResponse {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(request.headers.count + 4)
+        headers.add(name: ":method", value: "POST")
+        headers.add(name: ":scheme", value: "https")
+        headers.add(name: ":path", value: request.path)
+        headers.add(name: ":authority", value: request.endpoint.authority)
+        for (name, value) in request.headers { headers.add(name: name, value: value) }
+        return try await send(request.endpoint, slot: request.slot, headers: headers, body: request.body)
+    }
+
     /// Sends one request on connection `slot` (modulo the count) to `endpoint`.
-    func send(_ endpoint: Endpoint, slot: Int, headers: HPACKHeaders, body: ByteBuffer) async throws -> APNsStreamResponse {
+    func send(_ endpoint: APNsEndpoint, slot: Int, headers: HPACKHeaders, body: ByteBuffer) async throws -> APNsStreamResponse {
         do {
             return try await attempt(endpoint, slot: slot, headers: headers, body: body)
         } catch APNsConnectionError.goingAway {
@@ -75,16 +61,16 @@ final class APNsConnectionPool: Sendable {
         }
     }
 
-    private func attempt(_ endpoint: Endpoint, slot: Int, headers: HPACKHeaders, body: ByteBuffer) async throws -> APNsStreamResponse {
+    private func attempt(_ endpoint: APNsEndpoint, slot: Int, headers: HPACKHeaders, body: ByteBuffer) async throws -> APNsStreamResponse {
         let channel = try await channel(endpoint, slot: slot % connectionsPerHost).get()
         let promise = channel.eventLoop.makePromise(of: APNsStreamResponse.self)
         channel.writeAndFlush(APNsStreamRequest(headers: headers, body: body, promise: promise), promise: nil)
         return try await promise.futureResult.get()
     }
 
-    private func channel(_ endpoint: Endpoint, slot index: Int) -> EventLoopFuture<any Channel> {
+    private func channel(_ endpoint: APNsEndpoint, slot index: Int) -> EventLoopFuture<any Channel> {
         slots.withLock { state in
-            var list = state.byEndpoint[endpoint] ?? Array(repeating: nil, count: connectionsPerHost)
+            var list = state.byAPNsEndpoint[endpoint] ?? Array(repeating: nil, count: connectionsPerHost)
             switch list[index] {
             case .connecting(_, let future):
                 return future
@@ -95,7 +81,7 @@ final class APNsConnectionPool: Sendable {
                 let id = state.attempts
                 let future = connect(endpoint)
                 list[index] = .connecting(id: id, future)
-                state.byEndpoint[endpoint] = list
+                state.byAPNsEndpoint[endpoint] = list
                 future.whenComplete { [weak self] result in
                     self?.settle(endpoint, index, id, result)
                 }
@@ -106,17 +92,17 @@ final class APNsConnectionPool: Sendable {
 
     /// A connect finished: keep the channel (so later requests need no future), or forget the
     /// failed attempt so the next request connects again.
-    private func settle(_ endpoint: Endpoint, _ index: Int, _ id: Int, _ result: Result<any Channel, any Error>) {
+    private func settle(_ endpoint: APNsEndpoint, _ index: Int, _ id: Int, _ result: Result<any Channel, any Error>) {
         slots.withLock { state in
-            guard case .connecting(let current, _)? = state.byEndpoint[endpoint]?[index], current == id else { return }
+            guard case .connecting(let current, _)? = state.byAPNsEndpoint[endpoint]?[index], current == id else { return }
             switch result {
-            case .success(let channel): state.byEndpoint[endpoint]?[index] = .connected(id: id, channel)
-            case .failure: state.byEndpoint[endpoint]?[index] = nil
+            case .success(let channel): state.byAPNsEndpoint[endpoint]?[index] = .connected(id: id, channel)
+            case .failure: state.byAPNsEndpoint[endpoint]?[index] = nil
             }
         }
     }
 
-    private func connect(_ endpoint: Endpoint) -> EventLoopFuture<any Channel> {
+    private func connect(_ endpoint: APNsEndpoint) -> EventLoopFuture<any Channel> {
         let sslContext = self.sslContext
         let timeout = requestTimeout
         return ClientBootstrap(group: group.next())
@@ -136,8 +122,8 @@ final class APNsConnectionPool: Sendable {
     /// Closes every connection (in-flight requests fail).
     func shutdown() async {
         let futures = slots.withLock { state in
-            defer { state.byEndpoint.removeAll() }
-            return state.byEndpoint.values.flatMap { $0.compactMap { $0?.future } }
+            defer { state.byAPNsEndpoint.removeAll() }
+            return state.byAPNsEndpoint.values.flatMap { $0.compactMap { $0?.future } }
         }
         for future in futures {
             if let channel = try? await future.get() { try? await channel.close() }

@@ -1,7 +1,6 @@
 public import Foundation
 public import Logging
 import NIOCore
-import NIOHPACK
 import NIOSSL
 import NostrProtocol
 
@@ -18,9 +17,9 @@ import NostrProtocol
 /// - A 403 `ExpiredProviderToken` refreshes the token (within Apple's 20-minute rule) and, when a
 ///   new one was issued, retries once at once; otherwise the worker backs off as usual.
 public final class HTTP2APNsSender: APNsSender {
-    private let pool: APNsConnectionPool
-    private let production: APNsConnectionPool.Endpoint
-    private let sandbox: APNsConnectionPool.Endpoint
+    private let transport: any APNsTransport
+    private let production: APNsEndpoint
+    private let sandbox: APNsEndpoint
     private let configuration: APNsConfiguration
     private let appsByTopic: [String: App]
     private let metrics: GatewayMetrics?
@@ -52,17 +51,22 @@ public final class HTTP2APNsSender: APNsSender {
         if let caFile = configuration.caFile {
             tls.additionalTrustRoots = [.file(caFile)]
         }
-        guard let production = APNsConnectionPool.Endpoint(url: configuration.productionURL) else {
+        guard let production = APNsEndpoint(url: configuration.productionURL) else {
             throw ConfigurationError(key: "APNS_PRODUCTION_URL", "an https:// URL")
         }
-        guard let sandbox = APNsConnectionPool.Endpoint(url: configuration.sandboxURL) else {
+        guard let sandbox = APNsEndpoint(url: configuration.sandboxURL) else {
             throw ConfigurationError(key: "APNS_SANDBOX_URL", "an https:// URL")
         }
         self.production = production
         self.sandbox = sandbox
         // Connections are kept open for as long as the process runs: Apple treats connection
         // churn as abuse.
-        pool = try APNsConnectionPool(tls: tls, connectionsPerHost: configuration.connections, requestTimeout: Self.requestTimeout)
+        switch configuration.transport {
+        case .nio:
+            transport = try APNsConnectionPool(tls: tls, connectionsPerHost: configuration.connections, requestTimeout: Self.requestTimeout)
+        case .asyncHTTPClient:
+            transport = AsyncHTTPClientTransport(tls: tls, connections: configuration.connections, requestTimeout: Self.requestTimeout, logger: logger)
+        }
 
         if let metrics {
             let keyed = Dictionary(apps.values.map { ($0.keyID, $0.tokens) }, uniquingKeysWith: { first, _ in first })
@@ -100,25 +104,17 @@ public final class HTTP2APNsSender: APNsSender {
         } catch {
             return APNsSendResult(status: 0, reason: "ProviderTokenSigningFailed")
         }
-        let endpoint = job.environment == .production ? production : sandbox
-        var headers = HPACKHeaders()
-        headers.reserveCapacity(12)
-        headers.add(name: ":method", value: "POST")
-        headers.add(name: ":scheme", value: "https")
-        headers.add(name: ":path", value: "/3/device/" + job.deviceToken)
-        headers.add(name: ":authority", value: endpoint.authority)
-        headers.add(name: "authorization", value: "bearer " + token)
-        headers.add(name: "apns-id", value: job.apnsID.uuidString.lowercased())
-        for (name, value) in job.notification.headers(topic: job.topic, expiration: Int64(job.expiresAt.timeIntervalSince1970)) {
-            headers.add(name: name, value: value)
-        }
-        headers.add(name: "content-type", value: "application/json")
+        var headers: [(String, String)] = [("authorization", "bearer " + token), ("apns-id", job.apnsID.uuidString.lowercased())]
+        headers += job.notification.headers(topic: job.topic, expiration: Int64(job.expiresAt.timeIntervalSince1970))
         let body = ByteBuffer(string: payload)
-        headers.add(name: "content-length", value: String(body.readableBytes))
+        headers += [("content-type", "application/json"), ("content-length", String(body.readableBytes))]
+        let request = APNsRequest(
+            endpoint: job.environment == .production ? production : sandbox, slot: Int(job.id.magnitude % UInt64(Int.max)),
+            path: "/3/device/" + job.deviceToken, headers: headers, body: body)
 
         var result: APNsSendResult
         do {
-            let response = try await pool.send(endpoint, slot: Int(job.id.magnitude % UInt64(Int.max)), headers: headers, body: body)
+            let response = try await transport.send(request)
             result = Self.result(status: response.status, body: response.body)
         } catch {
             // No answer (connect, TLS, reset, timeout): retried with backoff like a 503.
@@ -131,7 +127,7 @@ public final class HTTP2APNsSender: APNsSender {
     }
 
     /// Closes the connections (after the delivery worker stopped).
-    public func shutdown() async { await pool.shutdown() }
+    public func shutdown() async { await transport.shutdown() }
 
     /// Apple's answer: the status, and for errors `{"reason": …, "timestamp"?: ms}`.
     static func result(status: Int, body: ByteBuffer) -> APNsSendResult {

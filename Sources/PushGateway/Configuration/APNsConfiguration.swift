@@ -31,12 +31,15 @@ public struct APNsConfiguration: Sendable, Equatable {
     public var caFile: String?
     /// `APNS_CONNECTIONS` (default 2): HTTP/2 connections per APNs host.
     public var connections: Int
+    /// `APNS_TRANSPORT` (default `nio`): SwiftNIO HTTP/2 frames, or `async-http-client`.
+    public var transport: APNsTransportKind
 
     public static let appleProductionURL = "https://api.push.apple.com"
     public static let appleSandboxURL = "https://api.sandbox.push.apple.com"
 
     public init(disabled: Bool, apps: [APNsApp], defaultTopic: String, productionURL: String = appleProductionURL,
-                sandboxURL: String = appleSandboxURL, caFile: String? = nil, connections: Int = 2) {
+                sandboxURL: String = appleSandboxURL, caFile: String? = nil, connections: Int = 2,
+                transport: APNsTransportKind = .nio) {
         self.disabled = disabled
         self.apps = apps
         self.defaultTopic = defaultTopic
@@ -44,12 +47,16 @@ public struct APNsConfiguration: Sendable, Equatable {
         self.sandboxURL = sandboxURL
         self.caFile = caFile
         self.connections = connections
+        self.transport = transport
     }
 
     public var topics: Set<String> { Set(apps.map(\.topic) + [defaultTopic]) }
 
     static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> APNsConfiguration {
         let disabled = ["1", "true", "yes"].contains(env["APNS_DISABLE"]?.lowercased() ?? "")
+        // Checked even when APNs is disabled: a typo should not wait for the day it is enabled.
+        let connections = try connections(env)
+        let transport = try transport(env)
         var apps: [APNsApp] = []
         if let path = env["APNS_APPS_FILE"], !path.isEmpty {
             apps = try loadAppsFile(path)
@@ -63,7 +70,7 @@ public struct APNsConfiguration: Sendable, Equatable {
         }
         guard let defaultTopic = topic ?? apps.first?.topic else {
             if disabled {
-                return APNsConfiguration(disabled: true, apps: [], defaultTopic: "app.linkstr.ios")
+                return APNsConfiguration(disabled: true, apps: [], defaultTopic: "app.linkstr.ios", connections: connections, transport: transport)
             }
             throw ConfigurationError(key: "APNS_TOPIC", "required unless APNS_DISABLE=1 (or APNS_APPS_FILE lists apps)")
         }
@@ -79,7 +86,7 @@ public struct APNsConfiguration: Sendable, Equatable {
             productionURL: try url(env, "APNS_PRODUCTION_URL", default: appleProductionURL),
             sandboxURL: try url(env, "APNS_SANDBOX_URL", default: appleSandboxURL),
             caFile: env["APNS_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 },
-            connections: try connections(env))
+            connections: connections, transport: transport)
     }
 
     private static func require(_ env: [String: String], _ key: String, unless disabled: Bool) throws(ConfigurationError) -> String? {
@@ -98,6 +105,14 @@ public struct APNsConfiguration: Sendable, Equatable {
         }
         if disabled { return nil }
         throw ConfigurationError(key: "APNS_KEY_P8", "APNS_KEY_P8 or APNS_KEY_P8_PATH is required unless APNS_DISABLE=1")
+    }
+
+    private static func transport(_ env: [String: String]) throws(ConfigurationError) -> APNsTransportKind {
+        guard let text = env["APNS_TRANSPORT"], !text.isEmpty else { return .nio }
+        guard let kind = APNsTransportKind(rawValue: text.lowercased()) else {
+            throw ConfigurationError(key: "APNS_TRANSPORT", "nio or async-http-client")
+        }
+        return kind
     }
 
     private static func connections(_ env: [String: String]) throws(ConfigurationError) -> Int {

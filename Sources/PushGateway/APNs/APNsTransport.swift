@@ -1,0 +1,25 @@
+import NIOCore
+
+/// How APNs requests travel (`APNS_TRANSPORT`): `nio` (default), requests as frames on SwiftNIO
+/// HTTP/2 connections (`APNsConnectionPool`); or `async-http-client` (`AsyncHTTPClientTransport`).
+/// Both keep `APNS_CONNECTIONS` connections per host open and honour the server's stream limit;
+/// the first spends far less CPU per push (docs/performance.md).
+protocol APNsTransport: Sendable {
+    func send(_ request: APNsRequest) async throws -> APNsStreamResponse
+    func shutdown() async
+}
+
+/// One request: POST `path` on `endpoint` with `headers` (no pseudo-headers) and `body`, on the
+/// connection `slot` picks (modulo the number of connections).
+struct APNsRequest: Sendable {
+    var endpoint: APNsEndpoint
+    var slot: Int
+    var path: String
+    var headers: [(String, String)]
+    var body: ByteBuffer
+}
+
+public enum APNsTransportKind: String, Sendable {
+    case nio
+    case asyncHTTPClient = "async-http-client"
+}
