@@ -29,7 +29,7 @@ public enum GatewayApplication {
         let client = postgresClient(configuration.database, logger: logger)
         let store = GatewayStore(client: client, logger: logger, replayWindowSeconds: configuration.authMaxSkewSeconds)
         let queue = DeliveryQueue(client: client, logger: logger)
-        let wakeup = DeliveryWakeup(interval: .milliseconds(200))
+        let wakeup = WakeupSignal(interval: .milliseconds(200))
         var services: [any Service] = [client]
         var worker: DeliveryWorker?
         if deliver {

@@ -155,6 +155,42 @@ import Testing
         return warm
     }
 
+    /// Error answers carry JSON bodies; more than the 64 KB connection window of them must not
+    /// stall the connection. The frame transport hands the window back itself (AsyncHTTPClient's
+    /// stream multiplexer does it for the other transport).
+    @Test func aConnectionKeepsAnsweringPastAWindowOfErrorBodies() async throws {
+        try await SandboxFixture.with { sandbox in
+            var configuration = sandbox.apns(.nio)
+            configuration.connections = 1
+            let sender = try HTTP2APNsSender(configuration: configuration, logger: TestDatabase.logger)
+            let jobs = (0..<2_600).map { index in
+                ClaimedJob(
+                    id: Int64(index), apnsID: UUID(), deviceToken: Self.token(prefix: "0400", UInt8(index % 200)), pubkey: "", environment: .sandbox,
+                    topic: SandboxFixture.topic, deviceUpdatedAt: Date(), notification: APNsNotification(type: .newPost, eventID: "e", conversationID: "c"),
+                    attempts: 1, expiresAt: Date().addingTimeInterval(900))
+            }
+            // In rounds of 100, like the delivery loops' batches.
+            var statuses: [Int: Int] = [:]
+            for start in stride(from: 0, to: jobs.count, by: 100) {
+                let round = jobs[start..<min(jobs.count, start + 100)]
+                let answered = await withTaskGroup(of: Int.self) { group in
+                    for job in round { group.addTask { await sender.send(job).status } }
+                    var statuses: [Int] = []
+                    for await status in group { statuses.append(status) }
+                    return statuses
+                }
+                for status in answered { statuses[status, default: 0] += 1 }
+            }
+            #expect(statuses == [400: 2_600], "every request answered: \(statuses)")
+            let bodyBytes = sandbox.state.records().count * #"{"reason":"BadDeviceToken"}"#.utf8.count
+            #expect(bodyBytes > 65_535, "more than one connection window of answers")
+            var healthy = jobs[0]
+            healthy.deviceToken = Self.token(0xEE)
+            #expect(await sender.send(healthy).status == 200)
+            await sender.shutdown()
+        }
+    }
+
     @Test func productionDevicesUseTheProductionHost() async throws {
         try await SandboxFixture.with { development in
             try await SandboxFixture.with(keyPEM: development.keyPEM) { production in

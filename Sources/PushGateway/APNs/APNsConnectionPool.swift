@@ -28,7 +28,7 @@ final class APNsConnectionPool: APNsTransport {
     private let group: any EventLoopGroup
     private let connectionsPerHost: Int
     private let requestTimeout: TimeAmount
-    private let slots = Mutex<(attempts: Int, byAPNsEndpoint: [APNsEndpoint: [Slot?]])>((0, [:]))
+    private let slots = Mutex<(attempts: Int, byEndpoint: [APNsEndpoint: [Slot?]])>((0, [:]))
 
     init(tls: TLSConfiguration, connectionsPerHost: Int, requestTimeout: TimeAmount = .seconds(30),
          group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) throws {
@@ -53,24 +53,41 @@ final class APNsConnectionPool: APNsTransport {
 
     /// Sends one request on connection `slot` (modulo the count) to `endpoint`.
     func send(_ endpoint: APNsEndpoint, slot: Int, headers: HPACKHeaders, body: ByteBuffer) async throws -> APNsStreamResponse {
+        let index = slot % connectionsPerHost
+        let channel = try await channel(endpoint, slot: index).get()
         do {
-            return try await attempt(endpoint, slot: slot, headers: headers, body: body)
+            return try await attempt(on: channel, headers: headers, body: body)
         } catch APNsConnectionError.goingAway {
-            // Refused before sending: the connection had received GOAWAY. A fresh one takes it.
-            return try await attempt(endpoint, slot: slot, headers: headers, body: body)
+            // Refused before sending: the connection had received GOAWAY and is draining. It
+            // leaves the slot, and a fresh connection takes the request.
+            discard(endpoint, index, channel)
+            return try await attempt(on: try await self.channel(endpoint, slot: index).get(), headers: headers, body: body)
         }
     }
 
-    private func attempt(_ endpoint: APNsEndpoint, slot: Int, headers: HPACKHeaders, body: ByteBuffer) async throws -> APNsStreamResponse {
-        let channel = try await channel(endpoint, slot: slot % connectionsPerHost).get()
+    private func attempt(on channel: any Channel, headers: HPACKHeaders, body: ByteBuffer) async throws -> APNsStreamResponse {
         let promise = channel.eventLoop.makePromise(of: APNsStreamResponse.self)
-        channel.writeAndFlush(APNsStreamRequest(headers: headers, body: body, promise: promise), promise: nil)
+        // A write that never reaches the handler (the channel closed in between) must still
+        // answer the request.
+        let written = channel.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenFailure { promise.fail($0) }
+        channel.writeAndFlush(APNsStreamRequest(headers: headers, body: body, promise: promise), promise: written)
         return try await promise.futureResult.get()
+    }
+
+    /// Takes `channel` out of its slot (if it is still there), so the next request connects anew.
+    private func discard(_ endpoint: APNsEndpoint, _ index: Int, _ channel: any Channel) {
+        slots.withLock { state in
+            guard let slot = state.byEndpoint[endpoint]?[index], case .connected(_, let current) = slot else { return }
+            if ObjectIdentifier(current) == ObjectIdentifier(channel) {
+                state.byEndpoint[endpoint]?[index] = nil
+            }
+        }
     }
 
     private func channel(_ endpoint: APNsEndpoint, slot index: Int) -> EventLoopFuture<any Channel> {
         slots.withLock { state in
-            var list = state.byAPNsEndpoint[endpoint] ?? Array(repeating: nil, count: connectionsPerHost)
+            var list = state.byEndpoint[endpoint] ?? Array(repeating: nil, count: connectionsPerHost)
             switch list[index] {
             case .connecting(_, let future):
                 return future
@@ -81,7 +98,7 @@ final class APNsConnectionPool: APNsTransport {
                 let id = state.attempts
                 let future = connect(endpoint)
                 list[index] = .connecting(id: id, future)
-                state.byAPNsEndpoint[endpoint] = list
+                state.byEndpoint[endpoint] = list
                 future.whenComplete { [weak self] result in
                     self?.settle(endpoint, index, id, result)
                 }
@@ -94,10 +111,10 @@ final class APNsConnectionPool: APNsTransport {
     /// failed attempt so the next request connects again.
     private func settle(_ endpoint: APNsEndpoint, _ index: Int, _ id: Int, _ result: Result<any Channel, any Error>) {
         slots.withLock { state in
-            guard case .connecting(let current, _)? = state.byAPNsEndpoint[endpoint]?[index], current == id else { return }
+            guard case .connecting(let current, _)? = state.byEndpoint[endpoint]?[index], current == id else { return }
             switch result {
-            case .success(let channel): state.byAPNsEndpoint[endpoint]?[index] = .connected(id: id, channel)
-            case .failure: state.byAPNsEndpoint[endpoint]?[index] = nil
+            case .success(let channel): state.byEndpoint[endpoint]?[index] = .connected(id: id, channel)
+            case .failure: state.byEndpoint[endpoint]?[index] = nil
             }
         }
     }
@@ -122,8 +139,8 @@ final class APNsConnectionPool: APNsTransport {
     /// Closes every connection (in-flight requests fail).
     func shutdown() async {
         let futures = slots.withLock { state in
-            defer { state.byAPNsEndpoint.removeAll() }
-            return state.byAPNsEndpoint.values.flatMap { $0.compactMap { $0?.future } }
+            defer { state.byEndpoint.removeAll() }
+            return state.byEndpoint.values.flatMap { $0.compactMap { $0?.future } }
         }
         for future in futures {
             if let channel = try? await future.get() { try? await channel.close() }

@@ -25,10 +25,11 @@ enum APNsConnectionError: Error, Equatable {
 
 /// HTTP/2 requests straight on `NIOHTTP2Handler` frames, with no channel per stream: each request
 /// becomes a HEADERS and a DATA frame on the next odd stream id, and the response frames are
-/// matched back by id. `NIOHTTP2Handler` does the rest: it buffers new streams above the server's
-/// `SETTINGS_MAX_CONCURRENT_STREAMS`, applies outbound flow control and keeps the connection-level
-/// window open. Requests and responses are small (≤ 4 KB payloads, ≤ a few hundred bytes of
-/// answer), so stream-level windows never run out.
+/// matched back by id. `NIOHTTP2Handler` buffers new streams above the server's
+/// `SETTINGS_MAX_CONCURRENT_STREAMS` and applies outbound flow control. Without a multiplexer
+/// nobody refills the connection's receive window, so this handler does: every error answer
+/// carries a small JSON body, and after 64 KB of them the server could send no more. Stream-level
+/// windows never run out (one answer is at most a few hundred bytes).
 ///
 /// This is what a stream channel per request (AsyncHTTPClient's HTTP/2 path) cost most of the
 /// CPU of a push for.
@@ -62,6 +63,8 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     var inFlight: Int { streams.count }
 
     private var addedAt = NIODeadline.now()
+    /// Response bytes received since the last connection-level WINDOW_UPDATE.
+    private var unacknowledgedBytes = 0
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
@@ -127,6 +130,13 @@ final class APNsStreamHandler: ChannelDuplexHandler {
             }
             if headers.endStream { finish(frame.streamID) }
         case .data(let data):
+            unacknowledgedBytes += data.data.readableBytes + (data.paddingBytes ?? 0)
+            if unacknowledgedBytes >= 16 * 1024 {
+                // Hand the consumed bytes back to the server (RFC 9113 §6.9) on the connection.
+                context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))),
+                                      promise: nil)
+                unacknowledgedBytes = 0
+            }
             if case .byteBuffer(var bytes) = data.data, bytes.readableBytes > 0 {
                 if streams[frame.streamID]?.body == nil {
                     streams[frame.streamID]?.body = bytes
@@ -182,6 +192,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
 
     private func fail(_ id: HTTP2StreamID, _ error: any Error) {
         streams.removeValue(forKey: id)?.promise.fail(error)
+        closeIfDrained()
     }
 
     private func failAll(_ error: APNsConnectionError) {

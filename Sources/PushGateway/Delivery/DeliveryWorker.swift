@@ -15,10 +15,10 @@ public struct DeliveryWorker: Service {
     /// How long a loop waits when the queue is empty.
     public var idleInterval: Duration = .milliseconds(200)
     /// Signalled when this instance queues something: idle loops claim at once.
-    let wakeup: DeliveryWakeup?
+    let wakeup: WakeupSignal?
 
     public init(queue: DeliveryQueue, sender: any APNsSender, settings: DeliverySettings = DeliverySettings(), metrics: GatewayMetrics? = nil,
-                logger: Logger, idleInterval: Duration = .milliseconds(200), wakeup: DeliveryWakeup? = nil) {
+                logger: Logger, idleInterval: Duration = .milliseconds(200), wakeup: WakeupSignal? = nil) {
         self.wakeup = wakeup
         self.queue = queue
         self.sender = sender

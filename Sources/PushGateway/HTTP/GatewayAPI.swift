@@ -22,11 +22,11 @@ public struct GatewayAPI: Sendable {
     /// The relay watcher, when `RELAYS` is set: typed pushes then skip relay-watch devices, and
     /// `/readyz` and `/admin/status` report it.
     let watcher: RelayWatcher?
-    let wakeup: DeliveryWakeup?
+    let wakeup: WakeupSignal?
 
     /// `store` should be built with `configuration.authMaxSkewSeconds` as its replay window.
     public init(store: GatewayStore, configuration: GatewayConfiguration, latestMigration: Int, metrics: GatewayMetrics = GatewayMetrics(),
-                watcher: RelayWatcher? = nil, wakeup: DeliveryWakeup? = nil, startedAt: Date = Date()) {
+                watcher: RelayWatcher? = nil, wakeup: WakeupSignal? = nil, startedAt: Date = Date()) {
         self.store = store
         self.wakeup = wakeup
         self.watcher = watcher

@@ -35,7 +35,7 @@ public actor RelayWatcher: Service {
     let heartbeatInterval: Duration
     /// How often the watched set is re-read in full.
     let resyncInterval: Duration
-    let wakeup: DeliveryWakeup?
+    let wakeup: WakeupSignal?
     /// Sends jobs this instance just queued and leased itself (the delivery worker's `process`),
     /// with the lease they were queued under; nil when this instance does not deliver.
     let directDelivery: DirectDelivery?
@@ -56,13 +56,14 @@ public actor RelayWatcher: Service {
     private let lastEventAt = Mutex<[String: Date]>([:])
     private var consumers: [String: Task<Void, Never>] = [:]
     private var changedPubkeys: Set<String> = []
-    private var wakeMaintainer: AsyncStream<Void>.Continuation?
+    /// Wakes the maintenance loop early (a registration changed); it also ticks every heartbeat.
+    private let wakeMaintainer: WakeupSignal
     private let batcher = WrapBatcher()
     private var resyncRequested = false
 
     public init(store: WatchStore, metrics: GatewayMetrics, logger: Logger, instanceID: String? = nil,
                 relayConfiguration: RelayConfiguration = RelayConfiguration(), heartbeatInterval: Duration = .seconds(1),
-                resyncInterval: Duration = .seconds(60), wakeup: DeliveryWakeup? = nil, directDelivery: DirectDelivery? = nil) {
+                resyncInterval: Duration = .seconds(60), wakeup: WakeupSignal? = nil, directDelivery: DirectDelivery? = nil) {
         self.wakeup = wakeup
         self.directDelivery = directDelivery
         self.store = store
@@ -77,6 +78,7 @@ public actor RelayWatcher: Service {
         self.heartbeatInterval = heartbeatInterval
         self.resyncInterval = resyncInterval
         self.chunks = WatchChunks(size: store.settings.chunkSize)
+        self.wakeMaintainer = WakeupSignal(interval: heartbeatInterval)
     }
 
     // MARK: Service
@@ -88,8 +90,6 @@ public actor RelayWatcher: Service {
         for url in settings.relays {
             connections[url] = RelayConnection(url: url, configuration: configuration, logger: logger)
         }
-        let (wake, wakeContinuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        wakeMaintainer = wakeContinuation
         let connections = self.connections
         await withTaskGroup(of: Void.self) { group in
             for (url, connection) in connections {
@@ -97,13 +97,18 @@ public actor RelayWatcher: Service {
                 group.addTask { await self.countConnects(url, connection) }
             }
             for _ in 0..<ingestLoops { group.addTask { await self.ingestLoop() } }
-            group.addTask { await cancelWhenGracefulShutdown { await self.maintainLoop(wake) } }
+            group.addTask { await cancelWhenGracefulShutdown { await self.maintainLoop() } }
             group.addTask { await cancelWhenGracefulShutdown { await self.listenLoop() } }
             // Until shutdown (graceful, or the task cancelled); the connections stop themselves.
             try? await gracefulShutdown()
             for consumer in consumers.values { await consumer.value }
             batcher.close()
-            wakeContinuation.finish()
+        }
+        // Sends handed to direct delivery finish before the services below this one (the APNs
+        // connections, the database pool) stop; past the lease they would be sent again anyway.
+        let drainDeadline = ContinuousClock.now + .seconds(directDelivery?.leaseSeconds ?? 0)
+        while directInFlight.withLock({ $0 > 0 }), ContinuousClock.now < drainDeadline, !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(50))
         }
         do {
             try await store.release(instance: instanceID)
@@ -136,10 +141,9 @@ public actor RelayWatcher: Service {
 
     /// Heartbeats, pending notifications and periodic full re-reads, one at a time, so chunk
     /// changes never interleave.
-    private func maintainLoop(_ wake: AsyncStream<Void>) async {
+    private func maintainLoop() async {
         var lastHeartbeat = ContinuousClock.now - heartbeatInterval
         var lastResync = ContinuousClock.now
-        var iterator = wake.makeAsyncIterator()
         while !Task.isCancelled {
             do {
                 if ContinuousClock.now - lastHeartbeat >= heartbeatInterval {
@@ -155,16 +159,8 @@ public actor RelayWatcher: Service {
             } catch {
                 logger.warning("relay watcher maintenance failed", metadata: Self.errorMetadata(error))
             }
-            // Woken by a notification, or at the next heartbeat.
-            let timeout = heartbeatInterval
-            nonisolated(unsafe) var it = iterator
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { _ = await it.next() }
-                group.addTask { try? await Task.sleep(for: timeout) }
-                await group.next()
-                group.cancelAll()
-            }
-            iterator = it
+            // Woken by a notification, or at the next tick (a heartbeat interval).
+            await wakeMaintainer.wait()
         }
     }
 
@@ -189,7 +185,7 @@ public actor RelayWatcher: Service {
     /// A pubkey's devices changed (LISTEN); it is re-read with the next maintenance round.
     func noteChanged(_ pubkey: String) {
         changedPubkeys.insert(pubkey)
-        wakeMaintainer?.yield()
+        wakeMaintainer.signal()
     }
 
     private func applyNotifications() async throws {
@@ -224,7 +220,7 @@ public actor RelayWatcher: Service {
     /// The next maintenance round re-reads the whole watched set.
     private func requestResync() {
         resyncRequested = true
-        wakeMaintainer?.yield()
+        wakeMaintainer.signal()
     }
 
     // MARK: Subscriptions

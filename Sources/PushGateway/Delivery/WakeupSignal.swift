@@ -1,12 +1,14 @@
 import Synchronization
 
-/// Wakes idle delivery loops when this instance has just queued something, so a push is claimed
-/// at once instead of at the next idle poll (jobs queued by other instances wait for the poll).
+/// Wakes loops that wait for work: the idle delivery loops when this instance has just queued
+/// something (so a push is claimed at once instead of at the next poll; jobs queued by other
+/// instances wait for the poll), and the relay watcher's maintenance loop when a registration
+/// changed.
 ///
 /// Waiting registers a continuation and nothing else: one shared ticker resumes every waiter each
 /// `interval`. (A timer per wait, cancelled or not, cost more than the deliveries themselves once
 /// the relay watcher signalled hundreds of times a second.)
-public final class DeliveryWakeup: Sendable {
+public final class WakeupSignal: Sendable {
     private struct State {
         var waiters: [CheckedContinuation<Void, Never>] = []
         var tickerStarted = false
