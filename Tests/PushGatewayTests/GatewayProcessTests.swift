@@ -69,7 +69,8 @@ import TestSupport
     }
 
     /// Two watching instances share the shards; one is SIGKILLed, the other takes its shards over
-    /// when the leases expire and delivers what arrives afterwards, once.
+    /// when the leases expire and delivers, once each, what arrived while they had no watcher and
+    /// what arrives afterwards.
     @Test func aKilledWatchersShardsAreTakenOverAndDeliveryContinues() async throws {
         let relay = try RelayFixture()
         try await relay.start()
@@ -102,6 +103,10 @@ import TestSupport
                 #expect(try await GatewayHarness.eventually { RelayWatchTests.giftWrapDeliveries(sandbox).count == users.count })
 
                 a.kill()
+                // Published while a's shards have no watcher: nobody claimed these, and b, taking
+                // the shards over, pushes them instead of taking them for history.
+                let gap = try users.map { try RelayWatchTests.wrap(to: $0, "in the gap") }
+                try await RelayWatchTests.publish(gap, to: relay)
                 #expect(try await GatewayHarness.eventually(within: 15) {
                     let held = try await TestDatabase.count(database, "SELECT count(*)::int FROM watch_shards WHERE owner IS NOT NULL AND expires_at > now()")
                     let distinctOwners = try await TestDatabase.count(database, owners)
@@ -109,10 +114,12 @@ import TestSupport
                 }, "the survivor holds every shard")
                 #expect(try await GatewayHarness.eventually(within: 10) { try await live(b) == users.count })
                 try await RelayWatchTests.publish(try users.map { try RelayWatchTests.wrap(to: $0, "after") }, to: relay)
-                #expect(try await GatewayHarness.eventually { RelayWatchTests.giftWrapDeliveries(sandbox).count == 2 * users.count })
+                #expect(try await GatewayHarness.eventually { RelayWatchTests.giftWrapDeliveries(sandbox).count == 3 * users.count })
                 try await Task.sleep(for: .milliseconds(500))
                 let perDevice = Dictionary(grouping: RelayWatchTests.giftWrapDeliveries(sandbox), by: \.deviceToken).mapValues(\.count)
-                #expect(perDevice.count == users.count && perDevice.values.allSatisfy { $0 == 2 }, "each device got each wrap once: \(perDevice)")
+                #expect(perDevice.count == users.count && perDevice.values.allSatisfy { $0 == 3 }, "each device got each wrap once: \(perDevice)")
+                let pushedGap = Set(RelayWatchTests.giftWrapDeliveries(sandbox).compactMap { try? JSONValue(parsing: $0.payload)["wrap_id"]?.stringValue })
+                #expect(Set(gap.map(\.id.hex)).isSubset(of: pushedGap), "the wraps from the gap were pushed")
             }
         }
     }

@@ -114,6 +114,33 @@ public struct WatchStore: Sendable {
         return result
     }
 
+    // MARK: Live pubkeys per relay
+
+    /// Records that `pubkeys` are served live by `relay`.
+    public func markLive(_ pubkeys: [String], relay: String) async throws {
+        guard !pubkeys.isEmpty else { return }
+        try await client.query("""
+            INSERT INTO watch_live (pubkey, relay) SELECT p, \(relay) FROM unnest(\(pubkeys)::text[]) AS p ORDER BY p
+            ON CONFLICT DO NOTHING
+            """, logger: logger)
+    }
+
+    /// Forgets `pubkeys` (no longer watched), on every relay.
+    public func forgetLive(_ pubkeys: [String]) async throws {
+        guard !pubkeys.isEmpty else { return }
+        try await client.query("DELETE FROM watch_live WHERE pubkey = ANY(\(pubkeys))", logger: logger)
+    }
+
+    /// Which of `pubkeys` some instance already served live from `relay`.
+    public func livePubkeys(_ pubkeys: [String], relay: String) async throws -> Set<String> {
+        guard !pubkeys.isEmpty else { return [] }
+        var result = Set<String>()
+        for try await pubkey in try await client.query(
+            "SELECT pubkey FROM watch_live WHERE relay = \(relay) AND pubkey = ANY(\(pubkeys))", logger: logger
+        ).decode(String.self) { result.insert(pubkey) }
+        return result
+    }
+
     // MARK: Wraps
 
     public struct RecordResult: Sendable, Equatable {

@@ -171,6 +171,13 @@ public actor RelayWatcher: Service {
         guard !gained.isEmpty || !lost.isEmpty else { return }
         let added = try await store.watchedPubkeys(inShards: gained)
         let removed = chunks.chunks.flatMap { $0 }.filter { lost.contains(WatchShard.of(pubkey: $0, shards: settings.shards)) }
+        // Pubkeys another instance (or an earlier run) already served live: what nobody claimed
+        // for them arrived while the shard was unwatched, and is pushed rather than taken for
+        // history.
+        for url in settings.relays {
+            let live = try await store.livePubkeys(Array(added), relay: url)
+            livePubkeys[url, default: []].formUnion(live)
+        }
         heldShards = held
         logger.info("watch shards changed", metadata: ["watch.gained": "\(gained.count)", "watch.lost": "\(lost.count)", "watch.held": "\(held.count)"])
         await apply(inserted: added, removed: removed)
@@ -179,7 +186,9 @@ public actor RelayWatcher: Service {
     private func resync() async throws {
         let watched = try await store.watchedPubkeys(inShards: heldShards)
         let current = Set(chunks.chunks.flatMap { $0 })
-        await apply(inserted: watched.subtracting(current), removed: current.subtracting(watched))
+        let unwatched = current.subtracting(watched)
+        try await store.forgetLive(Array(unwatched))
+        await apply(inserted: watched.subtracting(current), removed: unwatched)
     }
 
     /// A pubkey's devices changed (LISTEN); it is re-read with the next maintenance round.
@@ -194,7 +203,10 @@ public actor RelayWatcher: Service {
         changedPubkeys.removeAll()
         guard !mine.isEmpty else { return }
         let watched = try await store.watchedSubset(of: Array(mine))
-        await apply(inserted: watched.filter { !chunks.contains($0) }, removed: mine.filter { !watched.contains($0) && chunks.contains($0) })
+        let unwatched = mine.filter { !watched.contains($0) }
+        // No longer watched at all: a later registration starts from history again.
+        try await store.forgetLive(Array(unwatched))
+        await apply(inserted: watched.filter { !chunks.contains($0) }, removed: unwatched.filter { chunks.contains($0) })
     }
 
     private func listenLoop() async {
@@ -307,8 +319,14 @@ public actor RelayWatcher: Service {
         await consumerEnded("\(context.relay) \(context.subscriptionID)")
     }
 
-    private func markLive(_ context: ConsumerContext) {
-        livePubkeys[context.relay, default: []].formUnion(context.pubkeys.filter(chunks.contains))
+    private func markLive(_ context: ConsumerContext) async {
+        let live = context.pubkeys.filter(chunks.contains)
+        livePubkeys[context.relay, default: []].formUnion(live)
+        do {
+            try await store.markLive(Array(live), relay: context.relay)
+        } catch {
+            logger.warning("could not record live pubkeys", metadata: Self.errorMetadata(error))
+        }
     }
 
     private func consumerEnded(_ key: String) { consumers[key] = nil }
