@@ -220,6 +220,7 @@ public struct GatewayStore: Sendable {
             try await connection.query("DELETE FROM archived_conversations WHERE pubkey = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM push_dedupe WHERE recipient = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM push_suppressions WHERE pubkey = \(pubkey)", logger: logger)
+            try await connection.query("DELETE FROM watch_live WHERE pubkey = \(pubkey)", logger: logger)
             return devices
         }
     }

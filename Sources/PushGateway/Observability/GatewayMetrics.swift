@@ -21,6 +21,7 @@ import Synchronization
 ///   `linkstr_watch_duplicates_total` (wraps seen before, on another relay, instance or run),
 ///   `linkstr_watch_pushes_total{kind="queued"|"coalesced"}`,
 ///   `linkstr_watch_relay_connections_total{relay}` (connects; more than one means reconnects),
+///   `linkstr_watch_subscriptions_closed_total` (REQs a relay closed; they are issued again),
 ///   `linkstr_watch_relay_to_queue_seconds` (histogram: received to committed in the queue),
 ///   `linkstr_watch_pubkeys`, `linkstr_watch_shards` (gauges)
 public final class GatewayMetrics: Sendable {
@@ -79,6 +80,10 @@ public final class GatewayMetrics: Sendable {
         if duplicates > 0 { Counter(label: "linkstr_watch_duplicates_total", factory: factory).increment(by: duplicates) }
         Counter(label: "linkstr_watch_pushes_total", dimensions: [("kind", "queued")], factory: factory).increment(by: queued)
         Counter(label: "linkstr_watch_pushes_total", dimensions: [("kind", "coalesced")], factory: factory).increment(by: coalesced)
+    }
+
+    public func watchSubscriptionClosed() {
+        Counter(label: "linkstr_watch_subscriptions_closed_total", factory: factory).increment()
     }
 
     public func watchRelayConnected(relay: String) {

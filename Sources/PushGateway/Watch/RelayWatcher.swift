@@ -39,7 +39,6 @@ public actor RelayWatcher: Service {
     /// Sends jobs this instance just queued and leased itself (the delivery worker's `process`),
     /// with the lease they were queued under; nil when this instance does not deliver.
     let directDelivery: DirectDelivery?
-    let ingestLoops = 2
     /// Jobs handed to direct delivery and not finished yet. Above `directDeliveryLimit` new jobs
     /// stay in the queue for the delivery loops, so a backlog waits in PostgreSQL, not in memory.
     private let directInFlight = Mutex(0)
@@ -58,8 +57,13 @@ public actor RelayWatcher: Service {
     private var changedPubkeys: Set<String> = []
     /// Wakes the maintenance loop early (a registration changed); it also ticks every heartbeat.
     private let wakeMaintainer: WakeupSignal
-    private let batcher = WrapBatcher()
+    /// One batcher per ingest loop; a recipient's sightings always go to the same one, so two
+    /// statements never coalesce for the same device at once (they would both see no pending
+    /// job and both queue one).
+    private let batchers: [WrapBatcher]
     private var resyncRequested = false
+    /// Chunks a relay closed (`CLOSED`), with when to issue them again and how often it happened.
+    private var closedChunks: [Int: (at: ContinuousClock.Instant, closures: Int)] = [:]
 
     public init(store: WatchStore, metrics: GatewayMetrics, logger: Logger, instanceID: String? = nil,
                 relayConfiguration: RelayConfiguration = RelayConfiguration(), heartbeatInterval: Duration = .seconds(1),
@@ -79,6 +83,7 @@ public actor RelayWatcher: Service {
         self.resyncInterval = resyncInterval
         self.chunks = WatchChunks(size: store.settings.chunkSize)
         self.wakeMaintainer = WakeupSignal(interval: heartbeatInterval)
+        self.batchers = (0..<2).map { _ in WrapBatcher() }
     }
 
     // MARK: Service
@@ -96,13 +101,13 @@ public actor RelayWatcher: Service {
                 group.addTask { try? await connection.run() }
                 group.addTask { await self.countConnects(url, connection) }
             }
-            for _ in 0..<ingestLoops { group.addTask { await self.ingestLoop() } }
+            for batcher in batchers { group.addTask { await self.ingestLoop(batcher) } }
             group.addTask { await cancelWhenGracefulShutdown { await self.maintainLoop() } }
             group.addTask { await cancelWhenGracefulShutdown { await self.listenLoop() } }
             // Until shutdown (graceful, or the task cancelled); the connections stop themselves.
             try? await gracefulShutdown()
             for consumer in consumers.values { await consumer.value }
-            batcher.close()
+            for batcher in batchers { batcher.close() }
         }
         // Sends handed to direct delivery finish before the services below this one (the APNs
         // connections, the database pool) stop; past the lease they would be sent again anyway.
@@ -156,6 +161,7 @@ public actor RelayWatcher: Service {
                     try await resync()
                 }
                 try await applyNotifications()
+                await reissueClosedChunks()
             } catch {
                 logger.warning("relay watcher maintenance failed", metadata: Self.errorMetadata(error))
             }
@@ -265,7 +271,8 @@ public actor RelayWatcher: Service {
             }
             let alreadyLive = livePubkeys[url, default: []].intersection(pubkeys)
             let key = "\(url) \(id)"
-            let context = ConsumerContext(relay: url, subscriptionID: id, pubkeys: Set(pubkeys), alreadyLive: alreadyLive)
+            let context = ConsumerContext(chunk: chunk, generation: generation, relay: url, subscriptionID: id, pubkeys: Set(pubkeys),
+                                          alreadyLive: alreadyLive)
             consumers[key] = Task { await self.consume(stream, context) }
         }
     }
@@ -282,6 +289,8 @@ public actor RelayWatcher: Service {
     }
 
     struct ConsumerContext: Sendable {
+        let chunk: Int
+        let generation: Int
         let relay: String
         let subscriptionID: String
         let pubkeys: Set<String>
@@ -304,7 +313,7 @@ public actor RelayWatcher: Service {
                 let now = ContinuousClock.now
                 for recipient in recipients {
                     let live = reachedEOSE || context.alreadyLive.contains(recipient)
-                    batcher.add(WrapSighting(wrapID: event.id.hex, recipient: recipient, relay: context.relay, live: live, receivedAt: now))
+                    batchers[Int(UInt(bitPattern: recipient.hashValue) % UInt(batchers.count))].add(WrapSighting(wrapID: event.id.hex, recipient: recipient, relay: context.relay, live: live, receivedAt: now))
                 }
                 lastEventAt.withLock { $0[context.relay] = Date() }
             case .endOfStoredEvents:
@@ -314,12 +323,33 @@ public actor RelayWatcher: Service {
                 }
             case .closed(let reason):
                 logger.notice("relay closed a watch subscription", metadata: ["relay.url": "\(context.relay)", "relay.reason": "\(reason.prefix(200))"])
+                await chunkClosed(context.chunk, generation: context.generation)
             }
         }
         await consumerEnded("\(context.relay) \(context.subscriptionID)")
     }
 
+    /// A relay refused or ended a chunk's subscription (rate limit, too many subscriptions): the
+    /// chunk is issued again after 5 s, doubling up to 5 minutes while it keeps happening.
+    private func chunkClosed(_ chunk: Int, generation: Int) {
+        guard generations[chunk] == generation else { return }
+        let closures = (closedChunks[chunk]?.closures ?? 0) + 1
+        let delay = Duration.seconds(min(300, 5 << min(closures - 1, 6)))
+        closedChunks[chunk] = (.now + delay, closures)
+        metrics.watchSubscriptionClosed()
+    }
+
+    private func reissueClosedChunks() async {
+        let due = closedChunks.filter { $0.value.at <= .now }.map(\.key)
+        for chunk in due.sorted() where chunk < chunks.chunks.count {
+            await resubscribe(chunk)
+            // Keep the count (for the backoff) until a later EOSE shows the relay took it.
+            closedChunks[chunk]?.at = .now + .seconds(86_400 * 365)
+        }
+    }
+
     private func markLive(_ context: ConsumerContext) async {
+        if let closed = closedChunks[context.chunk], closed.at > .now + .seconds(86_400) { closedChunks[context.chunk] = nil }
         let live = context.pubkeys.filter(chunks.contains)
         livePubkeys[context.relay, default: []].formUnion(live)
         do {
@@ -339,7 +369,7 @@ public actor RelayWatcher: Service {
 
     // MARK: Recording
 
-    private nonisolated func ingestLoop() async {
+    private nonisolated func ingestLoop(_ batcher: WrapBatcher) async {
         let relayToQueue = metrics.watchRelayToQueueTimer()
         while let batch = await batcher.next(max: batchSize) {
             var attempt = 0
@@ -429,6 +459,6 @@ public actor RelayWatcher: Service {
             relays.append(RelayStatus(url: url, state: await connection.state, lastEventAt: lastEvents[url], statistics: await connection.statistics,
                                       livePubkeys: livePubkeys[url]?.count ?? 0))
         }
-        return Status(relays: relays, shards: heldShards.sorted(), watchedPubkeys: chunks.count, pendingSightings: batcher.count)
+        return Status(relays: relays, shards: heldShards.sorted(), watchedPubkeys: chunks.count, pendingSightings: batchers.reduce(0) { $0 + $1.count })
     }
 }
