@@ -103,7 +103,8 @@ cat <<EOT
     BODY='{"device_token":"$TOKEN","apns_environment":"sandbox","relay_watch":true}'
     curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/devices/register -H 'content-type: application/json' \
       -H "Authorization: \$(sign --method POST --path /v1/devices/register --body "\$BODY")" -d "\$BODY"
-    $BIN/linkstr wrap send --nsec $OTHER_NSEC --to $DEMO_HEX --relay $RELAYS
+    # ... then, in one line, publish a gift wrap to yourself and see its push arrive at the sandbox:
+    $BIN/linkstr wrap send --nsec $OTHER_NSEC --to $DEMO_HEX --relay $RELAYS && sleep 1 && curl -s --cacert $APNS_CA_FILE "https://localhost:$SANDBOX_PORT/deliveries?after=0" | grep -o '"type":"gift_wrap"[^}]*'
     # 2. a device registered like today's app (no relay_watch) gets typed pushes that a sender asks for:
     BODY='{"device_token":"$TOKEN2","apns_environment":"sandbox"}'
     curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/devices/register -H 'content-type: application/json' \
