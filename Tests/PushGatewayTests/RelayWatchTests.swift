@@ -172,6 +172,41 @@ import TestSupport
         }
     }
 
+    /// A relay that refuses a REQ (`CLOSED`, here for too many subscriptions) gets that chunk again
+    /// later: once a slot is free the chunk is served and its pubkeys get pushes.
+    @Test(.enabled(if: RustNostrPeer.enabled, "set LINKSTR_SKIP_INTEROP=1 to skip"))
+    func aChunkTheRelayClosedIsIssuedAgain() async throws {
+        let relay = try RelayFixture(implementation: .rustNostr(auth: nil, maxSubscriptions: 1))
+        try await relay.start()
+        let alice = Keys.generate(), bob = Keys.generate()
+        let settings: WatchSettings = {
+            var settings = Self.settings([relay])
+            settings.chunkSize = 1
+            return settings
+        }()
+        try await SandboxFixture.with { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: settings) { gateway in
+                try await Self.registerWatching(gateway, alice, HTTP2DeliveryTests.token(0xEA))
+                #expect(try await Self.waitLive(gateway, pubkeys: 1))
+                // Bob's chunk is the second REQ on a relay that allows one: CLOSED.
+                try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xEB))
+                #expect(try await GatewayHarness.eventually {
+                    String(decoding: await gateway.metrics.exposition(), as: UTF8.self).contains("linkstr_watch_subscriptions_closed_total 1")
+                }, "the relay closed bob's chunk")
+                // Alice leaves; her chunk's CLOSE frees the slot and bob's chunk is issued again.
+                let unregister = #"{"device_token":"\#(HTTP2DeliveryTests.token(0xEA))"}"#
+                #expect(try await gateway.send(alice, .post, "/v1/devices/unregister", json: unregister).status == .accepted)
+                #expect(try await GatewayHarness.eventually(within: 15) {
+                    let status = try await Self.watchStatus(gateway)
+                    guard case .array(let relays)? = status?["relays"] else { return false }
+                    return relays.first?["live_pubkeys"] == 1 && status?["watched_pubkeys"] == 1
+                }, "bob's chunk was served after the retry")
+                try await Self.publish([try Self.wrap(to: bob)], to: relay)
+                #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).count == 1 })
+            }
+        }
+    }
+
     @Test func aWrapWithABadSignatureIsDroppedAndCounted() async throws {
         // A relay that stores whatever it is sent, like a careless or hostile one.
         let relay = try RelayFixture(validateSignatures: false)

@@ -17,7 +17,8 @@ public final class RelayFixture: @unchecked Sendable {
     /// optionally demanding NIP-42 AUTH for `read`, `write` or `both`).
     public enum Implementation: Sendable {
         case nostrRelay
-        case rustNostr(auth: String?)
+        /// `maxSubscriptions`: REQs beyond it are answered with `CLOSED`.
+        case rustNostr(auth: String?, maxSubscriptions: Int? = nil)
     }
 
     public let implementation: Implementation
@@ -70,11 +71,11 @@ public final class RelayFixture: @unchecked Sendable {
                 executable: try Self.executable(),
                 arguments: ["-c", directory.appendingPathComponent("config.yaml").path, "serve"],
                 logPath: directory.appendingPathComponent("relay.log").path)
-        case .rustNostr(let auth):
+        case .rustNostr(let auth, let maxSubscriptions):
             process = try ChildProcess(
                 executable: RustNostrPeer.python,
                 arguments: [RustNostrPeer.repositoryRoot.appendingPathComponent("scripts/interop/rust_nostr_relay.py").path, String(port)]
-                    + (auth.map { ["--auth", $0] } ?? []),
+                    + (auth.map { ["--auth", $0] } ?? []) + (maxSubscriptions.map { ["--max-reqs", String($0)] } ?? []),
                 logPath: directory.appendingPathComponent("relay.log").path)
         }
         lock.withLock { self.process = process }
