@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "PushGateway", targets: ["PushGateway"]),
         .library(name: "APNsSandbox", targets: ["APNsSandbox"]),
         .library(name: "NostrRelay", targets: ["NostrRelay"]),
+        .library(name: "LinkstrCore", targets: ["LinkstrCore"]),
         .executable(name: "linkstr", targets: ["LinkstrCLI"]),
         .executable(name: "linkstr-push", targets: ["LinkstrPush"]),
         .executable(name: "apns-sandbox", targets: ["APNsSandboxCommand"]),
@@ -68,6 +69,13 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strictSwift
+        ),
+        // The shared client library (issue #5): linkstr's wire format today; the core, persistence
+        // and relays next.
+        .target(
+            name: "LinkstrCore",
+            dependencies: ["NostrProtocol"],
             swiftSettings: strictSwift
         ),
         .target(
@@ -198,6 +206,11 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "LinkstrCoreTests",
+            dependencies: ["LinkstrCore", "NostrProtocol", "TestSupport"],
             swiftSettings: strictSwift
         ),
         .testTarget(
