@@ -117,16 +117,6 @@ public actor RelayConnection: Service {
         return stream
     }
 
-    /// Changes the filters of a live subscription (the same REQ id replaces it on the relay).
-    public func update(id: String, filters: [Filter]) {
-        guard subscriptions[id] != nil else { return }
-        subscriptions[id]?.filters = { filters }
-        enqueue(ClientMessage.req(subscriptionID: id, filters: filters).json)
-    }
-
-    /// The ids of the live subscriptions.
-    public var subscriptionIDs: [String] { Array(subscriptions.keys) }
-
     public func unsubscribe(id: String) {
         guard let subscription = subscriptions.removeValue(forKey: id) else { return }
         subscription.continuation.finish()

@@ -112,7 +112,7 @@ import TestSupport
             var events = await connection.subscribe(id: "watch", filters: [Filter(authors: [keys.publicKey], kinds: [1])]).makeAsyncIterator()
             #expect(await Self.next(&events) == .endOfStoredEvents)
             relay.kill()
-            #expect(!RelayFixture.accepts(port: relay.port), "the relay is down")
+            #expect(!LoopbackPort.accepts(relay.port), "the relay is down")
             var down = false
             for _ in 0..<250 where !down {
                 down = await connection.state != .connected
@@ -130,7 +130,7 @@ import TestSupport
     }
 
     @Test func anUnreachableRelayIsRetriedAndNeverEndsTheService() async throws {
-        let port = try RelayFixture.freePort()
+        let port = try LoopbackPort.free()
         let connection = RelayConnection(url: "ws://127.0.0.1:\(port)", configuration: Self.configuration(), logger: Self.logger)
         let unresolvable = RelayConnection(url: "ws://no-such-relay.invalid:7777", configuration: Self.configuration(), logger: Self.logger)
         try await Self.running(unresolvable) {

@@ -26,7 +26,7 @@ final class GatewayProcess: Sendable {
 
     /// Starts the gateway against `database`, delivering to `sandbox`, and waits until `/readyz` is 200.
     static func start(database: DatabaseURL, sandbox: SandboxFixture, environment extra: [String: String] = [:]) async throws -> GatewayProcess {
-        let port = try freePort()
+        let port = try LoopbackPort.free()
         var environment = ProcessInfo.processInfo.environment
         let app = sandbox.apns.apps[0]
         environment.merge([
@@ -96,24 +96,5 @@ final class GatewayProcess: Sendable {
         let text = try await get("/metrics").body
         let line = text.split(separator: "\n").first { $0.hasPrefix(sample + " ") }
         return line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) } ?? 0
-    }
-
-    static func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw TestSetupError("socket() failed") }
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else { throw TestSetupError("bind() failed") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

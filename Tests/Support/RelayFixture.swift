@@ -25,7 +25,7 @@ public final class RelayFixture: @unchecked Sendable {
 
     public init(port: Int? = nil, validateSignatures: Bool = true, implementation: Implementation = .nostrRelay) throws {
         self.implementation = implementation
-        self.port = try port ?? Self.freePort()
+        self.port = try port ?? LoopbackPort.free()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let config = """
@@ -80,7 +80,7 @@ public final class RelayFixture: @unchecked Sendable {
         }
         lock.withLock { self.process = process }
         for _ in 0..<300 {
-            if Self.accepts(port: port) { return }
+            if LoopbackPort.accepts(port) { return }
             guard process.isRunning else { throw FixtureError("nostr-relay exited early; see \(directory.path)/relay.log") }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -91,40 +91,12 @@ public final class RelayFixture: @unchecked Sendable {
     public func kill() {
         guard let process = lock.withLock({ self.process }) else { return }
         process.kill()
-        for _ in 0..<500 where Self.accepts(port: port) { usleep(10_000) }
+        for _ in 0..<500 where LoopbackPort.accepts(port) { usleep(10_000) }
         lock.withLock { self.process = nil }
     }
 
     deinit {
         kill()
         try? FileManager.default.removeItem(at: directory)
-    }
-
-    public static func accepts(port: Int) -> Bool {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
-    }
-
-    public static func freePort() throws -> Int {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        guard withUnsafePointer(to: &address, {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }) == 0 else { throw FixtureError("bind failed") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

@@ -116,9 +116,7 @@ public struct APNsConfiguration: Sendable, Equatable {
     }
 
     private static func connections(_ env: [String: String]) throws(ConfigurationError) -> Int {
-        guard let text = env["APNS_CONNECTIONS"], !text.isEmpty else { return 2 }
-        guard let value = Int(text), (1...64).contains(value) else { throw ConfigurationError(key: "APNS_CONNECTIONS", "an integer in 1...64") }
-        return value
+        try ConfigurationError.integer(env, "APNS_CONNECTIONS", 1...64, default: 2)
     }
 
     private static func url(_ env: [String: String], _ key: String, default value: String) throws(ConfigurationError) -> String {

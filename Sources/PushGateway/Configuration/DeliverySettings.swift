@@ -16,12 +16,9 @@ public struct DeliverySettings: Sendable, Equatable {
     }
 
     static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> DeliverySettings {
-        func integer(_ key: String, _ range: ClosedRange<Int>, default value: Int) throws(ConfigurationError) -> Int {
-            try ConfigurationError.integer(env, key, range, default: value)
-        }
         return DeliverySettings(
-            leaseSeconds: try integer("DELIVERY_LEASE_SECONDS", 1...3600, default: 30),
-            batchSize: try integer("DELIVERY_BATCH_SIZE", 1...1000, default: 128),
-            loops: try integer("DELIVERY_LOOPS", 1...64, default: 4))
+            leaseSeconds: try ConfigurationError.integer(env, "DELIVERY_LEASE_SECONDS", 1...3600, default: 30),
+            batchSize: try ConfigurationError.integer(env, "DELIVERY_BATCH_SIZE", 1...1000, default: 128),
+            loops: try ConfigurationError.integer(env, "DELIVERY_LOOPS", 1...64, default: 4))
     }
 }

@@ -38,9 +38,6 @@ public struct WatchSettings: Sendable {
     }
 
     static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> WatchSettings {
-        func integer(_ key: String, _ range: ClosedRange<Int>, default value: Int) throws(ConfigurationError) -> Int {
-            try ConfigurationError.integer(env, key, range, default: value)
-        }
         var relays: [String] = []
         for item in (env["RELAYS"] ?? "").split(separator: ",") {
             let url = item.trimmingCharacters(in: .whitespaces)
@@ -54,10 +51,10 @@ public struct WatchSettings: Sendable {
         }
         return WatchSettings(
             relays: relays,
-            chunkSize: try integer("WATCH_CHUNK_SIZE", 1...5000, default: 500),
-            coalesceSeconds: try integer("WATCH_COALESCE_SECONDS", 0...3600, default: 5),
-            shards: try integer("WATCH_SHARDS", 1...4096, default: 64),
-            leaseSeconds: try integer("WATCH_LEASE_SECONDS", 2...600, default: 30),
+            chunkSize: try ConfigurationError.integer(env, "WATCH_CHUNK_SIZE", 1...5000, default: 500),
+            coalesceSeconds: try ConfigurationError.integer(env, "WATCH_COALESCE_SECONDS", 0...3600, default: 5),
+            shards: try ConfigurationError.integer(env, "WATCH_SHARDS", 1...4096, default: 64),
+            leaseSeconds: try ConfigurationError.integer(env, "WATCH_LEASE_SECONDS", 2...600, default: 30),
             gatewayKey: key)
     }
 

@@ -72,15 +72,24 @@ public struct GatewayStore: Sendable {
     /// statement back, replay key included, so it is run again, up to three times.
     func countsStatement<Statement: PostgresPreparedStatement>(_ statement: Statement) async throws -> [Int] where Statement.Row == [Int] {
         try await storage {
-            var attempt = 0
-            while true {
-                attempt += 1
-                do {
-                    for try await row in try await client.execute(statement, logger: logger) { return row }
-                    return []
-                } catch let error as PSQLError where attempt < 3 && Self.isTransient(error) {
-                    continue
-                }
+            try await Self.retryingTransient {
+                for try await row in try await client.execute(statement, logger: logger) { return row }
+                return []
+            }
+        }
+    }
+
+    /// Runs `body` (one statement, its own transaction) up to three times while PostgreSQL rolls
+    /// it back for a transient reason (`isTransient`): the whole statement was undone, replay keys
+    /// and claims included, so running it again is safe.
+    static func retryingTransient<Result>(_ body: () async throws -> Result) async throws -> Result {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await body()
+            } catch let error as PSQLError where attempt < 3 && isTransient(error) {
+                continue
             }
         }
     }

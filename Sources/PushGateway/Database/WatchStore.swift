@@ -162,23 +162,16 @@ public struct WatchStore: Sendable {
             wrapIDs: sightings.map(\.wrapID), recipients: sightings.map(\.recipient), relays: sightings.map(\.relay),
             live: sightings.map(\.live), coalesceSeconds: settings.coalesceSeconds, lifetimeSeconds: GatewayStore.jobLifetimeSeconds,
             leaseDue: leaseSeconds != nil, leaseSeconds: leaseSeconds ?? 0)
-        var attempt = 0
-        while true {
-            attempt += 1
-            do {
-                var result = RecordResult(claimed: 0, jobs: 0, merged: 0)
-                for try await row in try await client.execute(statement, logger: logger) {
-                    result.claimed = row.claimed
-                    result.jobs = row.queued
-                    result.merged = row.merged
-                    if let job = row.job { result.leased.append(job) }
-                }
-                return result
-            } catch let error as PSQLError where attempt < 3 && GatewayStore.isTransient(error) {
-                // A device removed mid-statement (23503) or a deadlock: the statement rolled back
-                // as a whole, claims included, so it can run again.
-                continue
+        // A device removed mid-statement (23503) or a deadlock rolls the statement back as a whole.
+        return try await GatewayStore.retryingTransient {
+            var result = RecordResult(claimed: 0, jobs: 0, merged: 0)
+            for try await row in try await client.execute(statement, logger: logger) {
+                result.claimed = row.claimed
+                result.jobs = row.queued
+                result.merged = row.merged
+                if let job = row.job { result.leased.append(job) }
             }
+            return result
         }
     }
 }

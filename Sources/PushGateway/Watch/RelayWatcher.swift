@@ -62,8 +62,14 @@ public actor RelayWatcher: Service {
     /// job and both queue one).
     private let batchers: [WrapBatcher]
     private var resyncRequested = false
-    /// Chunks a relay closed (`CLOSED`), with when to issue them again and how often it happened.
-    private var closedChunks: [Int: (at: ContinuousClock.Instant, closures: Int)] = [:]
+    /// Chunks a relay closed (`CLOSED`): how often in a row (for the backoff), and when to issue
+    /// them again; `retryAt` is nil once re-issued, until an EOSE shows the relay took the chunk.
+    private struct ClosedChunk {
+        var closures: Int
+        var retryAt: ContinuousClock.Instant?
+    }
+
+    private var closedChunks: [Int: ClosedChunk] = [:]
 
     public init(store: WatchStore, metrics: GatewayMetrics, logger: Logger, instanceID: String? = nil,
                 relayConfiguration: RelayConfiguration = RelayConfiguration(), heartbeatInterval: Duration = .seconds(1),
@@ -335,21 +341,21 @@ public actor RelayWatcher: Service {
         guard generations[chunk] == generation else { return }
         let closures = (closedChunks[chunk]?.closures ?? 0) + 1
         let delay = Duration.seconds(min(300, 5 << min(closures - 1, 6)))
-        closedChunks[chunk] = (.now + delay, closures)
+        closedChunks[chunk] = ClosedChunk(closures: closures, retryAt: .now + delay)
         metrics.watchSubscriptionClosed()
     }
 
     private func reissueClosedChunks() async {
-        let due = closedChunks.filter { $0.value.at <= .now }.map(\.key)
+        let now = ContinuousClock.now
+        let due = closedChunks.filter { $0.value.retryAt.map { $0 <= now } ?? false }.map(\.key)
         for chunk in due.sorted() where chunk < chunks.chunks.count {
             await resubscribe(chunk)
-            // Keep the count (for the backoff) until a later EOSE shows the relay took it.
-            closedChunks[chunk]?.at = .now + .seconds(86_400 * 365)
+            closedChunks[chunk]?.retryAt = nil
         }
     }
 
     private func markLive(_ context: ConsumerContext) async {
-        if let closed = closedChunks[context.chunk], closed.at > .now + .seconds(86_400) { closedChunks[context.chunk] = nil }
+        if let closed = closedChunks[context.chunk], closed.retryAt == nil { closedChunks[context.chunk] = nil }
         let live = context.pubkeys.filter(chunks.contains)
         livePubkeys[context.relay, default: []].formUnion(live)
         do {
