@@ -9,8 +9,9 @@ VENV="$REPO_ROOT/.venv"
 say() { printf '==> %s\n' "$*"; }
 
 # Debian packages: libsecp256k1 (signatures, ECDH), pkg-config (SwiftPM finds libsecp256k1
-# through it), PostgreSQL (the gateway's store, started per test run), curl (the examples up.sh prints).
-APT_PACKAGES=(libsecp256k1-dev pkg-config postgresql curl)
+# through it), SQLite (the client library's store, through GRDB), PostgreSQL (the gateway's store,
+# started per test run), curl (the examples up.sh prints).
+APT_PACKAGES=(libsecp256k1-dev libsqlite3-dev pkg-config postgresql curl)
 # python3-venv only when the python3 on PATH cannot make a virtualenv by itself.
 python3 -c 'import venv, ensurepip' 2>/dev/null || APT_PACKAGES+=(python3-venv)
 
