@@ -244,15 +244,19 @@ public struct LinkstrLedger: Sendable {
         (postIDsBySession[sessionID] ?? []).count { posts[$0]?.isRead == false }
     }
 
-    /// A snapshot that arrived after content it should have ruled on: posts and reactions from
-    /// `time` on whose sender (or self) it shows was not a member go back to waiting, exactly as
-    /// if the snapshot had arrived first. This is what makes out-of-order delivery converge.
+    /// A snapshot that arrived after content it should have ruled on: posts and reactions after
+    /// `time` whose sender (or self) it shows was not a member go back to waiting, exactly as if
+    /// the snapshot had arrived first. This is what makes out-of-order delivery converge.
+    ///
+    /// Content from the snapshot's own second is left alone: membership is judged in whole
+    /// seconds, and a post sent in the same second as a removal, already accepted, most likely
+    /// preceded it.
     private mutating func revalidate(session sessionID: String, from time: Int64) {
         guard let session = sessionLedger.sessions[sessionID] else { return }
         let membership = session.membership
         func wasMember(_ sender: String, at time: Int64) -> Bool { membership.isActive(sender, at: time) && membership.isActive(me, at: time) }
         for id in postIDsBySession[sessionID] ?? [] {
-            guard let post = posts[id], post.createdAt >= time, !wasMember(post.author, at: post.createdAt) else { continue }
+            guard let post = posts[id], post.createdAt > time, !wasMember(post.author, at: post.createdAt) else { continue }
             let reactions = reactions(on: id)
             remove(post: id)
             if let message = post.message { rehold(message, wrapIDs: Set(post.wrapIDs), isRead: post.isRead, session: session) }
@@ -263,7 +267,7 @@ public struct LinkstrLedger: Sendable {
             }
         }
         for id in postIDsBySession[sessionID] ?? [] {
-            for reaction in reactions(on: id) where reaction.order.createdAt >= time && !wasMember(reaction.key.sender, at: reaction.order.createdAt) {
+            for reaction in reactions(on: id) where reaction.order.createdAt > time && !wasMember(reaction.key.sender, at: reaction.order.createdAt) {
                 reactions[reaction.key] = nil
                 reactionKeysByRoot[id]?.remove(reaction.key)
                 changes.reactions.insert(reaction.key)
@@ -311,5 +315,18 @@ public struct LinkstrLedger: Sendable {
             changes.deletions.insert(rootID)
         }
         pending.drop(session: sessionID)
+    }
+}
+
+extension LinkstrLedger {
+    /// Ingests a batch. History (and a restore) is applied in the order rule's order (R14), so
+    /// snapshots come before the content they rule on whatever order the relay paged it in; live
+    /// messages keep their arrival order. Reports come back in the batch's input order.
+    public mutating func ingest(batch messages: [LinkstrMessage], origin: IngestOrigin) -> [Report] {
+        guard origin == .history || origin == .restore else { return messages.map { ingest($0, origin: origin) } }
+        let order = messages.indices.sorted { EventOrder(messages[$0]) < EventOrder(messages[$1]) }
+        var reports = [Report?](repeating: nil, count: messages.count)
+        for index in order { reports[index] = ingest(messages[index], origin: origin) }
+        return reports.map { $0! }
     }
 }

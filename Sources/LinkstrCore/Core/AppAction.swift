@@ -1,0 +1,54 @@
+/// What the UI (or the CLI) asks the core to do. Actions are processed one at a time, in order.
+public enum AppAction: Sendable, Equatable {
+    // Identity
+    case createIdentity
+    /// `nsec` or 64-hex secret key.
+    case importIdentity(String)
+    /// Keeps local data (and the key) for a later sign-in unless `clearData`, which erases this
+    /// account's rows, data key and secret key.
+    case logout(clearData: Bool)
+
+    // Relays
+    case addRelay(String)
+    case removeRelay(String)
+    case setRelayEnabled(String, Bool)
+    case resetRelays
+    /// Foreground: (re)build relay connections from scratch and sync.
+    case startRelays
+    /// Background: stop relay connections.
+    case stopRelays
+
+    // Contacts
+    case addContact(String, alias: String?)
+    case removeContact(String)
+    case setAlias(pubkey: String, alias: String?)
+
+    // Sessions
+    case createSession(name: String, members: [String])
+    case setSessionMembers(sessionID: String, members: [String])
+    case renameSession(sessionID: String, name: String)
+    case deleteSession(sessionID: String)
+    case setArchived(sessionID: String, Bool)
+    case setListMode(SessionListMode)
+    /// Opens a session (marks its visible inbound posts read); nil closes it.
+    case openSession(String?)
+    /// Opens a post (marks it read); nil closes it.
+    case openPost(String?)
+
+    // Posts and reactions
+    case post(sessionID: String, url: String, note: String?)
+    case toggleReaction(postID: String, emoji: String)
+    case deletePost(postID: String)
+
+    case dismissToast
+}
+
+/// What `perform` reports once an action is done.
+public enum ActionResult: Sendable, Equatable {
+    case done
+    /// The session to navigate to (after `createSession`).
+    case navigate(sessionID: String)
+    /// The post's id (after `post`).
+    case posted(postID: String)
+    case failed(String)
+}

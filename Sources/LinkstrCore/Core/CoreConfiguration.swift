@@ -1,0 +1,19 @@
+public import Foundation
+public import NostrRelay
+
+/// Where the core keeps its data and how it talks to relays.
+public struct CoreConfiguration: Sendable {
+    /// Holds `linkstr.sqlite` and, with the default secret store, `secrets/`.
+    public var dataDirectory: URL
+    /// Used when the account's relay list is empty, and by `resetRelays`.
+    public var defaultRelays: [String] = RelayEntry.defaults
+    /// How long a send waits for a relay that takes writes (linkstr: 12 s).
+    public var sendTimeout: Duration = .seconds(12)
+    public var relayConfiguration = RelayConfiguration()
+    /// The secret store; nil means files under `dataDirectory/secrets` (mode 0600).
+    public var secretStore: (any SecretStore)?
+
+    public init(dataDirectory: URL) {
+        self.dataDirectory = dataDirectory
+    }
+}

@@ -1,0 +1,325 @@
+import Foundation
+import NostrProtocol
+import NostrRelay
+
+extension LinkstrAppCore {
+    static let currentAccountSecret = "current-account"
+    static func keySecret(_ pubkey: String) -> String { "nsec.\(pubkey)" }
+    static func dataKeySecret(_ pubkey: String) -> String { "datakey.\(pubkey)" }
+
+    func run(_ action: AppAction) async throws -> ActionResult {
+        switch action {
+        case .createIdentity:
+            try signIn(Keys.generate())
+        case .importIdentity(let text):
+            guard let secret = try? SecretKey(parsing: text.trimmingCharacters(in: .whitespacesAndNewlines)) else { throw CoreError.invalidSecretKey }
+            try signIn(Keys(secretKey: secret))
+        case .logout(let clearData):
+            try await logout(clearData: clearData)
+        case .addRelay(let text):
+            guard let url = RelayEntry.normalize(text) else { throw CoreError.invalidRelayURL(text) }
+            var relays = try signedIn().relays
+            guard !relays.contains(where: { $0.url == url }) else { throw CoreError.duplicateRelay }
+            relays.append(RelayEntry(url: url))
+            try saveRelays(relays)
+        case .removeRelay(let text):
+            let url = RelayEntry.normalize(text) ?? text
+            var relays = try signedIn().relays
+            guard relays.contains(where: { $0.url == url }) else { throw CoreError.unknownRelay }
+            relays.removeAll { $0.url == url }
+            try saveRelays(relays)
+        case .setRelayEnabled(let text, let enabled):
+            let url = RelayEntry.normalize(text) ?? text
+            var relays = try signedIn().relays
+            guard let index = relays.firstIndex(where: { $0.url == url }) else { throw CoreError.unknownRelay }
+            relays[index].enabled = enabled
+            try saveRelays(relays)
+        case .resetRelays:
+            try saveRelays(configuration.defaultRelays.map { RelayEntry(url: $0) })
+        case .startRelays:
+            try await startRelays()
+        case .stopRelays:
+            await pool.stop()
+            liveRelays = []
+            historyBuffers = [:]
+        case .addContact(let text, let alias):
+            let account = try signedIn()
+            let list: [String]
+            do { list = try account.contacts.adding(text, me: account.me) } catch { throw CoreError.invalidMember(error.description) }
+            try await publishFollowList(list)
+            if let key = try? PublicKey(parsing: text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                self.account?.contacts.setAlias(alias, for: key.hex)
+                try saveContacts()
+            }
+        case .removeContact(let text):
+            let list: [String]
+            let account = try signedIn()
+            do { list = try account.contacts.removing(text) } catch { throw CoreError.invalidMember(error.description) }
+            try await publishFollowList(list)
+        case .setAlias(let pubkey, let alias):
+            guard let key = try? PublicKey(parsing: pubkey) else { throw CoreError.invalidMember(pubkey) }
+            _ = try signedIn()
+            account?.contacts.setAlias(alias, for: key.hex)
+            try saveContacts()
+        case .createSession(let name, let members):
+            return .navigate(sessionID: try await createSession(name: name, members: members))
+        case .setSessionMembers(let sessionID, let members):
+            try await updateMembers(sessionID, members: try parseMembers(members), name: nil)
+        case .renameSession(let sessionID, let name):
+            guard !name.isBlank else { throw CoreError.blankSessionName }
+            let session = try creatorSession(sessionID)
+            try await updateMembers(sessionID, members: session.membership.active, name: name.trimmingWhitespaceAndNewlines())
+        case .deleteSession(let sessionID):
+            try await deleteSession(sessionID)
+        case .setArchived(let sessionID, let archived):
+            let account = try signedIn()
+            guard account.ledger.sessions[sessionID] != nil else { throw CoreError.unknownSession }
+            try account.store.setArchived(sessionID, archived)
+            if archived { self.account?.archived.insert(sessionID) } else { self.account?.archived.remove(sessionID) }
+        case .setListMode(let mode):
+            listMode = mode
+        case .openSession(let sessionID):
+            if let sessionID {
+                let account = try signedIn()
+                guard account.ledger.sessions[sessionID] != nil else { throw CoreError.unknownSession }
+                openSessionID = sessionID
+                try markRead(account.ledger.posts(in: sessionID).map(\.id))
+            } else {
+                openSessionID = nil
+                openPostID = nil
+            }
+        case .openPost(let postID):
+            if let postID {
+                guard let post = try signedIn().ledger.posts[postID] else { throw CoreError.unknownPost }
+                openSessionID = post.sessionID
+                openPostID = postID
+                try markRead([postID])
+            } else {
+                openPostID = nil
+            }
+        case .post(let sessionID, let url, let note):
+            return .posted(postID: try await post(sessionID: sessionID, url: url, note: note))
+        case .toggleReaction(let postID, let emoji):
+            try await toggleReaction(postID: postID, emoji: emoji)
+        case .deletePost(let postID):
+            try await deletePost(postID)
+        case .dismissToast:
+            toast = nil
+        }
+        return .done
+    }
+
+    // MARK: Identity
+
+    func signedIn() throws(CoreError) -> Account {
+        guard let account else { throw .notSignedIn }
+        return account
+    }
+
+    func loadCurrentAccount() throws {
+        guard let bytes = try secrets.read(Self.currentAccountSecret), let pubkey = String(bytes: bytes, encoding: .utf8),
+              let secret = try secrets.read(Self.keySecret(pubkey)) else { return }
+        try openAccount(Keys(secretKey: SecretKey(bytes: secret)))
+    }
+
+    private func signIn(_ keys: Keys) throws {
+        guard account == nil else { throw CoreError.alreadySignedIn }
+        let pubkey = keys.publicKey.hex
+        try secrets.write(Self.keySecret(pubkey), Hex.decode(keys.secretKey.exportHex()) ?? [])
+        try openAccount(keys)
+        try secrets.write(Self.currentAccountSecret, Array(pubkey.utf8))
+    }
+
+    private func openAccount(_ keys: Keys) throws {
+        guard let store else { throw CoreError.storeUnavailable(storeError?.description ?? "the local store is unavailable") }
+        let pubkey = keys.publicKey.hex
+        let dataKey: [UInt8]
+        if let existing = try secrets.read(Self.dataKeySecret(pubkey)) {
+            dataKey = existing
+        } else {
+            dataKey = FieldCipher.generateKey().withUnsafeBytes { Array($0) }
+            try secrets.write(Self.dataKeySecret(pubkey), dataKey)
+        }
+        let accountStore = store.account(pubkey, cipher: FieldCipher(key: .init(data: dataKey), owner: pubkey))
+        let ledger = try accountStore.loadLedger()
+        let contacts = try accountStore.value("contacts").flatMap { try? JSONDecoder().decode(ContactBook.self, from: Data($0.utf8)) } ?? ContactBook()
+        var relays = try accountStore.value("relays").flatMap { try? JSONDecoder().decode([RelayEntry].self, from: Data($0.utf8)) } ?? []
+        // Boot: defaults when the list is empty.
+        if relays.isEmpty { relays = configuration.defaultRelays.map { RelayEntry(url: $0) } }
+        account = Account(keys: keys, store: accountStore, ledger: ledger, contacts: contacts, relays: relays, archived: try accountStore.archivedSessions())
+        try saveRelays(relays)
+    }
+
+    private func logout(clearData: Bool) async throws {
+        let account = try signedIn()
+        await pool.stop()
+        liveRelays = []
+        historyBuffers = [:]
+        relayStatuses = [:]
+        openSessionID = nil
+        openPostID = nil
+        notifications = []
+        self.account = nil
+        try secrets.delete(Self.currentAccountSecret)
+        if clearData {
+            try account.store.eraseAll()
+            try secrets.delete(Self.dataKeySecret(account.me))
+            try secrets.delete(Self.keySecret(account.me))
+        }
+    }
+
+    // MARK: Persistence helpers
+
+    func saveRelays(_ relays: [RelayEntry]) throws {
+        guard account != nil else { throw CoreError.notSignedIn }
+        account?.relays = relays
+        try account?.store.setValue(String(decoding: try JSONEncoder().encode(relays), as: UTF8.self), for: "relays")
+    }
+
+    func saveContacts() throws {
+        guard let account else { throw CoreError.notSignedIn }
+        try account.store.setValue(String(decoding: try JSONEncoder().encode(account.contacts), as: UTF8.self), for: "contacts")
+    }
+
+    /// Saves what the ledger changed since the last save.
+    func saveLedger() throws {
+        guard var ledger = account?.ledger else { return }
+        let changes = ledger.takeChanges()
+        account?.ledger = ledger
+        try account?.store.save(changes, from: ledger)
+    }
+
+    private func markRead(_ postIDs: [String]) throws {
+        guard account != nil else { return }
+        if account!.ledger.markRead(postIDs) > 0 { try saveLedger() }
+    }
+
+    // MARK: Sessions
+
+    func parseMembers(_ inputs: [String]) throws(CoreError) -> Set<String> {
+        var members = Set<String>()
+        for input in inputs {
+            guard let key = try? PublicKey(parsing: input.trimmingCharacters(in: .whitespacesAndNewlines)) else { throw .invalidMember(input) }
+            members.insert(key.hex)
+        }
+        return members
+    }
+
+    func creatorSession(_ sessionID: String) throws(CoreError) -> SessionLedger.Session {
+        let account = try signedIn()
+        guard let session = account.ledger.sessions[sessionID] else { throw .unknownSession }
+        guard session.creator == account.me else { throw .notCreator }
+        return session
+    }
+
+    private func createSession(name: String, members: [String]) async throws -> String {
+        let account = try signedIn()
+        guard !name.isBlank else { throw CoreError.blankSessionName }
+        let snapshot = try parseMembers(members).union([account.me])
+        let sessionID = Self.newOperationID()
+        let payload = LinkstrPayload(conversationID: sessionID, rootID: Self.newOperationID(), kind: .sessionCreate,
+                                     sessionName: name.trimmingWhitespaceAndNewlines(), memberPubkeys: snapshot.sorted())
+        try await send(payload, to: snapshot)
+        return sessionID
+    }
+
+    private func updateMembers(_ sessionID: String, members: Set<String>, name: String?) async throws {
+        let session = try creatorSession(sessionID)
+        let me = try signedIn().me
+        let snapshot = members.union([me])
+        // Both the previous and the new members hear of it, so removed members learn they were.
+        let payload = LinkstrPayload(conversationID: sessionID, rootID: Self.newOperationID(), kind: .sessionMembers,
+                                     sessionName: name ?? session.name, memberPubkeys: snapshot.sorted())
+        try await send(payload, to: session.membership.active.union(snapshot))
+    }
+
+    private func deleteSession(_ sessionID: String) async throws {
+        let session = try creatorSession(sessionID)
+        let account = try signedIn()
+        let ownWraps = account.ledger.posts(in: sessionID).filter { $0.author == account.me }.flatMap(\.wrapIDs)
+        let payload = LinkstrPayload(conversationID: sessionID, rootID: Self.newOperationID(), kind: .sessionDelete)
+        try await send(payload, to: session.membership.everKnown.union([account.me]))
+        await requestRelayDeletion(of: ownWraps)
+    }
+
+    // MARK: Posts and reactions
+
+    private func activeSession(_ sessionID: String) throws(CoreError) -> SessionLedger.Session {
+        let account = try signedIn()
+        guard let session = account.ledger.sessions[sessionID] else { throw .unknownSession }
+        guard session.membership.isActiveNow(account.me) else { throw .notActiveMember }
+        return session
+    }
+
+    private func post(sessionID: String, url: String, note: String?) async throws -> String {
+        let session = try activeSession(sessionID)
+        guard let normalized = LinkURL.normalize(url) else { throw CoreError.invalidURL }
+        let trimmed = note?.trimmingWhitespaceAndNewlines()
+        let payload = LinkstrPayload(conversationID: sessionID, kind: .root, url: normalized, note: (trimmed?.isEmpty ?? true) ? nil : trimmed)
+        return try await send(payload, to: session.membership.active)
+    }
+
+    private func toggleReaction(postID: String, emoji: String) async throws {
+        let account = try signedIn()
+        guard !emoji.isBlank else { throw CoreError.blankEmoji }
+        guard let post = account.ledger.posts[postID] else { throw CoreError.unknownPost }
+        let session = try activeSession(post.sessionID)
+        let key = Reaction.Key(sessionID: post.sessionID, rootID: postID, emoji: emoji, sender: account.me)
+        let active = !(account.ledger.reactions[key]?.isActive ?? false)
+        let payload = LinkstrPayload(conversationID: post.sessionID, rootID: postID, kind: .reaction, emoji: emoji, reactionActive: active)
+        try await send(payload, to: session.membership.active)
+    }
+
+    private func deletePost(_ postID: String) async throws {
+        let account = try signedIn()
+        guard let post = account.ledger.posts[postID] else { throw CoreError.unknownPost }
+        guard post.author == account.me else { throw CoreError.notAuthor }
+        guard let session = account.ledger.sessions[post.sessionID] else { throw CoreError.unknownSession }
+        let payload = LinkstrPayload(conversationID: post.sessionID, rootID: postID, kind: .rootDelete)
+        try await send(payload, to: session.membership.everKnown.union([account.me]))
+        await requestRelayDeletion(of: post.wrapIDs)
+    }
+
+    // MARK: Sending
+
+    /// Wraps `payload` for `recipients` (plus our own copy), waits for a relay that takes writes,
+    /// publishes, and once every wrap was accepted somewhere applies the message locally with all
+    /// its wrap ids. Returns the rumor id. Nothing is queued for a later retry.
+    @discardableResult
+    func send(_ payload: LinkstrPayload, to recipients: Set<String>) async throws -> String {
+        let account = try signedIn()
+        let keys = recipients.sorted().compactMap { try? PublicKey(hex: $0) }
+        let (rumor, wraps) = try LinkstrRumor.wraps(payload, from: account.keys, to: keys)
+        try await pool.waitForWritableRelay(timeout: configuration.sendTimeout)
+        try await pool.publish(wraps)
+        var ledger = account.ledger
+        for wrap in wraps {
+            let message = LinkstrMessage(wrapID: wrap.id, rumorID: rumor.id, sender: account.keys.publicKey, createdAt: rumor.createdAt, payload: payload)
+            _ = ledger.ingest(message, origin: .local)
+        }
+        self.account?.ledger = ledger
+        try saveLedger()
+        return rumor.id.hex
+    }
+
+    /// A kind-5 request for our own wraps (best effort: the linkstr delete notice already went out).
+    private func requestRelayDeletion(of wrapIDs: [String]) async {
+        guard let account, !wrapIDs.isEmpty else { return }
+        let ids = wrapIDs.compactMap { try? EventID(hex: $0) }
+        let request = DeletionRequest.make(keys: account.keys, eventIDs: ids, kinds: [GiftWrap.wrapKind])
+        do { try await pool.publish([request]) } catch { logger.debug("kind-5 request not accepted", metadata: ["error": "\(error)"]) }
+    }
+
+    private func publishFollowList(_ pubkeys: [String]) async throws {
+        let account = try signedIn()
+        let entries = pubkeys.compactMap { try? PublicKey(hex: $0) }.map { FollowList.Entry(pubkey: $0) }
+        let event = FollowList.make(keys: account.keys, entries: entries, createdAt: account.contacts.nextCreatedAt())
+        try await pool.waitForWritableRelay(timeout: configuration.sendTimeout)
+        try await pool.publish([event])
+        self.account?.contacts.apply(followList: event)
+        try saveContacts()
+    }
+
+    /// 32 uppercase hex characters (a UUID without dashes), as linkstr writes session and operation ids.
+    static func newOperationID() -> String { UUID().uuidString.replacingOccurrences(of: "-", with: "") }
+}

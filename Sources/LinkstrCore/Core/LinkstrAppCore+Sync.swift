@@ -1,0 +1,83 @@
+import Foundation
+import NostrProtocol
+import NostrRelay
+
+extension LinkstrAppCore {
+    static let liveSubscription = "linkstr-live"
+    static let followSubscription = "linkstr-follows"
+    /// Gift wraps are backdated up to two days (NIP-59), so a live subscription looks that far back.
+    static let wrapBackdating: Int64 = 172_800
+
+    /// Builds the relay connections from scratch (a foreground start behaves like a cold open)
+    /// with the live and follow-list subscriptions of linkstr-wire.md §1.
+    func startRelays() async throws {
+        let account = try signedIn()
+        let me = account.keys.publicKey
+        liveRelays = []
+        historyBuffers = [:]
+        restoring = account.ledger.isEmpty
+        let subscriptions = [
+            RelayPool.Subscription(id: Self.liveSubscription) {
+                [Filter(kinds: [GiftWrap.wrapKind], tags: ["p": [me.hex]], since: UnixTime.now() - Self.wrapBackdating, limit: 500)]
+            },
+            RelayPool.Subscription(id: Self.followSubscription) { [Filter(authors: [me], kinds: [EventKind.followList], limit: 1)] },
+        ]
+        let inbox = inbox
+        await pool.start(
+            entries: account.relays, subscriptions: subscriptions,
+            onEvent: { relay, subscription, event in inbox.yield(.relayEvent(relay: relay, subscription: subscription, event)) },
+            onStatus: { statuses in inbox.yield(.relayStatuses(statuses)) })
+    }
+
+    func receive(_ event: SubscriptionEvent, relay: String, subscription: String) async {
+        guard account != nil else { return }
+        switch (subscription, event) {
+        case (Self.followSubscription, .event(let followList)):
+            applyFollowList(followList)
+        case (Self.liveSubscription, .event(let wrap)):
+            if liveRelays.contains(relay) {
+                await ingest([wrap], origin: .live)
+            } else {
+                historyBuffers[relay, default: []].append(wrap)
+            }
+        case (Self.liveSubscription, .endOfStoredEvents):
+            liveRelays.insert(relay)
+            let history = historyBuffers.removeValue(forKey: relay) ?? []
+            await ingest(history, origin: restoring ? .restore : .history)
+        default:
+            break
+        }
+    }
+
+    /// Opens `wraps` (on every core), applies them in one batch (history in the order rule's
+    /// order, R14) and saves the changes in one transaction.
+    func ingest(_ wraps: [NostrEvent], origin: IngestOrigin) async {
+        guard let account else { return }
+        let unseen = wraps.filter { !account.ledger.hasSeen(wrapID: $0.id.hex) }
+        guard !unseen.isEmpty else { return }
+        let opened = await WrapOpener(keys: account.keys, cache: cache).open(unseen)
+        var messages: [LinkstrMessage] = []
+        messages.reserveCapacity(opened.count)
+        for result in opened {
+            switch result {
+            case .success(let message): messages.append(message)
+            case .failure(let error): logger.debug("dropped a wrap", metadata: ["reason": "\(error)"])
+            }
+        }
+        // The account may have changed while the wraps were being opened.
+        guard var ledger = self.account?.ledger, self.account?.me == account.me else { return }
+        for report in ledger.ingest(batch: messages, origin: origin) {
+            for applied in report.applied where NotificationDecision.notifies(applied, me: account.me, archived: account.archived) {
+                notifications.append(applied)
+            }
+        }
+        self.account?.ledger = ledger
+        do { try saveLedger() } catch { toast = "\(error)" }
+    }
+
+    private func applyFollowList(_ event: NostrEvent) {
+        guard let account, event.kind == EventKind.followList, event.pubkey == account.keys.publicKey, event.isValid else { return }
+        guard self.account?.contacts.apply(followList: event) == true else { return }
+        do { try saveContacts() } catch { toast = "\(error)" }
+    }
+}

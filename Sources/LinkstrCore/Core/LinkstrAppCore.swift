@@ -1,0 +1,157 @@
+import Foundation
+public import Logging
+import NostrProtocol
+import NostrRelay
+
+/// The linkstr client core: one per device, holding the signed-in account. The UI sends
+/// `AppAction`s with `dispatch` (returns at once) or `perform` (waits for the outcome), renders
+/// `updates`, and resyncs from `state()` when it sees a gap in `rev`.
+///
+/// Everything runs through one job queue, so actions, relay events and status changes are handled
+/// one at a time in arrival order; the actor owns all state.
+public actor LinkstrAppCore {
+    enum Job: Sendable {
+        case action(AppAction, CheckedContinuation<ActionResult, Never>?)
+        case relayEvent(relay: String, subscription: String, SubscriptionEvent)
+        case relayStatuses([String: RelayStatus])
+        case barrier(CheckedContinuation<Void, Never>)
+    }
+
+    /// The signed-in account's loaded state.
+    struct Account {
+        var keys: Keys
+        var store: AccountStore
+        var ledger: LinkstrLedger
+        var contacts: ContactBook
+        var relays: [RelayEntry]
+        var archived: Set<String>
+        var me: String { keys.publicKey.hex }
+    }
+
+    public nonisolated let updates: AsyncStream<AppUpdate>
+    nonisolated let updateSink: AsyncStream<AppUpdate>.Continuation
+    nonisolated let inbox: AsyncStream<Job>.Continuation
+    let configuration: CoreConfiguration
+    let logger: Logger
+    let secrets: any SecretStore
+    /// Nil when the database could not be opened; every action that needs it reports why.
+    let store: LinkstrStore?
+    let storeError: StoreError?
+    let pool: RelayPool
+    let cache = ConversationKeyCache()
+
+    var account: Account?
+    var current = AppState()
+    var listMode: SessionListMode = .active
+    var openSessionID: String?
+    var openPostID: String?
+    var relayStatuses: [String: RelayStatus] = [:]
+    var toast: String?
+    /// Per relay: wraps received before EOSE, ingested together as history when EOSE arrives.
+    var historyBuffers: [String: [NostrEvent]] = [:]
+    var liveRelays: Set<String> = []
+    /// True when this relay run began with an empty ledger: its history arrives read (R12).
+    var restoring = false
+    /// Applied messages that would notify, newest last (see `NotificationDecision`).
+    public internal(set) var notifications: [LinkstrLedger.Applied] = []
+    private var loop: Task<Void, Never>?
+
+    public init(configuration: CoreConfiguration, logger: Logger = Logger(label: "linkstr.core")) throws(StoreError) {
+        self.configuration = configuration
+        self.logger = logger
+        if let secrets = configuration.secretStore {
+            self.secrets = secrets
+        } else {
+            self.secrets = try FileSecretStore(directory: configuration.dataDirectory.appendingPathComponent("secrets"))
+        }
+        var opened: LinkstrStore?
+        var failure: StoreError?
+        do { opened = try LinkstrStore(path: configuration.dataDirectory.appendingPathComponent("linkstr.sqlite").path) } catch { failure = error }
+        self.store = opened
+        self.storeError = failure
+        self.pool = RelayPool(configuration: configuration.relayConfiguration, logger: logger)
+        (updates, updateSink) = AsyncStream<AppUpdate>.makeStream(bufferingPolicy: .bufferingNewest(1024))
+        let (jobs, inbox) = AsyncStream<Job>.makeStream()
+        self.inbox = inbox
+        Task { await self.start(jobs) }
+    }
+
+    private func start(_ jobs: AsyncStream<Job>) {
+        if let storeError { toast = storeError.description }
+        do { try loadCurrentAccount() } catch { toast = "\(error)" }
+        refresh()
+        loop = Task {
+            for await job in jobs { await self.handle(job) }
+        }
+    }
+
+    /// Queues `action` and returns at once.
+    public nonisolated func dispatch(_ action: AppAction) {
+        inbox.yield(.action(action, nil))
+    }
+
+    /// Queues `action` and waits until it has been handled.
+    public func perform(_ action: AppAction) async -> ActionResult {
+        await withCheckedContinuation { inbox.yield(.action(action, $0)) }
+    }
+
+    /// The current state with its `rev`.
+    public func state() -> AppState { current }
+
+    /// Waits until every job queued before this call has been handled (tests and the CLI use it
+    /// to let relay events settle).
+    public func settle() async {
+        await withCheckedContinuation { inbox.yield(.barrier($0)) }
+    }
+
+    /// Stops relays and the job loop.
+    public func shutdown() async {
+        await pool.stop()
+        inbox.finish()
+        updateSink.finish()
+        loop?.cancel()
+    }
+
+    private func handle(_ job: Job) async {
+        switch job {
+        case .action(let action, let reply):
+            let result: ActionResult
+            do {
+                result = try await run(action)
+            } catch {
+                result = .failed("\(error)")
+                toast = "\(error)"
+            }
+            refresh()
+            reply?.resume(returning: result)
+        case .relayEvent(let relay, let subscription, let event):
+            await receive(event, relay: relay, subscription: subscription)
+            refresh()
+        case .relayStatuses(let statuses):
+            relayStatuses = statuses
+            refresh()
+        case .barrier(let reply):
+            reply.resume()
+        }
+    }
+
+    // MARK: Publishing state
+
+    /// Rebuilds the slices and publishes each one that changed, one `rev` each.
+    func refresh() {
+        var next = buildState()
+        next.rev = current.rev
+        func publish(_ slice: AppUpdate.Slice) {
+            next.rev += 1
+            updateSink.yield(AppUpdate(rev: next.rev, slice: slice))
+        }
+        if next.identity != current.identity { publish(.identity(next.identity)) }
+        if next.sessions != current.sessions { publish(.sessions(next.sessions)) }
+        if next.feed != current.feed { publish(.feed(next.feed)) }
+        if next.postDetail != current.postDetail { publish(.postDetail(next.postDetail)) }
+        if next.contacts != current.contacts { publish(.contacts(next.contacts)) }
+        if next.relays != current.relays { publish(.relays(next.relays)) }
+        if next.toast != current.toast { publish(.toast(next.toast)) }
+        current = next
+    }
+}

@@ -1,0 +1,206 @@
+public import Logging
+public import NostrProtocol
+public import NostrRelay
+
+/// The client's relays: one `RelayConnection` per enabled relay, the same subscriptions on each,
+/// live status for the relay screen, and publishing where an event counts as sent once any relay
+/// accepted it (linkstr-wire.md §1). Stopping tears everything down; starting again builds from
+/// scratch (a foreground restart behaves like a cold open).
+public actor RelayPool {
+    public struct Subscription: Sendable {
+        public var id: String
+        public var filters: @Sendable () -> [Filter]
+
+        public init(id: String, filters: @escaping @Sendable () -> [Filter]) {
+            self.id = id
+            self.filters = filters
+        }
+    }
+
+    public enum SendError: Error, Sendable, Equatable, CustomStringConvertible {
+        case noEnabledRelays
+        case onlyReadOnlyRelays
+        case noRelayConnected
+        /// Some events were accepted by no relay; the message says why the last refusal happened.
+        case notAccepted(String)
+
+        public var description: String {
+            switch self {
+            case .noEnabledRelays: "no relay is enabled"
+            case .onlyReadOnlyRelays: "every connected relay is read-only"
+            case .noRelayConnected: "no relay connected in time"
+            case .notAccepted(let reason): "not accepted by any relay: \(reason)"
+            }
+        }
+    }
+
+    public typealias EventHandler = @Sendable (_ relay: String, _ subscriptionID: String, _ event: SubscriptionEvent) async -> Void
+    public typealias StatusHandler = @Sendable (_ statuses: [String: RelayStatus]) async -> Void
+
+    private struct Member {
+        let connection: RelayConnection
+        let tasks: [Task<Void, Never>]
+    }
+
+    private let logger: Logger
+    private let configuration: RelayConfiguration
+    private var members: [String: Member] = [:]
+    private var entries: [RelayEntry] = []
+    public private(set) var statuses: [String: RelayStatus] = [:]
+    private var onEvent: EventHandler?
+    private var onStatus: StatusHandler?
+    private var statusWaiters: [CheckedContinuation<Void, Never>] = []
+
+    public init(configuration: RelayConfiguration = RelayConfiguration(), logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Starts a connection per enabled entry with `subscriptions` on each. Replaces what ran before.
+    public func start(entries: [RelayEntry], subscriptions: [Subscription], onEvent: @escaping EventHandler, onStatus: @escaping StatusHandler) async {
+        await stop()
+        self.entries = entries
+        self.onEvent = onEvent
+        self.onStatus = onStatus
+        for entry in entries where !entry.enabled { statuses[entry.url] = .disabled }
+        for entry in entries where entry.enabled && members[entry.url] == nil {
+            let connection = RelayConnection(url: entry.url, configuration: configuration, logger: logger)
+            statuses[entry.url] = .connecting
+            var tasks: [Task<Void, Never>] = [Task { try? await connection.run() }]
+            tasks.append(Task { [weak self] in
+                for await state in await connection.states() { await self?.connectionState(entry.url, state) }
+            })
+            for subscription in subscriptions {
+                let stream = await connection.subscribe(id: subscription.id, filters: subscription.filters)
+                tasks.append(Task {
+                    for await event in stream { await onEvent(entry.url, subscription.id, event) }
+                })
+            }
+            members[entry.url] = Member(connection: connection, tasks: tasks)
+        }
+        await publishStatuses()
+    }
+
+    /// Stops every connection; statuses go back to a disconnected baseline.
+    public func stop() async {
+        for member in members.values {
+            for task in member.tasks { task.cancel() }
+        }
+        members = [:]
+        statuses = Dictionary(uniqueKeysWithValues: entries.map { ($0.url, $0.enabled ? RelayStatus.connecting : .disabled) })
+        for waiter in statusWaiters { waiter.resume() }
+        statusWaiters = []
+    }
+
+    /// Adds a subscription to every running connection (a backfill page, for example).
+    public func subscribe(_ subscription: Subscription, on relay: String? = nil) async {
+        for (url, member) in members where relay == nil || relay == url {
+            let stream = await member.connection.subscribe(id: subscription.id, filters: subscription.filters)
+            let onEvent = onEvent
+            Task { for await event in stream { await onEvent?(url, subscription.id, event) } }
+        }
+    }
+
+    public func unsubscribe(_ id: String, on relay: String) async {
+        await members[relay]?.connection.unsubscribe(id: id)
+    }
+
+    /// Waits until a relay can take writes, for at most `timeout`: immediately refused when no
+    /// relay is enabled or every connected one is read-only (linkstr's send gating).
+    public func waitForWritableRelay(timeout: Duration) async throws(SendError) {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if members.isEmpty { throw .noEnabledRelays }
+            let live = statuses.filter { members[$0.key] != nil }.values
+            if live.contains(.connected) { return }
+            // Every relay has settled and the ones that are up refuse writes: waiting cannot help.
+            if live.contains(where: \.isReadOnly), !live.contains(.connecting) { throw .onlyReadOnlyRelays }
+            guard ContinuousClock.now < deadline else { throw .noRelayConnected }
+            await waitForStatusChange(until: deadline)
+        }
+    }
+
+    /// Publishes `events` to every connected relay at once; succeeds when each was accepted by at
+    /// least one. A relay that refuses with `restricted:`, `blocked:` or `auth-required:` becomes
+    /// read-only.
+    public func publish(_ events: [NostrEvent]) async throws(SendError) {
+        let targets = members.filter { statuses[$0.key] == .connected }
+        guard !targets.isEmpty else { throw .noRelayConnected }
+        let results = await withTaskGroup(of: (String, EventID, Result<PublishResult, any Error>).self) { group in
+            for (url, member) in targets {
+                for event in events {
+                    group.addTask {
+                        do { return (url, event.id, .success(try await member.connection.publish(event))) } catch { return (url, event.id, .failure(error)) }
+                    }
+                }
+            }
+            var all: [(String, EventID, Result<PublishResult, any Error>)] = []
+            for await result in group { all.append(result) }
+            return all
+        }
+        var accepted = Set<EventID>()
+        var lastRefusal = "no answer"
+        for (url, id, result) in results {
+            switch result {
+            case .success(let answer) where answer.accepted:
+                accepted.insert(id)
+            case .success(let answer):
+                lastRefusal = answer.message
+                if let prefix = answer.prefix, [.restricted, .blocked, .authRequired].contains(prefix) {
+                    statuses[url] = .readOnly(answer.message)
+                }
+            case .failure(let error):
+                lastRefusal = "\(error)"
+            }
+        }
+        await publishStatuses()
+        guard accepted.count == Set(events.map(\.id)).count else { throw .notAccepted(lastRefusal) }
+    }
+
+    // MARK: Status
+
+    private func connectionState(_ url: String, _ state: RelayState) async {
+        guard members[url] != nil else { return }
+        let status: RelayStatus
+        switch state {
+        case .idle, .connecting: status = .connecting
+        case .connected:
+            // A relay that refused writes stays read-only while the connection lasts.
+            if case .readOnly = statuses[url] { return }
+            status = .connected
+        case .authRequired: status = .readOnly("the relay requires authentication")
+        case .failed(let reason): status = .failed(reason)
+        case .stopped: status = .failed("stopped")
+        }
+        guard statuses[url] != status else { return }
+        statuses[url] = status
+        await publishStatuses()
+    }
+
+    private func publishStatuses() async {
+        for waiter in statusWaiters { waiter.resume() }
+        statusWaiters = []
+        await onStatus?(statuses)
+    }
+
+    private func waitForStatusChange(until deadline: ContinuousClock.Instant) async {
+        let timer = Task { [weak self] in
+            try? await Task.sleep(until: deadline)
+            await self?.wakeWaiters()
+        }
+        await withCheckedContinuation { statusWaiters.append($0) }
+        timer.cancel()
+    }
+
+    private func wakeWaiters() {
+        for waiter in statusWaiters { waiter.resume() }
+        statusWaiters = []
+    }
+}
+
+extension RelayStatus {
+    var isReadOnly: Bool {
+        if case .readOnly = self { return true }
+        return false
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+@testable import LinkstrCore
+import NostrProtocol
+import TestSupport
+import Testing
+
+/// The client core end to end: several accounts, each a `LinkstrAppCore` with its own data
+/// directory, talking through a real `nostr-relay` on loopback.
+@Suite(.serialized) struct CoreEndToEndTests {
+    static func temporaryDirectory() -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("linkstr-core-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    static func makeCore(relay: RelayFixture, directory: URL = temporaryDirectory(), identity: AppAction? = .createIdentity) async throws -> LinkstrAppCore {
+        var configuration = CoreConfiguration(dataDirectory: directory)
+        configuration.defaultRelays = [relay.url]
+        configuration.sendTimeout = .seconds(5)
+        let core = try LinkstrAppCore(configuration: configuration)
+        if let identity { #expect(await core.perform(identity) == .done) }
+        #expect(await core.perform(.startRelays) == .done)
+        return core
+    }
+
+    /// Polls `condition` (after letting queued relay events settle) for up to `seconds`.
+    static func eventually(within seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return await condition()
+    }
+
+    static func pubkey(_ core: LinkstrAppCore) async -> String { await core.state().identity!.pubkey }
+
+    @Test func aliceAndBobShareReactRemoveAndDelete() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        defer { relay.kill() }
+        let alice = try await Self.makeCore(relay: relay)
+        let bobDirectory = Self.temporaryDirectory()
+        let bob = try await Self.makeCore(relay: relay, directory: bobDirectory)
+        let bobKey = await Self.pubkey(bob), aliceKey = await Self.pubkey(alice)
+        let bobUpdates = Task { await bob.updates.prefix { _ in true }.reduce(into: [UInt64]()) { $0.append($1.rev) } }
+
+        // Alice creates a session with Bob and lands in it.
+        #expect(await Self.eventually { await alice.state().relays.connectedOrReadOnly == 1 })
+        guard case .navigate(let sessionID) = await alice.perform(.createSession(name: "Clips", members: [try PublicKey(hex: bobKey).npub])) else {
+            Issue.record("no session")
+            return
+        }
+        #expect(sessionID.count == 32 && sessionID == sessionID.uppercased())
+        #expect(await alice.state().sessions.rows.map(\.name) == ["Clips"])
+
+        // She posts; Bob sees the session and the post, unread.
+        guard case .posted(let firstPost) = await alice.perform(.post(sessionID: sessionID, url: "youtube.com/watch?v=abc", note: "  watch  ")) else {
+            Issue.record("post failed")
+            return
+        }
+        #expect(await Self.eventually { await bob.state().sessions.rows.first?.unreadCount == 1 })
+        #expect(await bob.state().sessions.rows.first?.name == "Clips")
+        #expect(await alice.state().sessions.rows.first?.unreadCount == 0, "own posts are read")
+        #expect(await bob.notifications.count == 1, "a live inbound root notifies")
+
+        // Bob opens the session: the post is read, with the normalised URL and trimmed note.
+        #expect(await bob.perform(.openSession(sessionID)) == .done)
+        let feed = try #require(await bob.state().feed)
+        #expect(feed.posts.map(\.id) == [firstPost])
+        #expect(feed.posts.first?.url == "https://youtube.com/watch?v=abc" && feed.posts.first?.note == "watch")
+        #expect(feed.posts.first?.isRead == true && feed.posts.first?.provider == .youtube)
+        #expect(await bob.state().sessions.rows.first?.unreadCount == 0)
+
+        // Bob reacts; Alice sees it, and her unread count is untouched by reactions.
+        #expect(await bob.perform(.toggleReaction(postID: firstPost, emoji: "👍")) == .done)
+        #expect(await alice.perform(.openSession(sessionID)) == .done)
+        #expect(await Self.eventually { await alice.state().feed?.posts.first?.reactions.first?.count == 1 })
+        #expect(await alice.state().feed?.posts.first?.reactions.first?.includesMe == false)
+        #expect(await bob.state().feed?.posts.first?.reactions.first?.includesMe == true)
+
+        // Alice removes Bob: his copy becomes read-only history.
+        #expect(await alice.perform(.setSessionMembers(sessionID: sessionID, members: [])) == .done)
+        #expect(await Self.eventually { await bob.state().sessions.rows.first?.isActiveMember == false })
+        #expect(await bob.perform(.post(sessionID: sessionID, url: "https://example.com", note: nil)) == .failed(CoreError.notActiveMember.description))
+        #expect(await bob.perform(.toggleReaction(postID: firstPost, emoji: "👀")) == .failed(CoreError.notActiveMember.description))
+
+        // Alice posts again: Bob never sees it.
+        guard case .posted = await alice.perform(.post(sessionID: sessionID, url: "https://example.com/secret", note: nil)) else {
+            Issue.record("second post failed")
+            return
+        }
+        #expect(await alice.state().feed?.posts.count == 2)
+        try await Task.sleep(for: .milliseconds(500))
+        await bob.settle()
+        #expect(await bob.state().feed?.posts.map(\.id) == [firstPost])
+
+        // Alice deletes her first post: it disappears for Bob too.
+        #expect(await bob.perform(.toggleReaction(postID: firstPost, emoji: "👍")) != .done, "still not a member")
+        #expect(await bob.perform(.deletePost(postID: firstPost)) == .failed(CoreError.notAuthor.description))
+        #expect(await alice.perform(.deletePost(postID: firstPost)) == .done)
+        #expect(await Self.eventually { await bob.state().feed?.posts.isEmpty == true })
+        #expect(await alice.state().feed?.posts.count == 1)
+
+        // Bob's revs were contiguous, ending at his state's rev.
+        let bobRev = await bob.state().rev
+        await bob.shutdown()
+        let revs = await bobUpdates.value
+        #expect(revs == Array(1...UInt64(revs.count)) && revs.last == bobRev)
+
+        // Bob restarts and re-syncs everything: the deleted post does not come back.
+        let bobAgain = try await Self.makeCore(relay: relay, directory: bobDirectory, identity: nil)
+        #expect(await bobAgain.state().identity?.pubkey == bobKey, "the account is restored from the secret store")
+        #expect(await bobAgain.perform(.openSession(sessionID)) == .done)
+        #expect(await Self.eventually { await bobAgain.state().relays.connectedOrReadOnly == 1 })
+        try await Task.sleep(for: .milliseconds(500))
+        await bobAgain.settle()
+        #expect(await bobAgain.state().feed?.posts.isEmpty == true)
+
+        // A fresh device for Bob (import the key into an empty store) restores the same state, read.
+        let bobSecret = try #require(try FileSecretStore(directory: bobDirectory.appendingPathComponent("secrets")).read("nsec.\(bobKey)"))
+        let bobFresh = try await Self.makeCore(relay: relay, identity: .importIdentity(Hex.encode(bobSecret)))
+        #expect(await Self.eventually { await bobFresh.state().sessions.rows.count == 1 })
+        await bobFresh.settle()
+        #expect(await bobFresh.perform(.openSession(sessionID)) == .done)
+        #expect(await bobFresh.state().feed?.posts.isEmpty == true)
+        #expect(await bobFresh.state().feed?.members.first { $0.pubkey == aliceKey }?.isCreator == true)
+        #expect(await bobFresh.notifications.isEmpty, "history never notifies")
+
+        await alice.shutdown()
+        await bobAgain.shutdown()
+        await bobFresh.shutdown()
+    }
+
+    @Test func sendingIsGatedOnRelaysAndBadInputChangesNothing() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        defer { relay.kill() }
+        let core = try await Self.makeCore(relay: relay)
+        #expect(await core.perform(.createSession(name: "  ", members: [])) == .failed(CoreError.blankSessionName.description))
+        #expect(await core.perform(.createSession(name: "X", members: ["npub1nope"])) == .failed(CoreError.invalidMember("npub1nope").description))
+        #expect(await core.perform(.addRelay("https://relay.example")) == .failed(CoreError.invalidRelayURL("https://relay.example").description))
+        #expect(await core.perform(.addRelay(relay.url)) == .failed(CoreError.duplicateRelay.description))
+        #expect(await core.state().relays.total == 1)
+        #expect(await core.state().sessions.rows.isEmpty)
+
+        // With every relay disabled, a send fails at once rather than after the timeout.
+        #expect(await core.perform(.setRelayEnabled(relay.url, false)) == .done)
+        #expect(await core.perform(.startRelays) == .done)
+        let started = ContinuousClock.now
+        #expect(await core.perform(.createSession(name: "X", members: [])) == .failed(RelayPool.SendError.noEnabledRelays.description))
+        #expect(ContinuousClock.now - started < .seconds(2))
+        #expect(await core.state().relays.rows.first?.status == .disabled)
+        #expect(await core.state().toast == RelayPool.SendError.noEnabledRelays.description)
+
+        // Logging out with clearing erases the account's rows and keys.
+        let pubkey = await Self.pubkey(core)
+        #expect(await core.perform(.logout(clearData: true)) == .done)
+        #expect(await core.state().identity == nil)
+        #expect(await core.perform(.createSession(name: "X", members: [])) == .failed(CoreError.notSignedIn.description))
+        await core.shutdown()
+        _ = pubkey
+    }
+}
