@@ -154,6 +154,7 @@ let package = Package(
             name: "LinkstrLoad",
             dependencies: [
                 "NostrProtocol",
+                "LinkstrCore",
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -13,7 +13,7 @@ struct LinkstrLoadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "linkstr-load",
         abstract: "Load generator for linkstr-push: registrations/s, pushes/s to the APNs sandbox, enqueue-to-APNs latency.",
-        subcommands: [Registrations.self, Pushes.self, WatchLoad.self])
+        subcommands: [Registrations.self, Pushes.self, WatchLoad.self, IngestLoad.self])
 }
 
 struct LoadOptions: ParsableArguments {
