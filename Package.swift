@@ -187,6 +187,7 @@ let package = Package(
             name: "PushGatewayTests",
             dependencies: [
                 "PushGateway",
+                "LinkstrCore",
                 "NostrRelay",
                 "TestSupport",
                 "APNsSandbox",
