@@ -40,6 +40,14 @@ public enum AppAction: Sendable, Equatable {
     case toggleReaction(postID: String, emoji: String)
     case deletePost(postID: String)
 
+    // Push (needs `CoreConfiguration.pushGateway`)
+    /// Registers this device's APNs token with the gateway for the signed-in account.
+    case registerPush(deviceToken: String, environment: PushRegistrar.Environment, relayWatch: Bool)
+    /// Unregisters the registered device.
+    case unregisterPush
+    /// Sends the archive state of every known session.
+    case syncPush
+
     case dismissToast
 }
 

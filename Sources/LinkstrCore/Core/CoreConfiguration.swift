@@ -12,6 +12,10 @@ public struct CoreConfiguration: Sendable {
     public var relayConfiguration = RelayConfiguration()
     /// The secret store; nil means files under `dataDirectory/secrets` (mode 0600).
     public var secretStore: (any SecretStore)?
+    /// The push gateway (`linkstr-push`); nil disables push registration and typed pushes.
+    public var pushGateway: URL?
+    /// How the registrar reaches the gateway.
+    public var pushTransport: any HTTPTransport = URLSessionTransport()
 
     public init(dataDirectory: URL) {
         self.dataDirectory = dataDirectory

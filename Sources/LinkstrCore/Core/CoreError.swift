@@ -16,6 +16,8 @@ public enum CoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case notAuthor
     case blankEmoji
     case storeUnavailable(String)
+    case pushNotConfigured
+    case noPushDevice
 
     public var description: String {
         switch self {
@@ -35,6 +37,8 @@ public enum CoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .notAuthor: "only the post's author can delete it"
         case .blankEmoji: "a reaction needs an emoji"
         case .storeUnavailable(let reason): reason
+        case .pushNotConfigured: "no push gateway is configured"
+        case .noPushDevice: "no device is registered for pushes"
         }
     }
 }

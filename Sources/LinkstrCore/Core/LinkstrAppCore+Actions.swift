@@ -76,6 +76,10 @@ extension LinkstrAppCore {
             guard account.ledger.sessions[sessionID] != nil else { throw CoreError.unknownSession }
             try account.store.setArchived(sessionID, archived)
             if archived { self.account?.archived.insert(sessionID) } else { self.account?.archived.remove(sessionID) }
+            // The gateway skips archived conversations; a failed sync is reported, the local flag stays.
+            if let registrar = account.registrar, account.pushDevice != nil {
+                try await registrar.syncArchiveState(archived: archived ? [sessionID] : [], known: [sessionID])
+            }
         case .setListMode(let mode):
             listMode = mode
         case .openSession(let sessionID):
@@ -103,6 +107,24 @@ extension LinkstrAppCore {
             try await toggleReaction(postID: postID, emoji: emoji)
         case .deletePost(let postID):
             try await deletePost(postID)
+        case .registerPush(let token, let environment, let relayWatch):
+            let account = try signedIn()
+            guard let registrar = account.registrar else { throw CoreError.pushNotConfigured }
+            try await registrar.register(deviceToken: token, environment: environment, relayWatch: relayWatch)
+            self.account?.pushDevice = PushDevice(token: token, environment: environment.rawValue, relayWatch: relayWatch)
+            try savePushDevice()
+            try await registrar.syncArchiveState(archived: account.archived, known: Set(account.ledger.sessions.keys))
+        case .unregisterPush:
+            let account = try signedIn()
+            guard let registrar = account.registrar else { throw CoreError.pushNotConfigured }
+            guard let device = account.pushDevice else { throw CoreError.noPushDevice }
+            try await registrar.unregister(deviceToken: device.token)
+            self.account?.pushDevice = nil
+            try savePushDevice()
+        case .syncPush:
+            let account = try signedIn()
+            guard let registrar = account.registrar else { throw CoreError.pushNotConfigured }
+            try await registrar.syncArchiveState(archived: account.archived, known: Set(account.ledger.sessions.keys))
         case .dismissToast:
             toast = nil
         }
@@ -146,12 +168,22 @@ extension LinkstrAppCore {
         var relays = try accountStore.value("relays").flatMap { try? JSONDecoder().decode([RelayEntry].self, from: Data($0.utf8)) } ?? []
         // Boot: defaults when the list is empty.
         if relays.isEmpty { relays = configuration.defaultRelays.map { RelayEntry(url: $0) } }
-        account = Account(keys: keys, store: accountStore, ledger: ledger, contacts: contacts, relays: relays, archived: try accountStore.archivedSessions())
+        let pushDevice = try accountStore.value("push_device").flatMap { try? JSONDecoder().decode(PushDevice.self, from: Data($0.utf8)) }
+        let registrar = configuration.pushGateway.map { PushRegistrar(baseURL: $0, keys: keys, transport: configuration.pushTransport) }
+        account = Account(keys: keys, store: accountStore, ledger: ledger, contacts: contacts, relays: relays, archived: try accountStore.archivedSessions(),
+                          registrar: registrar, pushDevice: pushDevice)
         try saveRelays(relays)
     }
 
     private func logout(clearData: Bool) async throws {
         let account = try signedIn()
+        // Unregister with the old key while we still have it; a gateway that cannot be reached
+        // does not keep the user signed in.
+        if let registrar = account.registrar, let device = account.pushDevice {
+            do { try await registrar.unregister(deviceToken: device.token) } catch { logger.info("unregister failed at logout", metadata: ["error": "\(error)"]) }
+            self.account?.pushDevice = nil
+            try? savePushDevice()
+        }
         await pool.stop()
         liveRelays = []
         historyBuffers = [:]
@@ -174,6 +206,11 @@ extension LinkstrAppCore {
         guard account != nil else { throw CoreError.notSignedIn }
         account?.relays = relays
         try account?.store.setValue(String(decoding: try JSONEncoder().encode(relays), as: UTF8.self), for: "relays")
+    }
+
+    func savePushDevice() throws {
+        guard let account else { throw CoreError.notSignedIn }
+        try account.store.setValue(try account.pushDevice.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }, for: "push_device")
     }
 
     func saveContacts() throws {
@@ -230,7 +267,7 @@ extension LinkstrAppCore {
         // Both the previous and the new members hear of it, so removed members learn they were.
         let payload = LinkstrPayload(conversationID: sessionID, rootID: Self.newOperationID(), kind: .sessionMembers,
                                      sessionName: name ?? session.name, memberPubkeys: snapshot.sorted())
-        try await send(payload, to: session.membership.active.union(snapshot))
+        try await send(payload, to: session.membership.active.union(snapshot), notBefore: session.version.createdAt + 1)
     }
 
     private func deleteSession(_ sessionID: String) async throws {
@@ -256,7 +293,8 @@ extension LinkstrAppCore {
         guard let normalized = LinkURL.normalize(url) else { throw CoreError.invalidURL }
         let trimmed = note?.trimmingWhitespaceAndNewlines()
         let payload = LinkstrPayload(conversationID: sessionID, kind: .root, url: normalized, note: (trimmed?.isEmpty ?? true) ? nil : trimmed)
-        return try await send(payload, to: session.membership.active)
+        // Not before the membership state, so every current member counts as a member when it was sent.
+        return try await send(payload, to: session.membership.active, notBefore: session.version.createdAt)
     }
 
     private func toggleReaction(postID: String, emoji: String) async throws {
@@ -267,7 +305,8 @@ extension LinkstrAppCore {
         let key = Reaction.Key(sessionID: post.sessionID, rootID: postID, emoji: emoji, sender: account.me)
         let active = !(account.ledger.reactions[key]?.isActive ?? false)
         let payload = LinkstrPayload(conversationID: post.sessionID, rootID: postID, kind: .reaction, emoji: emoji, reactionActive: active)
-        try await send(payload, to: session.membership.active)
+        let after = max(session.version.createdAt, (account.ledger.reactions[key]?.order.createdAt ?? 0) + 1)
+        try await send(payload, to: session.membership.active, notBefore: after)
     }
 
     private func deletePost(_ postID: String) async throws {
@@ -286,11 +325,24 @@ extension LinkstrAppCore {
     /// publishes, and once every wrap was accepted somewhere applies the message locally with all
     /// its wrap ids. Returns the rumor id. Nothing is queued for a later retry.
     @discardableResult
-    func send(_ payload: LinkstrPayload, to recipients: Set<String>) async throws -> String {
+    func send(_ payload: LinkstrPayload, to recipients: Set<String>, notBefore: Int64 = 0) async throws -> String {
         let account = try signedIn()
         let keys = recipients.sorted().compactMap { try? PublicKey(hex: $0) }
-        let (rumor, wraps) = try LinkstrRumor.wraps(payload, from: account.keys, to: keys)
+        // Rumor times are whole seconds and the order rule breaks ties by random ids: our own
+        // messages that must come after a state (a snapshot after the last one, a reaction toggle
+        // after the last toggle) are dated after it, so they win everywhere.
+        let createdAt = max(UnixTime.now(), notBefore)
+        var payload = payload
+        payload.timestamp = createdAt
+        let (rumor, wraps) = try LinkstrRumor.wraps(payload, from: account.keys, to: keys, createdAt: createdAt)
         try await pool.waitForWritableRelay(timeout: configuration.sendTimeout)
+        // Our own copies must not wake our own devices through the gateway's relay watcher: say
+        // so before they can reach a relay. Best effort: a send never fails for push reasons.
+        let pushes = payload.kind == .root || (payload.kind == .reaction && payload.reactionActive == true)
+        if pushes, let registrar = account.registrar, account.pushDevice?.relayWatch == true {
+            let ownCopies = wraps.filter { $0.firstTagValue("p") == account.me }.map(\.id.hex)
+            do { try await registrar.suppress(wrapIDs: ownCopies) } catch { logger.info("suppression failed", metadata: ["error": "\(error)"]) }
+        }
         try await pool.publish(wraps)
         var ledger = account.ledger
         for wrap in wraps {
@@ -299,6 +351,18 @@ extension LinkstrAppCore {
         }
         self.account?.ledger = ledger
         try saveLedger()
+        // After relay acceptance: typed pushes for roots and active reactions, to the others.
+        let others = recipients.subtracting([account.me]).sorted()
+        if pushes, let registrar = account.registrar, !others.isEmpty {
+            let type: PushRegistrar.NotificationType = payload.kind == .root ? .newPost : .newEmojiReaction
+            do {
+                _ = try await registrar.enqueuePush(type, eventID: rumor.id.hex, conversationID: payload.conversationID, recipients: others,
+                                                    emoji: payload.kind == .reaction ? payload.emoji : nil,
+                                                    postID: payload.kind == .reaction ? payload.rootID : nil)
+            } catch {
+                logger.info("push request failed", metadata: ["error": "\(error)"])
+            }
+        }
         return rumor.id.hex
     }
 

@@ -25,7 +25,16 @@ public actor LinkstrAppCore {
         var contacts: ContactBook
         var relays: [RelayEntry]
         var archived: Set<String>
+        var registrar: PushRegistrar?
+        /// The registered device, so logout can unregister it with this account's key.
+        var pushDevice: PushDevice?
         var me: String { keys.publicKey.hex }
+    }
+
+    struct PushDevice: Codable, Equatable {
+        var token: String
+        var environment: String
+        var relayWatch: Bool
     }
 
     public nonisolated let updates: AsyncStream<AppUpdate>

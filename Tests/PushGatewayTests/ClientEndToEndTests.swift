@@ -1,0 +1,99 @@
+import Foundation
+import LinkstrCore
+import NostrProtocol
+import TestSupport
+import Testing
+
+/// The whole system: two client cores (LinkstrCore) talking through a real `nostr-relay`, the
+/// gateway on a real PostgreSQL delivering to the APNs sandbox over HTTP/2 with TLS.
+@Suite(.serialized) struct ClientEndToEndTests {
+    static func core(relay: RelayFixture, gateway: GatewayHarness) async throws -> LinkstrAppCore {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkstr-e2e-\(UUID().uuidString)")
+        var configuration = CoreConfiguration(dataDirectory: directory)
+        configuration.defaultRelays = [relay.url]
+        configuration.sendTimeout = .seconds(5)
+        configuration.pushGateway = URL(string: "http://127.0.0.1:\(try #require(gateway.client.port))")
+        let core = try LinkstrAppCore(configuration: configuration)
+        #expect(await core.perform(.createIdentity) == .done)
+        #expect(await core.perform(.startRelays) == .done)
+        return core
+    }
+
+    @Test func alicePostsBobsDeviceIsPushedAndAfterRemovalIsNot() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        defer { relay.kill() }
+        try await SandboxFixture.with { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns) { gateway in
+                let alice = try await Self.core(relay: relay, gateway: gateway)
+                let bob = try await Self.core(relay: relay, gateway: gateway)
+                let bobToken = "b0" + String(repeating: "0b", count: 31), aliceToken = "a0" + String(repeating: "0a", count: 31)
+                #expect(await bob.perform(.registerPush(deviceToken: bobToken, environment: .sandbox, relayWatch: false)) == .done)
+                #expect(await alice.perform(.registerPush(deviceToken: aliceToken, environment: .sandbox, relayWatch: false)) == .done)
+                let bobKey = try #require(await bob.state().identity?.pubkey)
+
+                guard case .navigate(let sessionID) = await alice.perform(.createSession(name: "Clips", members: [bobKey])) else {
+                    Issue.record("no session")
+                    return
+                }
+                guard case .posted(let postID) = await alice.perform(.post(sessionID: sessionID, url: "https://example.com/1", note: nil)) else {
+                    Issue.record("no post")
+                    return
+                }
+                // Bob's device gets exactly the contract's new_post push; Alice's own device none.
+                #expect(try await GatewayHarness.eventually { sandbox.delivered().count == 1 })
+                let record = try #require(sandbox.delivered().first)
+                #expect(record.deviceToken == bobToken && record.collapseID == postID)
+                let payload = try JSONValue(parsing: record.payload)
+                #expect(payload["type"] == "new_post" && payload["conversation_id"]?.stringValue == sessionID)
+
+                // Bob syncs and sees it unread, opens it, reacts: Alice's device is pushed the reaction.
+                #expect(await CoreEndToEndHelpers.eventually { await bob.state().sessions.rows.first?.unreadCount == 1 })
+                #expect(await bob.perform(.openPost(postID)) == .done)
+                #expect(await bob.state().sessions.rows.first?.unreadCount == 0)
+                #expect(await bob.perform(.toggleReaction(postID: postID, emoji: "🔥")) == .done)
+                #expect(try await GatewayHarness.eventually { sandbox.delivered().contains { $0.deviceToken == aliceToken } })
+                let reaction = try JSONValue(parsing: try #require(sandbox.delivered().first { $0.deviceToken == aliceToken }).payload)
+                #expect(reaction["type"] == "new_emoji_reaction" && reaction["emoji"] == "🔥" && reaction["post_id"]?.stringValue == postID)
+                #expect(await CoreEndToEndHelpers.eventually { await alice.state().sessions.rows.first.map { _ in true } ?? false })
+                // Taking the reaction back pushes nothing.
+                #expect(await bob.perform(.toggleReaction(postID: postID, emoji: "🔥")) == .done)
+
+                // Bob archives the session: the gateway skips him for it.
+                #expect(await bob.perform(.setArchived(sessionID: sessionID, true)) == .done)
+                _ = await alice.perform(.post(sessionID: sessionID, url: "https://example.com/2", note: nil))
+                // Unarchived again, then removed by Alice: the next post neither reaches nor pushes him.
+                #expect(await bob.perform(.setArchived(sessionID: sessionID, false)) == .done)
+                #expect(await alice.perform(.setSessionMembers(sessionID: sessionID, members: [])) == .done)
+                guard case .posted = await alice.perform(.post(sessionID: sessionID, url: "https://example.com/3", note: nil)) else {
+                    Issue.record("no third post")
+                    return
+                }
+                try await Task.sleep(for: .seconds(1))
+                #expect(sandbox.delivered().filter { $0.deviceToken == bobToken }.count == 1, "only the first post pushed Bob: \(sandbox.delivered().map { ($0.deviceToken.prefix(2), $0.collapseID ?? "") })")
+                #expect(sandbox.delivered().filter { $0.deviceToken == aliceToken }.count == 1, "only the active reaction pushed Alice")
+                await bob.settle()
+                #expect(await bob.perform(.openSession(sessionID)) == .done)
+                let bobsPosts = await bob.state().feed?.posts.map(\.url)
+                #expect(Set(bobsPosts ?? []) == ["https://example.com/1", "https://example.com/2"], "the post from while he was archived arrived, the one after removal did not")
+
+                // Logging out unregisters the device with the account's key.
+                #expect(await bob.perform(.logout(clearData: false)) == .done)
+                #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE device_token = '\(bobToken)'") == 0)
+                await alice.shutdown()
+                await bob.shutdown()
+            }
+        }
+    }
+}
+
+enum CoreEndToEndHelpers {
+    static func eventually(within seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return await condition()
+    }
+}
