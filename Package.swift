@@ -168,6 +168,7 @@ let package = Package(
             name: "LinkstrCLI",
             dependencies: [
                 "NostrProtocol",
+                "LinkstrCore",
                 "NostrRelay",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

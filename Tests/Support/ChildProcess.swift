@@ -67,6 +67,41 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     deinit { kill() }
+
+    /// The exit code once the process ended (nil while running or when killed by a signal).
+    public var exitCode: Int32? {
+        guard !isRunning else { return nil }
+        return lock.withLock { exitStatus.flatMap { ($0 & 0x7f) == 0 ? ($0 >> 8) & 0xff : nil } }
+    }
+
+    /// Runs `executable` to completion (killed after `timeout`) and returns its exit code and
+    /// combined output.
+    public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+                           timeout: Duration = .seconds(60)) async throws -> (code: Int32, output: String) {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("run-\(UUID().uuidString).log").path
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let process = try ChildProcess(executable: executable, arguments: arguments, logPath: log, environment: environment)
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            guard ContinuousClock.now < deadline else {
+                process.kill()
+                throw FixtureError("\(executable) \(arguments.joined(separator: " ")) did not finish in \(timeout)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        return (process.exitCode ?? -1, output)
+    }
+
+    /// A product built next to the test bundle (`swift build --build-tests` builds them all).
+    public static func builtProduct(_ name: String) throws -> String {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [directory, directory.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent(name).path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        throw FixtureError("\(name) not found next to \(directory.path); build with `swift build --build-tests`")
+    }
 }
 
 public struct FixtureError: Error, CustomStringConvertible {

@@ -138,10 +138,11 @@ extension LinkstrAppCore {
         return account
     }
 
-    func loadCurrentAccount() throws {
-        guard let bytes = try secrets.read(Self.currentAccountSecret), let pubkey = String(bytes: bytes, encoding: .utf8),
-              let secret = try secrets.read(Self.keySecret(pubkey)) else { return }
-        try openAccount(Keys(secretKey: SecretKey(bytes: secret)))
+    /// The account named by the secret store's `current-account`, loaded (at start-up).
+    static func loadCurrentAccount(secrets: any SecretStore, store: LinkstrStore?, configuration: CoreConfiguration) throws -> Account? {
+        guard let bytes = try secrets.read(currentAccountSecret), let pubkey = String(bytes: bytes, encoding: .utf8),
+              let secret = try secrets.read(keySecret(pubkey)), let store else { return nil }
+        return try makeAccount(Keys(secretKey: SecretKey(bytes: secret)), store: store, secrets: secrets, configuration: configuration)
     }
 
     private func signIn(_ keys: Keys) throws {
@@ -154,25 +155,30 @@ extension LinkstrAppCore {
 
     private func openAccount(_ keys: Keys) throws {
         guard let store else { throw CoreError.storeUnavailable(storeError?.description ?? "the local store is unavailable") }
+        account = try Self.makeAccount(keys, store: store, secrets: secrets, configuration: configuration)
+        try saveRelays(account!.relays)
+    }
+
+    /// Loads an account's rows with its data key (created on first use), defaulting the relays
+    /// when the list is empty (boot).
+    static func makeAccount(_ keys: Keys, store: LinkstrStore, secrets: any SecretStore, configuration: CoreConfiguration) throws -> Account {
         let pubkey = keys.publicKey.hex
         let dataKey: [UInt8]
-        if let existing = try secrets.read(Self.dataKeySecret(pubkey)) {
+        if let existing = try secrets.read(dataKeySecret(pubkey)) {
             dataKey = existing
         } else {
             dataKey = FieldCipher.generateKey().withUnsafeBytes { Array($0) }
-            try secrets.write(Self.dataKeySecret(pubkey), dataKey)
+            try secrets.write(dataKeySecret(pubkey), dataKey)
         }
         let accountStore = store.account(pubkey, cipher: FieldCipher(key: .init(data: dataKey), owner: pubkey))
         let ledger = try accountStore.loadLedger()
         let contacts = try accountStore.value("contacts").flatMap { try? JSONDecoder().decode(ContactBook.self, from: Data($0.utf8)) } ?? ContactBook()
         var relays = try accountStore.value("relays").flatMap { try? JSONDecoder().decode([RelayEntry].self, from: Data($0.utf8)) } ?? []
-        // Boot: defaults when the list is empty.
         if relays.isEmpty { relays = configuration.defaultRelays.map { RelayEntry(url: $0) } }
         let pushDevice = try accountStore.value("push_device").flatMap { try? JSONDecoder().decode(PushDevice.self, from: Data($0.utf8)) }
         let registrar = configuration.pushGateway.map { PushRegistrar(baseURL: $0, keys: keys, transport: configuration.pushTransport) }
-        account = Account(keys: keys, store: accountStore, ledger: ledger, contacts: contacts, relays: relays, archived: try accountStore.archivedSessions(),
-                          registrar: registrar, pushDevice: pushDevice)
-        try saveRelays(relays)
+        return Account(keys: keys, store: accountStore, ledger: ledger, contacts: contacts, relays: relays, archived: try accountStore.archivedSessions(),
+                       registrar: registrar, pushDevice: pushDevice)
     }
 
     private func logout(clearData: Bool) async throws {

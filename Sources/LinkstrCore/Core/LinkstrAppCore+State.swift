@@ -72,3 +72,13 @@ extension LinkstrAppCore {
         .sorted { ($0.count, $1.emoji) > ($1.count, $0.emoji) }
     }
 }
+
+extension LinkstrAppCore {
+    /// The feed of `sessionID` as it is now, without opening it (opening marks posts read).
+    public func stateFeedSnapshot(_ sessionID: String) -> SessionFeedView? {
+        let previous = openSessionID
+        openSessionID = sessionID
+        defer { openSessionID = previous }
+        return buildState().feed
+    }
+}

@@ -15,7 +15,8 @@ extension LinkstrAppCore {
         let me = account.keys.publicKey
         liveRelays = []
         historyBuffers = [:]
-        restoring = account.ledger.isEmpty
+        // R12: only the first history this account takes in on this device counts as a restore.
+        restoring = account.ledger.isEmpty && (try? account.store.value("restored")) == nil
         let subscriptions = [
             RelayPool.Subscription(id: Self.liveSubscription) {
                 [Filter(kinds: [GiftWrap.wrapKind], tags: ["p": [me.hex]], since: UnixTime.now() - Self.wrapBackdating, limit: 500)]
@@ -44,6 +45,9 @@ extension LinkstrAppCore {
             liveRelays.insert(relay)
             let history = historyBuffers.removeValue(forKey: relay) ?? []
             await ingest(history, origin: restoring ? .restore : .history)
+            if restoring {
+                do { try self.account?.store.setValue("1", for: "restored") } catch { toast = "\(error)" }
+            }
         default:
             break
         }
@@ -79,5 +83,18 @@ extension LinkstrAppCore {
         guard let account, event.kind == EventKind.followList, event.pubkey == account.keys.publicKey, event.isValid else { return }
         guard self.account?.contacts.apply(followList: event) == true else { return }
         do { try saveContacts() } catch { toast = "\(error)" }
+    }
+}
+
+extension LinkstrAppCore {
+    /// True once every enabled relay has delivered its history (EOSE) or failed: what a one-shot
+    /// client (the CLI's `sync`) waits for before reading state.
+    public var historyComplete: Bool {
+        guard let account else { return true }
+        return account.relays.filter(\.enabled).allSatisfy { entry in
+            if liveRelays.contains(entry.url) { return true }
+            if case .failed = relayStatuses[entry.url] { return true }
+            return false
+        }
     }
 }

@@ -78,16 +78,23 @@ public actor LinkstrAppCore {
         do { opened = try LinkstrStore(path: configuration.dataDirectory.appendingPathComponent("linkstr.sqlite").path) } catch { failure = error }
         self.store = opened
         self.storeError = failure
+        // Loaded here, not on the job loop, so `state()` shows the account from the first call.
+        var startError: String?
+        do {
+            account = try Self.loadCurrentAccount(secrets: secrets, store: opened, configuration: configuration)
+        } catch {
+            startError = "\(error)"
+        }
         self.pool = RelayPool(configuration: configuration.relayConfiguration, logger: logger)
         (updates, updateSink) = AsyncStream<AppUpdate>.makeStream(bufferingPolicy: .bufferingNewest(1024))
         let (jobs, inbox) = AsyncStream<Job>.makeStream()
         self.inbox = inbox
+        toast = failure?.description ?? startError
+        current = AppState()
         Task { await self.start(jobs) }
     }
 
     private func start(_ jobs: AsyncStream<Job>) {
-        if let storeError { toast = storeError.description }
-        do { try loadCurrentAccount() } catch { toast = "\(error)" }
         refresh()
         loop = Task {
             for await job in jobs { await self.handle(job) }
@@ -105,7 +112,11 @@ public actor LinkstrAppCore {
     }
 
     /// The current state with its `rev`.
-    public func state() -> AppState { current }
+    public func state() -> AppState {
+        // Before the job loop's first refresh, publish what init loaded.
+        if current.rev == 0 { refresh() }
+        return current
+    }
 
     /// Waits until every job queued before this call has been handled (tests and the CLI use it
     /// to let relay events settle).
