@@ -13,9 +13,12 @@ import Testing
         return url
     }
 
-    static func makeCore(relay: RelayFixture, directory: URL = temporaryDirectory(), identity: AppAction? = .createIdentity) async throws -> LinkstrAppCore {
+    static func makeCore(relay: RelayFixture, directory: URL = temporaryDirectory(), identity: AppAction? = .createIdentity,
+                         pageSize: Int = 500) async throws -> LinkstrAppCore {
         var configuration = CoreConfiguration(dataDirectory: directory)
         configuration.defaultRelays = [relay.url]
+        configuration.historyPageSize = pageSize
+        configuration.maxHistoryPageSize = pageSize * 8
         configuration.sendTimeout = .seconds(5)
         let core = try LinkstrAppCore(configuration: configuration)
         if let identity { #expect(await core.perform(identity) == .done) }
@@ -130,6 +133,40 @@ import Testing
         await alice.shutdown()
         await bobAgain.shutdown()
         await bobFresh.shutdown()
+    }
+
+    /// History beyond the live subscription's first page is paged in with `until` + `limit`.
+    @Test func historyBeyondTheFirstPageIsPagedIn() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        defer { relay.kill() }
+        let alice = try await Self.makeCore(relay: relay)
+        let bobKeys = Keys.generate()
+        #expect(await Self.eventually { await alice.state().relays.connectedOrReadOnly == 1 })
+        guard case .navigate(let sessionID) = await alice.perform(.createSession(name: "Many", members: [bobKeys.publicKey.hex])) else {
+            Issue.record("no session")
+            return
+        }
+        for index in 0..<45 {
+            guard case .posted = await alice.perform(.post(sessionID: sessionID, url: "https://example.com/\(index)", note: nil)) else {
+                Issue.record("post \(index) failed")
+                return
+            }
+        }
+        // Bob signs in with pages of 10: the live page holds 10 of his 46 wraps, the rest is paged.
+        let bob = try await Self.makeCore(relay: relay, identity: .importIdentity(bobKeys.secretKey.exportNsec()), pageSize: 10)
+        let complete = await Self.eventually(within: 20) {
+            let done = await bob.historyComplete
+            let paging = await bob.isBackfilling
+            return done && !paging
+        }
+        #expect(complete)
+        await bob.settle()
+        #expect(await bob.perform(.openSession(sessionID)) == .done)
+        #expect(await bob.state().feed?.posts.count == 45)
+        #expect(await bob.state().feed?.posts.allSatisfy(\.isRead) == true, "a restore arrives read")
+        await alice.shutdown()
+        await bob.shutdown()
     }
 
     @Test func sendingIsGatedOnRelaysAndBadInputChangesNothing() async throws {

@@ -9,6 +9,10 @@ public struct CoreConfiguration: Sendable {
     public var defaultRelays: [String] = RelayEntry.defaults
     /// How long a send waits for a relay that takes writes (linkstr: 12 s).
     public var sendTimeout: Duration = .seconds(12)
+    /// The live subscription's `limit` and the first backfill page (linkstr: 500).
+    public var historyPageSize = 500
+    /// The largest backfill page (linkstr: 4000).
+    public var maxHistoryPageSize = 4000
     public var relayConfiguration = RelayConfiguration()
     /// The secret store; nil means files under `dataDirectory/secrets` (mode 0600).
     public var secretStore: (any SecretStore)?

@@ -42,6 +42,7 @@ extension LinkstrAppCore {
             await pool.stop()
             liveRelays = []
             historyBuffers = [:]
+            backfills = [:]
         case .addContact(let text, let alias):
             let account = try signedIn()
             let list: [String]
@@ -193,6 +194,7 @@ extension LinkstrAppCore {
         await pool.stop()
         liveRelays = []
         historyBuffers = [:]
+        backfills = [:]
         relayStatuses = [:]
         openSessionID = nil
         openPostID = nil

@@ -15,11 +15,13 @@ extension LinkstrAppCore {
         let me = account.keys.publicKey
         liveRelays = []
         historyBuffers = [:]
+        backfills = [:]
+        let pageSize = configuration.historyPageSize
         // R12: only the first history this account takes in on this device counts as a restore.
         restoring = account.ledger.isEmpty && (try? account.store.value("restored")) == nil
         let subscriptions = [
             RelayPool.Subscription(id: Self.liveSubscription) {
-                [Filter(kinds: [GiftWrap.wrapKind], tags: ["p": [me.hex]], since: UnixTime.now() - Self.wrapBackdating, limit: 500)]
+                [Filter(kinds: [GiftWrap.wrapKind], tags: ["p": [me.hex]], since: UnixTime.now() - Self.wrapBackdating, limit: pageSize)]
             },
             RelayPool.Subscription(id: Self.followSubscription) { [Filter(authors: [me], kinds: [EventKind.followList], limit: 1)] },
         ]
@@ -42,16 +44,48 @@ extension LinkstrAppCore {
                 historyBuffers[relay, default: []].append(wrap)
             }
         case (Self.liveSubscription, .endOfStoredEvents):
+            guard !liveRelays.contains(relay) else { return }
             liveRelays.insert(relay)
             let history = historyBuffers.removeValue(forKey: relay) ?? []
             await ingest(history, origin: restoring ? .restore : .history)
             if restoring {
                 do { try self.account?.store.setValue("1", for: "restored") } catch { toast = "\(error)" }
             }
+            // A full first page means there is more: page backwards from its oldest event.
+            var pager = HistoryPager(limit: configuration.historyPageSize, maxLimit: configuration.maxHistoryPageSize)
+            if let oldest = history.map(\.createdAt).min(), let newest = history.map(\.createdAt).max(),
+               let until = pager.next(afterPageOf: history.count, oldest: oldest, newest: newest) {
+                await requestBackfill(relay: relay, until: until, pager: pager)
+            }
+        case (let id, .event(let wrap)) where backfills[relay]?.subscriptionID == id:
+            backfills[relay]?.events.append(wrap)
+        case (let id, .endOfStoredEvents) where backfills[relay]?.subscriptionID == id:
+            guard var backfill = backfills.removeValue(forKey: relay) else { return }
+            await pool.unsubscribe(id, on: relay)
+            await ingest(backfill.events, origin: restoring ? .restore : .history)
+            if let oldest = backfill.events.map(\.createdAt).min(), let newest = backfill.events.map(\.createdAt).max(),
+               let until = backfill.pager.next(afterPageOf: backfill.events.count, oldest: oldest, newest: newest) {
+                await requestBackfill(relay: relay, until: until, pager: backfill.pager)
+            }
         default:
             break
         }
     }
+
+    /// Asks `relay` for the page of our gift wraps at or before `until`.
+    private func requestBackfill(relay: String, until: Int64, pager: HistoryPager) async {
+        guard let me = account?.keys.publicKey else { return }
+        backfillCounter += 1
+        let id = "linkstr-backfill-\(backfillCounter)"
+        backfills[relay] = Backfill(subscriptionID: id, pager: pager)
+        let limit = pager.limit
+        await pool.subscribe(RelayPool.Subscription(id: id) {
+            [Filter(kinds: [GiftWrap.wrapKind], tags: ["p": [me.hex]], until: until, limit: limit)]
+        }, on: relay)
+    }
+
+    /// True while some relay is still paging history.
+    public var isBackfilling: Bool { !backfills.isEmpty }
 
     /// Opens `wraps` (on every core), applies them in one batch (history in the order rule's
     /// order, R14) and saves the changes in one transaction.
@@ -92,7 +126,7 @@ extension LinkstrAppCore {
     public var historyComplete: Bool {
         guard let account else { return true }
         return account.relays.filter(\.enabled).allSatisfy { entry in
-            if liveRelays.contains(entry.url) { return true }
+            if liveRelays.contains(entry.url) { return backfills[entry.url] == nil }
             if case .failed = relayStatuses[entry.url] { return true }
             return false
         }

@@ -37,6 +37,12 @@ public actor LinkstrAppCore {
         var relayWatch: Bool
     }
 
+    struct Backfill {
+        var subscriptionID: String
+        var pager: HistoryPager
+        var events: [NostrEvent] = []
+    }
+
     public nonisolated let updates: AsyncStream<AppUpdate>
     nonisolated let updateSink: AsyncStream<AppUpdate>.Continuation
     nonisolated let inbox: AsyncStream<Job>.Continuation
@@ -59,6 +65,9 @@ public actor LinkstrAppCore {
     /// Per relay: wraps received before EOSE, ingested together as history when EOSE arrives.
     var historyBuffers: [String: [NostrEvent]] = [:]
     var liveRelays: Set<String> = []
+    /// Per relay: the backfill page in flight (its subscription id, pager and events so far).
+    var backfills: [String: Backfill] = [:]
+    var backfillCounter = 0
     /// True when this relay run began with an empty ledger: its history arrives read (R12).
     var restoring = false
     /// Applied messages that would notify, newest last (see `NotificationDecision`).
