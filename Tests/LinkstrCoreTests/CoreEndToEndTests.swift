@@ -135,6 +135,44 @@ import Testing
         await bobFresh.shutdown()
     }
 
+    /// A conversation whose wraps rust-nostr built (session, post, reaction) reaches a core through
+    /// the relay and is ingested like our own.
+    @Test(.enabled(if: RustNostrPeer.enabled, "set LINKSTR_SKIP_INTEROP=1 to skip"))
+    func wrapsBuiltByRustNostrAreIngested() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        defer { relay.kill() }
+        let alice = Keys.generate(), carol = Keys.generate(), bob = Keys.generate()
+        let now = UnixTime.now()
+        let session = "0123456789ABCDEF0123456789ABCDEF"
+        let create = LinkstrPayload(conversationID: session, rootID: "FEDCBA9876543210FEDCBA9876543210", kind: .sessionCreate, timestamp: now - 10,
+                                    sessionName: "From rust", memberPubkeys: [alice, bob, carol].map(\.publicKey.hex))
+        let root = LinkstrPayload(conversationID: session, kind: .root, url: "https://www.tiktok.com/@a/video/1", note: "rusty", timestamp: now - 5)
+        let rootID = LinkstrRumor.make(root, sender: alice.publicKey, createdAt: now - 5).id.hex
+        let reaction = LinkstrPayload(conversationID: session, rootID: rootID, kind: .reaction, timestamp: now - 2, emoji: "🦀", reactionActive: true)
+        var wraps: [NostrEvent] = []
+        for (payload, sender, time) in [(create, alice, now - 10), (root, alice, now - 5), (reaction, carol, now - 2)] {
+            let rumor = LinkstrRumor.make(payload, sender: sender.publicKey, createdAt: time)
+            let json = try #require(try RustNostrPeer.call("gift_wrap", [
+                "sender_secret_key": .string(sender.secretKey.exportHex()), "receiver_pubkey": .string(bob.publicKey.hex),
+                "rumor": .object(["created_at": .integer(rumor.createdAt), "kind": .integer(44001), "tags": .tags(rumor.tags), "content": .string(rumor.content)]),
+            ]).stringValue)
+            wraps.append(try NostrEvent(json: json))
+        }
+        // Published in reverse, as relays often deliver: the core stages and replays.
+        let publisher = try await Self.makeCore(relay: relay)
+        #expect(await Self.eventually { await publisher.state().relays.connectedOrReadOnly == 1 })
+        try await publisher.pool.publish(Array(wraps.reversed()))
+        let core = try await Self.makeCore(relay: relay, identity: .importIdentity(bob.secretKey.exportNsec()))
+        #expect(await Self.eventually { await core.state().sessions.rows.first?.name == "From rust" })
+        #expect(await core.perform(.openSession(session)) == .done)
+        let post = try #require(await core.state().feed?.posts.first)
+        #expect(post.id == rootID && post.note == "rusty" && post.provider == .tiktok)
+        #expect(post.reactions == [ReactionSummary(emoji: "🦀", count: 1, includesMe: false, participants: [carol.publicKey.npub])])
+        await publisher.shutdown()
+        await core.shutdown()
+    }
+
     /// History beyond the live subscription's first page is paged in with `until` + `limit`.
     @Test func historyBeyondTheFirstPageIsPagedIn() async throws {
         let relay = try RelayFixture()

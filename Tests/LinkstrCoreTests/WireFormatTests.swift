@@ -127,6 +127,7 @@ import TestSupport
         #expect(there["sender"]?.stringValue == alice.publicKey.hex)
         let rumorThere = try UnsignedEvent(json: try #require(there["rumor_json"]?.stringValue))
         #expect(try LinkstrPayload.decode(rumorThere.content) == payload)
+        #expect(rumorThere.content == payload.json, "the exact payload JSON")
         #expect(rumorThere.tags == [["e", root, "", "root"]])
     }
 }

@@ -45,7 +45,9 @@ extension LinkstrAppCore {
             }
         case (Self.liveSubscription, .endOfStoredEvents):
             guard !liveRelays.contains(relay) else { return }
-            liveRelays.insert(relay)
+            // Marked live only after the paging decision: `historyComplete` may be read while
+            // this job waits for the wraps to open.
+            defer { liveRelays.insert(relay) }
             let history = historyBuffers.removeValue(forKey: relay) ?? []
             await ingest(history, origin: restoring ? .restore : .history)
             if restoring {
@@ -60,9 +62,10 @@ extension LinkstrAppCore {
         case (let id, .event(let wrap)) where backfills[relay]?.subscriptionID == id:
             backfills[relay]?.events.append(wrap)
         case (let id, .endOfStoredEvents) where backfills[relay]?.subscriptionID == id:
-            guard var backfill = backfills.removeValue(forKey: relay) else { return }
+            guard var backfill = backfills[relay] else { return }
             await pool.unsubscribe(id, on: relay)
             await ingest(backfill.events, origin: restoring ? .restore : .history)
+            backfills[relay] = nil
             if let oldest = backfill.events.map(\.createdAt).min(), let newest = backfill.events.map(\.createdAt).max(),
                let until = backfill.pager.next(afterPageOf: backfill.events.count, oldest: oldest, newest: newest) {
                 await requestBackfill(relay: relay, until: until, pager: backfill.pager)
