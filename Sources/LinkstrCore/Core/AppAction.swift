@@ -7,6 +7,9 @@ public enum AppAction: Sendable, Equatable {
     /// Keeps local data (and the key) for a later sign-in unless `clearData`, which erases this
     /// account's rows, data key and secret key.
     case logout(clearData: Bool)
+    /// Publishes an empty follow list and a NIP-62 request to vanish to the account's relays
+    /// (send-gated: refused when no relay takes writes), then logs out clearing all local data.
+    case deleteAccount
 
     // Relays
     case addRelay(String)

@@ -16,6 +16,14 @@ extension LinkstrAppCore {
             try signIn(Keys(secretKey: secret))
         case .logout(let clearData):
             try await logout(clearData: clearData)
+        case .deleteAccount:
+            let account = try signedIn()
+            let relays = account.relays.filter(\.enabled).map(\.url)
+            try await pool.waitForWritableRelay(timeout: configuration.sendTimeout)
+            let emptyFollows = FollowList.make(keys: account.keys, entries: [], createdAt: account.contacts.nextCreatedAt())
+            let vanish = VanishRequest.make(keys: account.keys, relays: relays.isEmpty ? nil : relays)
+            try await pool.publish([emptyFollows, vanish])
+            try await logout(clearData: true)
         case .addRelay(let text):
             guard let url = RelayEntry.normalize(text) else { throw CoreError.invalidRelayURL(text) }
             var relays = try signedIn().relays

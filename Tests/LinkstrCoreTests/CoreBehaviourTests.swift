@@ -1,0 +1,95 @@
+import Foundation
+@testable import LinkstrCore
+import NostrProtocol
+import TestSupport
+import Testing
+
+/// Core behaviour around the edges: read-only relays, an unusable store, renames and list modes,
+/// account deletion.
+@Suite(.serialized) struct CoreBehaviourTests {
+    typealias E = CoreEndToEndTests
+
+    /// rust-nostr's LocalRelay requiring NIP-42 AUTH for writes: our client has no AUTH key for it,
+    /// so the relay is read-only and sends are refused at once rather than after the timeout.
+    @Test(.enabled(if: RustNostrPeer.enabled, "set LINKSTR_SKIP_INTEROP=1 to skip"))
+    func aRelayThatRefusesWritesIsReadOnlyAndSendsFailFast() async throws {
+        let relay = try RelayFixture(implementation: .rustNostr(auth: "write"))
+        try await relay.start()
+        defer { relay.kill() }
+        let core = try await E.makeCore(relay: relay)
+        #expect(await E.eventually { await core.state().relays.connectedOrReadOnly == 1 })
+        // The first refusal turns the relay read-only …
+        let first = await core.perform(.createSession(name: "X", members: []))
+        #expect(first != .done)
+        let row = try #require(await core.state().relays.rows.first)
+        #expect(row.status.label == "read-only" && row.status.errorText?.isEmpty == false)
+        #expect(await core.state().relays.summary == "1 / 1", "read-only counts in the header figure")
+        // … and the next send is refused at once.
+        let started = ContinuousClock.now
+        #expect(await core.perform(.createSession(name: "X", members: [])) == .failed(RelayPool.SendError.onlyReadOnlyRelays.description))
+        #expect(ContinuousClock.now - started < .seconds(2))
+        #expect(await core.state().sessions.rows.isEmpty, "nothing applied locally")
+        await core.shutdown()
+    }
+
+    @Test func aStoreThatCannotBeOpenedIsAnErrorStateNotACrash() async throws {
+        let directory = E.temporaryDirectory()
+        try Data(repeating: 0x42, count: 4096).write(to: directory.appendingPathComponent("linkstr.sqlite"))
+        let core = try LinkstrAppCore(configuration: CoreConfiguration(dataDirectory: directory))
+        let toast = try #require(await core.state().toast)
+        #expect(toast.contains("cannot open the local store"))
+        let result = await core.perform(.createIdentity)
+        guard case .failed(let reason) = result else {
+            Issue.record("expected a failure, got \(result)")
+            return
+        }
+        #expect(reason.contains("cannot open the local store"))
+        #expect(await core.state().identity == nil)
+        #expect(try Data(contentsOf: directory.appendingPathComponent("linkstr.sqlite")) == Data(repeating: 0x42, count: 4096))
+        await core.shutdown()
+    }
+
+    @Test func renameArchiveListModesAndAccountDeletion() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        defer { relay.kill() }
+        let directory = E.temporaryDirectory()
+        let core = try await E.makeCore(relay: relay, directory: directory)
+        let friend = Keys.generate().publicKey.npub
+        #expect(await E.eventually { await core.state().relays.connectedOrReadOnly == 1 })
+        guard case .navigate(let first) = await core.perform(.createSession(name: "One", members: [friend])),
+              case .navigate(let second) = await core.perform(.createSession(name: "Two", members: [])) else {
+            Issue.record("sessions not created")
+            return
+        }
+        #expect(await core.perform(.renameSession(sessionID: first, name: "  Uno ")) == .done)
+        #expect(await core.perform(.renameSession(sessionID: first, name: " ")) == .failed(CoreError.blankSessionName.description))
+        #expect(Set(await core.state().sessions.rows.map(\.name)) == ["Uno", "Two"])
+
+        // Archive is local and non-destructive; list modes show one side at a time.
+        #expect(await core.perform(.setArchived(sessionID: second, true)) == .done)
+        var sessions = await core.state().sessions
+        #expect(sessions.rows.map(\.id) == [first] && sessions.hasArchived)
+        #expect(await core.perform(.setListMode(.archived)) == .done)
+        #expect(await core.state().sessions.rows.map(\.id) == [second])
+        #expect(await core.perform(.setArchived(sessionID: second, false)) == .done)
+        sessions = await core.state().sessions
+        #expect(sessions.rows.isEmpty && !sessions.hasArchived)
+        #expect(await core.perform(.setListMode(.active)) == .done)
+        #expect(await core.state().sessions.rows.count == 2)
+
+        // The creator deletes a session: gone locally (and for members, by the tombstone rule).
+        #expect(await core.perform(.deleteSession(sessionID: second)) == .done)
+        #expect(await core.state().sessions.rows.map(\.id) == [first])
+
+        // Deleting the account publishes an empty follow list and a request to vanish, then erases everything.
+        let pubkey = try #require(await core.state().identity?.pubkey)
+        #expect(await core.perform(.deleteAccount) == .done)
+        #expect(await core.state().identity == nil)
+        let secrets = try FileSecretStore(directory: directory.appendingPathComponent("secrets"))
+        #expect(try secrets.read("nsec.\(pubkey)") == nil)
+        #expect(try secrets.read("datakey.\(pubkey)") == nil)
+        #expect(try LinkstrStore(path: directory.appendingPathComponent("linkstr.sqlite").path).owners().isEmpty)
+        await core.shutdown()
+    }
+}
