@@ -32,6 +32,32 @@ import Testing
         await core.shutdown()
     }
 
+    /// A relay that was healthy and drops raises a toast; a foreground restart rebuilds the
+    /// connections from scratch and they come back.
+    @Test func aDroppedRelayToastsAndAForegroundRestartReconnects() async throws {
+        let port = try LoopbackPort.free()
+        let relay = try RelayFixture(port: port)
+        try await relay.start()
+        let core = try await E.makeCore(relay: relay)
+        #expect(await E.eventually { await core.state().relays.connectedOrReadOnly == 1 })
+        #expect(await core.state().toast == nil, "no toast while connecting")
+        relay.kill()
+        #expect(await E.eventually { await core.state().toast == "relay offline: \(relay.url)" })
+        #expect(await core.state().relays.connectedOrReadOnly == 0)
+        let again = try RelayFixture(port: port)
+        try await again.start()
+        defer { again.kill() }
+        #expect(await core.perform(.stopRelays) == .done)
+        #expect(await core.perform(.startRelays) == .done)
+        #expect(await E.eventually { await core.state().relays.connectedOrReadOnly == 1 })
+        let result = await core.perform(.createSession(name: "Back", members: []))
+        guard case .navigate = result else {
+            Issue.record("sending after the restart failed: \(result)")
+            return
+        }
+        await core.shutdown()
+    }
+
     @Test func aStoreThatCannotBeOpenedIsAnErrorStateNotACrash() async throws {
         let directory = E.temporaryDirectory()
         try Data(repeating: 0x42, count: 4096).write(to: directory.appendingPathComponent("linkstr.sqlite"))

@@ -16,6 +16,7 @@ extension LinkstrAppCore {
         liveRelays = []
         historyBuffers = [:]
         backfills = [:]
+        everConnected = []
         let pageSize = configuration.historyPageSize
         // R12: only the first history this account takes in on this device counts as a restore.
         restoring = account.ledger.isEmpty && (try? account.store.value("restored")) == nil

@@ -62,6 +62,8 @@ public actor LinkstrAppCore {
     var openPostID: String?
     var relayStatuses: [String: RelayStatus] = [:]
     var toast: String?
+    /// Relays that connected in this foreground run (for the offline toast).
+    var everConnected: Set<String> = []
     /// Per relay: wraps received before EOSE, ingested together as history when EOSE arrives.
     var historyBuffers: [String: [NostrEvent]] = [:]
     var liveRelays: Set<String> = []
@@ -157,6 +159,14 @@ public actor LinkstrAppCore {
             await receive(event, relay: relay, subscription: subscription)
             refresh()
         case .relayStatuses(let statuses):
+            // A relay that was up in this foreground run and drops gets a toast; failures during
+            // the initial connection stay quiet (the status row shows them).
+            for (url, status) in statuses {
+                if status == .connected { everConnected.insert(url) }
+                if case .failed = status, everConnected.contains(url), relayStatuses[url] == .connected {
+                    toast = "relay offline: \(url)"
+                }
+            }
             relayStatuses = statuses
             refresh()
         case .barrier(let reply):
