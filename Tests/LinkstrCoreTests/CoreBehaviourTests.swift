@@ -58,6 +58,59 @@ import Testing
         await core.shutdown()
     }
 
+    /// Contacts are the kind-3 follow list: a second device of the same account mirrors it (live
+    /// too), while aliases stay on the device that set them.
+    @Test func contactsMirrorTheFollowListAcrossDevices() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        defer { relay.kill() }
+        let account = Keys.generate(), friend = Keys.generate()
+        let phone = try await E.makeCore(relay: relay, identity: .importIdentity(account.secretKey.exportNsec()))
+        #expect(await E.eventually { await phone.state().relays.connectedOrReadOnly == 1 })
+        #expect(await phone.perform(.addContact(friend.publicKey.npub, alias: "Buddy")) == .done)
+        #expect(await phone.state().contacts.map(\.displayName) == ["Buddy"])
+        #expect(await phone.perform(.addContact(friend.publicKey.hex, alias: nil)) == .failed(CoreError.invalidMember("already a contact").description))
+        #expect(await phone.perform(.addContact("npub1nope", alias: nil)) != .done)
+        #expect(await phone.state().contacts.count == 1)
+
+        let tablet = try await E.makeCore(relay: relay, identity: .importIdentity(account.secretKey.exportNsec()))
+        #expect(await E.eventually { await tablet.state().contacts.map(\.pubkey) == [friend.publicKey.hex] })
+        #expect(await tablet.state().contacts.first?.displayName == friend.publicKey.npub, "the alias was never published")
+
+        #expect(await phone.perform(.removeContact(friend.publicKey.npub)) == .done)
+        #expect(await phone.state().contacts.isEmpty)
+        #expect(await E.eventually { await tablet.state().contacts.isEmpty }, "the newer list replaces the old one, live")
+        await phone.shutdown()
+        await tablet.shutdown()
+    }
+
+    /// Member names: alias, else the kind-0 profile name, else the npub.
+    @Test func memberNamesComeFromProfilesUnlessAliased() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        defer { relay.kill() }
+        let aliceKeys = Keys.generate()
+        let alice = try await E.makeCore(relay: relay, identity: .importIdentity(aliceKeys.secretKey.exportNsec()))
+        let bob = try await E.makeCore(relay: relay)
+        let bobKey = try #require(await bob.state().identity?.pubkey)
+        #expect(await E.eventually { await alice.state().relays.connectedOrReadOnly == 1 })
+        let older = aliceKeys.sign(kind: EventKind.metadata, content: #"{"name":"old"}"#, createdAt: UnixTime.now() - 100)
+        let profile = aliceKeys.sign(kind: EventKind.metadata, content: #"{"name":"alice","display_name":"Alice L."}"#)
+        try await alice.pool.publish([older, profile])
+        guard case .navigate(let sessionID) = await alice.perform(.createSession(name: "Names", members: [bobKey])) else {
+            Issue.record("no session")
+            return
+        }
+        #expect(await E.eventually { await bob.state().sessions.rows.count == 1 })
+        #expect(await bob.perform(.openSession(sessionID)) == .done)
+        #expect(await E.eventually { await bob.state().feed?.members.first { $0.pubkey == aliceKeys.publicKey.hex }?.displayName == "Alice L." })
+        #expect(await bob.perform(.setAlias(pubkey: aliceKeys.publicKey.npub, alias: "Mum")) == .done)
+        #expect(await bob.state().feed?.members.first { $0.pubkey == aliceKeys.publicKey.hex }?.displayName == "Mum")
+        #expect(await bob.state().feed?.members.first { $0.pubkey == bobKey }?.displayName == (try PublicKey(hex: bobKey)).npub)
+        await alice.shutdown()
+        await bob.shutdown()
+    }
+
     @Test func aStoreThatCannotBeOpenedIsAnErrorStateNotACrash() async throws {
         let directory = E.temporaryDirectory()
         try Data(repeating: 0x42, count: 4096).write(to: directory.appendingPathComponent("linkstr.sqlite"))

@@ -14,11 +14,12 @@ import Testing
     }
 
     static func makeCore(relay: RelayFixture, directory: URL = temporaryDirectory(), identity: AppAction? = .createIdentity,
-                         pageSize: Int = 500) async throws -> LinkstrAppCore {
+                         pageSize: Int = 500, stepSize: Int = 512) async throws -> LinkstrAppCore {
         var configuration = CoreConfiguration(dataDirectory: directory)
         configuration.defaultRelays = [relay.url]
         configuration.historyPageSize = pageSize
         configuration.maxHistoryPageSize = pageSize * 8
+        configuration.historyStepSize = stepSize
         configuration.sendTimeout = .seconds(5)
         let core = try LinkstrAppCore(configuration: configuration)
         if let identity { #expect(await core.perform(identity) == .done) }
@@ -205,6 +206,46 @@ import Testing
         #expect(await bob.state().feed?.posts.allSatisfy(\.isRead) == true, "a restore arrives read")
         await alice.shutdown()
         await bob.shutdown()
+    }
+
+    /// R14: history is applied in the order rule's order, in steps, and the user's own actions
+    /// (here a send, which waits for the relay's OK) run between steps instead of after the restore.
+    @Test func anActionDoesNotWaitForARestore() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        defer { relay.kill() }
+        let alice = Keys.generate(), bob = Keys.generate()
+        let session = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+        let now = UnixTime.now()
+        var plan = [(LinkstrPayload(conversationID: session, rootID: "OP", kind: .sessionCreate, sessionName: "Big", memberPubkeys: [alice, bob].map(\.publicKey.hex)),
+                     now - 1_000)]
+        for index in 0..<599 { plan.append((LinkstrPayload(conversationID: session, kind: .root, url: "https://example.com/\(index)"), now - 999 + Int64(index))) }
+        let wraps = try await withThrowingTaskGroup(of: [NostrEvent].self) { group in
+            for part in stride(from: 0, to: plan.count, by: 150) {
+                let slice = plan[part..<min(part + 150, plan.count)]
+                group.addTask {
+                    try slice.map { payload, time in try GiftWrap.make(LinkstrRumor.make(payload, sender: alice.publicKey, createdAt: time), author: alice, recipient: bob.publicKey) }
+                }
+            }
+            return try await group.reduce(into: [NostrEvent]()) { $0 += $1 }
+        }
+        let publisher = try await Self.makeCore(relay: relay)
+        #expect(await Self.eventually { await publisher.state().relays.connectedOrReadOnly == 1 })
+        try await publisher.pool.publish(wraps)
+        await publisher.shutdown()
+
+        let core = try await Self.makeCore(relay: relay, identity: .importIdentity(bob.secretKey.exportNsec()), pageSize: 1_000, stepSize: 20)
+        #expect(await Self.eventually { await core.isBackfilling })
+        guard case .navigate = await core.perform(.createSession(name: "Mine", members: [])) else {
+            Issue.record("the send failed")
+            return
+        }
+        #expect(await core.historyComplete == false, "the send finished while the restore was still being applied")
+        #expect(await Self.eventually(within: 60) { await core.historyComplete })
+        #expect(await core.perform(.openSession(session)) == .done)
+        #expect(await core.state().feed?.posts.count == 599)
+        #expect(await core.state().sessions.rows.count == 2)
+        await core.shutdown()
     }
 
     @Test func sendingIsGatedOnRelaysAndBadInputChangesNothing() async throws {

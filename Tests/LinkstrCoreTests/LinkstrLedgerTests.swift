@@ -329,6 +329,21 @@ import Testing
         #expect(shuffled.pending.all.map(\.message.rumorID) == inOrder.pending.all.map(\.message.rumorID))
     }
 
+    @Test func r14HistoryIsAppliedInTheOrderRulesOrderWhateverOrderItCameIn() {
+        let rootID = Self.randomID()
+        let newestFirst = [Self.reaction("👍", on: rootID, by: Self.bob, at: 300), Self.root(by: Self.alice, at: 200, rumorID: rootID),
+                           Self.create([Self.alice, Self.me, Self.bob])]
+        var history = LinkstrLedger(me: Self.me.hex)
+        let reports = history.ingest(batch: newestFirst, origin: .history)
+        #expect(reports.map(\.outcome) == [.applied, .applied, .applied], "nothing had to wait: the create went first")
+        #expect(reports.map { $0.applied.count } == [1, 1, 1])
+        // Live messages keep their arrival order: the same batch waits and replays.
+        var live = LinkstrLedger(me: Self.me.hex)
+        let liveReports = live.ingest(batch: newestFirst, origin: .live)
+        #expect(liveReports.map(\.outcome) == [.pending("unknown session"), .pending("unknown session"), .applied])
+        #expect(live.posts == history.posts && live.reactions == history.reactions)
+    }
+
     @Test func thePendingLimitRefusesNewMessages() {
         var ledger = LinkstrLedger(me: Self.me.hex, pendingLimit: 2)
         #expect(ledger.ingest(Self.root(by: Self.alice, at: 1), origin: .live).outcome == .pending("unknown session"))

@@ -13,8 +13,11 @@ public struct CoreConfiguration: Sendable {
     public var historyPageSize = 500
     /// The largest backfill page (linkstr: 4000).
     public var maxHistoryPageSize = 4000
+    /// Wraps opened, then messages applied, per step of history work; actions run between steps.
+    public var historyStepSize = 512
     public var relayConfiguration = RelayConfiguration()
-    /// The secret store; nil means files under `dataDirectory/secrets` (mode 0600).
+    /// The secret store; nil means the Keychain on Apple platforms and files under
+    /// `dataDirectory/secrets` (mode 0600) elsewhere.
     public var secretStore: (any SecretStore)?
     /// The push gateway (`linkstr-push`); nil disables push registration and typed pushes.
     public var pushGateway: URL?

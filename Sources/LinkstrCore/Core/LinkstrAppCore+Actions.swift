@@ -51,6 +51,7 @@ extension LinkstrAppCore {
             liveRelays = []
             historyBuffers = [:]
             backfills = [:]
+            historyWork = [:]
         case .addContact(let text, let alias):
             let account = try signedIn()
             let list: [String]
@@ -60,6 +61,7 @@ extension LinkstrAppCore {
                 self.account?.contacts.setAlias(alias, for: key.hex)
                 try saveContacts()
             }
+            await requestProfiles()
         case .removeContact(let text):
             let list: [String]
             let account = try signedIn()
@@ -182,11 +184,12 @@ extension LinkstrAppCore {
         let accountStore = store.account(pubkey, cipher: FieldCipher(key: .init(data: dataKey), owner: pubkey))
         let ledger = try accountStore.loadLedger()
         let contacts = try accountStore.value("contacts").flatMap { try? JSONDecoder().decode(ContactBook.self, from: Data($0.utf8)) } ?? ContactBook()
+        let profiles = try accountStore.value("profiles").flatMap { try? JSONDecoder().decode(ProfileNames.self, from: Data($0.utf8)) } ?? ProfileNames()
         var relays = try accountStore.value("relays").flatMap { try? JSONDecoder().decode([RelayEntry].self, from: Data($0.utf8)) } ?? []
         if relays.isEmpty { relays = configuration.defaultRelays.map { RelayEntry(url: $0) } }
         let pushDevice = try accountStore.value("push_device").flatMap { try? JSONDecoder().decode(PushDevice.self, from: Data($0.utf8)) }
         let registrar = configuration.pushGateway.map { PushRegistrar(baseURL: $0, keys: keys, transport: configuration.pushTransport) }
-        return Account(keys: keys, store: accountStore, ledger: ledger, contacts: contacts, relays: relays, archived: try accountStore.archivedSessions(),
+        return Account(keys: keys, store: accountStore, ledger: ledger, contacts: contacts, profiles: profiles, relays: relays, archived: try accountStore.archivedSessions(),
                        registrar: registrar, pushDevice: pushDevice)
     }
 
@@ -203,6 +206,7 @@ extension LinkstrAppCore {
         liveRelays = []
         historyBuffers = [:]
         backfills = [:]
+        historyWork = [:]
         relayStatuses = [:]
         openSessionID = nil
         openPostID = nil
@@ -227,6 +231,11 @@ extension LinkstrAppCore {
     func savePushDevice() throws {
         guard let account else { throw CoreError.notSignedIn }
         try account.store.setValue(try account.pushDevice.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }, for: "push_device")
+    }
+
+    func saveProfiles() throws {
+        guard let account else { throw CoreError.notSignedIn }
+        try account.store.setValue(String(decoding: try JSONEncoder().encode(account.profiles), as: UTF8.self), for: "profiles")
     }
 
     func saveContacts() throws {

@@ -9,7 +9,7 @@ extension LinkstrAppCore {
         guard let account else { return state }
         state.identity = IdentityView(pubkey: account.me, npub: account.keys.publicKey.npub)
         let ledger = account.ledger
-        let names = { (pubkey: String) in account.contacts.displayName(for: pubkey) }
+        let names = { (pubkey: String) in account.contacts.displayName(for: pubkey, profileName: account.profiles.name(for: pubkey)) }
 
         var rows: [SessionRow] = []
         for session in ledger.sessions.values {

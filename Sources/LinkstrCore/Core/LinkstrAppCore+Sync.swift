@@ -16,7 +16,9 @@ extension LinkstrAppCore {
         liveRelays = []
         historyBuffers = [:]
         backfills = [:]
+        historyWork = [:]
         everConnected = []
+        profilesRequested = []
         let pageSize = configuration.historyPageSize
         // R12: only the first history this account takes in on this device counts as a restore.
         restoring = account.ledger.isEmpty && (try? account.store.value("restored")) == nil
@@ -38,6 +40,12 @@ extension LinkstrAppCore {
         switch (subscription, event) {
         case (Self.followSubscription, .event(let followList)):
             applyFollowList(followList)
+        case (let id, .event(let metadata)) where id.hasPrefix(Self.profileSubscriptionPrefix):
+            if self.account?.profiles.apply(metadata) == true {
+                do { try saveProfiles() } catch { toast = "\(error)" }
+            }
+        case (let id, .endOfStoredEvents) where id.hasPrefix(Self.profileSubscriptionPrefix):
+            await pool.unsubscribe(id, on: relay)
         case (Self.liveSubscription, .event(let wrap)):
             if liveRelays.contains(relay) {
                 await ingest([wrap], origin: .live)
@@ -46,34 +54,38 @@ extension LinkstrAppCore {
             }
         case (Self.liveSubscription, .endOfStoredEvents):
             guard !liveRelays.contains(relay) else { return }
-            // Marked live only after the paging decision: `historyComplete` may be read while
-            // this job waits for the wraps to open.
-            defer { liveRelays.insert(relay) }
+            // From here on this relay's events are live; its history is worked off in steps.
+            liveRelays.insert(relay)
             let history = historyBuffers.removeValue(forKey: relay) ?? []
-            await ingest(history, origin: restoring ? .restore : .history)
-            if restoring {
-                do { try self.account?.store.setValue("1", for: "restored") } catch { toast = "\(error)" }
-            }
-            // A full first page means there is more: page backwards from its oldest event.
-            var pager = HistoryPager(limit: configuration.historyPageSize, maxLimit: configuration.maxHistoryPageSize)
-            if let oldest = history.map(\.createdAt).min(), let newest = history.map(\.createdAt).max(),
-               let until = pager.next(afterPageOf: history.count, oldest: oldest, newest: newest) {
-                await requestBackfill(relay: relay, until: until, pager: pager)
-            }
+            startHistory(history, relay: relay, then: .firstPage(HistoryPager(limit: configuration.historyPageSize,
+                                                                                maxLimit: configuration.maxHistoryPageSize)))
         case (let id, .event(let wrap)) where backfills[relay]?.subscriptionID == id:
             backfills[relay]?.events.append(wrap)
         case (let id, .endOfStoredEvents) where backfills[relay]?.subscriptionID == id:
-            guard var backfill = backfills[relay] else { return }
+            guard let backfill = backfills.removeValue(forKey: relay) else { return }
             await pool.unsubscribe(id, on: relay)
-            await ingest(backfill.events, origin: restoring ? .restore : .history)
-            backfills[relay] = nil
-            if let oldest = backfill.events.map(\.createdAt).min(), let newest = backfill.events.map(\.createdAt).max(),
-               let until = backfill.pager.next(afterPageOf: backfill.events.count, oldest: oldest, newest: newest) {
-                await requestBackfill(relay: relay, until: until, pager: backfill.pager)
-            }
+            startHistory(backfill.events, relay: relay, then: .nextPage(backfill.pager))
         default:
             break
         }
+    }
+
+    static let profileSubscriptionPrefix = "linkstr-profiles-"
+
+    /// Asks for the kind-0 metadata of everyone we show (contacts and every session member),
+    /// once per relay sync and when a contact is added; the answers update the names.
+    func requestProfiles(on relay: String? = nil, onlyNew: Bool = false) async {
+        guard let account else { return }
+        var people = Set(account.contacts.follows)
+        for session in account.ledger.sessions.values { people.formUnion(session.membership.everKnown) }
+        people.remove(account.me)
+        if onlyNew { people.subtract(profilesRequested) }
+        let authors = people.sorted().prefix(500).compactMap { try? PublicKey(hex: $0) }
+        guard !authors.isEmpty else { return }
+        profilesRequested.formUnion(authors.map(\.hex))
+        backfillCounter += 1
+        let id = "\(Self.profileSubscriptionPrefix)\(backfillCounter)"
+        await pool.subscribe(RelayPool.Subscription(id: id) { [Filter(authors: Array(authors), kinds: [EventKind.metadata])] }, on: relay)
     }
 
     /// Asks `relay` for the page of our gift wraps at or before `until`.
@@ -89,10 +101,67 @@ extension LinkstrAppCore {
     }
 
     /// True while some relay is still paging history.
-    public var isBackfilling: Bool { !backfills.isEmpty }
+    public var isBackfilling: Bool { !backfills.isEmpty || !historyWork.isEmpty }
 
-    /// Opens `wraps` (on every core), applies them in one batch (history in the order rule's
-    /// order, R14) and saves the changes in one transaction.
+    /// Queues a page of history for `relay`, worked off by `historyStep` jobs.
+    private func startHistory(_ wraps: [NostrEvent], relay: String, then next: HistoryWork.Next) {
+        let oldest = wraps.map(\.createdAt).min(), newest = wraps.map(\.createdAt).max()
+        historyWork[relay] = HistoryWork(wraps: wraps[...], origin: restoring ? .restore : .history, count: wraps.count, oldest: oldest,
+                                         newest: newest, next: next)
+        inbox.yield(.historyStep(relay: relay))
+    }
+
+    /// One step of a relay's history page: open the next chunk of wraps, or (all opened) apply the
+    /// next chunk of messages in the order rule's order (R14). Each step ends by queueing the
+    /// next, behind whatever arrived meanwhile, so an action the user takes never waits for a
+    /// whole restore.
+    func historyStep(relay: String) async {
+        guard var work = historyWork[relay], let account else { return }
+        let chunk = max(1, configuration.historyStepSize)
+        if !work.wraps.isEmpty {
+            let next = work.wraps.prefix(chunk)
+            work.wraps = work.wraps.dropFirst(chunk)
+            let unseen = next.filter { !account.ledger.hasSeen(wrapID: $0.id.hex) }
+            let opened = await WrapOpener(keys: account.keys, cache: cache).open(Array(unseen))
+            for result in opened {
+                switch result {
+                case .success(let message): work.messages.append(message)
+                case .failure(let error): logger.debug("dropped a wrap", metadata: ["reason": "\(error)"])
+                }
+            }
+            guard self.account?.me == account.me else { return }
+            if work.wraps.isEmpty { work.messages.sort { EventOrder($0) < EventOrder($1) } }
+            historyWork[relay] = work
+            inbox.yield(.historyStep(relay: relay))
+            return
+        }
+        if work.applied < work.messages.count {
+            let end = min(work.applied + chunk, work.messages.count)
+            apply(Array(work.messages[work.applied..<end]), origin: work.origin)
+            work.applied = end
+            historyWork[relay] = work
+            inbox.yield(.historyStep(relay: relay))
+            return
+        }
+        historyWork[relay] = nil
+        var pager: HistoryPager
+        switch work.next {
+        case .firstPage(let first):
+            pager = first
+            if restoring {
+                do { try self.account?.store.setValue("1", for: "restored") } catch { toast = "\(error)" }
+            }
+            await requestProfiles(on: relay)
+        case .nextPage(let current):
+            pager = current
+        }
+        // A full page means there is more: page backwards from its oldest event.
+        if let oldest = work.oldest, let newest = work.newest, let until = pager.next(afterPageOf: work.count, oldest: oldest, newest: newest) {
+            await requestBackfill(relay: relay, until: until, pager: pager)
+        }
+    }
+
+    /// Opens live `wraps` (on every core) and applies them.
     func ingest(_ wraps: [NostrEvent], origin: IngestOrigin) async {
         guard let account else { return }
         let unseen = wraps.filter { !account.ledger.hasSeen(wrapID: $0.id.hex) }
@@ -107,7 +176,14 @@ extension LinkstrAppCore {
             }
         }
         // The account may have changed while the wraps were being opened.
-        guard var ledger = self.account?.ledger, self.account?.me == account.me else { return }
+        guard self.account?.me == account.me else { return }
+        apply(messages, origin: origin)
+        await requestProfiles(onlyNew: true)
+    }
+
+    /// Applies opened messages in one batch and saves the changes in one transaction.
+    private func apply(_ messages: [LinkstrMessage], origin: IngestOrigin) {
+        guard var ledger = account?.ledger, let account else { return }
         for report in ledger.ingest(batch: messages, origin: origin) {
             for applied in report.applied where NotificationDecision.notifies(applied, me: account.me, archived: account.archived) {
                 notifications.append(applied)
@@ -130,7 +206,7 @@ extension LinkstrAppCore {
     public var historyComplete: Bool {
         guard let account else { return true }
         return account.relays.filter(\.enabled).allSatisfy { entry in
-            if liveRelays.contains(entry.url) { return backfills[entry.url] == nil }
+            if liveRelays.contains(entry.url) { return backfills[entry.url] == nil && historyWork[entry.url] == nil }
             if case .failed = relayStatuses[entry.url] { return true }
             return false
         }

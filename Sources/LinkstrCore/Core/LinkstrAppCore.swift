@@ -15,6 +15,35 @@ public actor LinkstrAppCore {
         case relayEvent(relay: String, subscription: String, SubscriptionEvent)
         case relayStatuses([String: RelayStatus])
         case barrier(CheckedContinuation<Void, Never>)
+        /// The next step of a relay's history page (see `historyStep`).
+        case historyStep(relay: String)
+    }
+
+    /// A page of history being worked off in steps.
+    struct HistoryWork {
+        enum Next {
+            /// The live subscription's history: mark the restore done, fetch names, then page on.
+            case firstPage(HistoryPager)
+            case nextPage(HistoryPager)
+        }
+
+        var wraps: ArraySlice<NostrEvent>
+        var messages: [LinkstrMessage] = []
+        var applied = 0
+        let origin: IngestOrigin
+        let count: Int
+        let oldest: Int64?
+        let newest: Int64?
+        let next: Next
+
+        init(wraps: ArraySlice<NostrEvent>, origin: IngestOrigin, count: Int, oldest: Int64?, newest: Int64?, next: Next) {
+            self.wraps = wraps
+            self.origin = origin
+            self.count = count
+            self.oldest = oldest
+            self.newest = newest
+            self.next = next
+        }
     }
 
     /// The signed-in account's loaded state.
@@ -23,6 +52,7 @@ public actor LinkstrAppCore {
         var store: AccountStore
         var ledger: LinkstrLedger
         var contacts: ContactBook
+        var profiles: ProfileNames
         var relays: [RelayEntry]
         var archived: Set<String>
         var registrar: PushRegistrar?
@@ -70,6 +100,10 @@ public actor LinkstrAppCore {
     /// Per relay: the backfill page in flight (its subscription id, pager and events so far).
     var backfills: [String: Backfill] = [:]
     var backfillCounter = 0
+    /// Per relay: the history page being applied in steps.
+    var historyWork: [String: HistoryWork] = [:]
+    /// People whose kind-0 names were asked for in this relay run.
+    var profilesRequested: Set<String> = []
     /// True when this relay run began with an empty ledger: its history arrives read (R12).
     var restoring = false
     /// Applied messages that would notify, newest last (see `NotificationDecision`).
@@ -82,7 +116,11 @@ public actor LinkstrAppCore {
         if let secrets = configuration.secretStore {
             self.secrets = secrets
         } else {
+            #if canImport(Security)
+            self.secrets = KeychainSecretStore()
+            #else
             self.secrets = try FileSecretStore(directory: configuration.dataDirectory.appendingPathComponent("secrets"))
+            #endif
         }
         var opened: LinkstrStore?
         var failure: StoreError?
@@ -171,6 +209,9 @@ public actor LinkstrAppCore {
             refresh()
         case .barrier(let reply):
             reply.resume()
+        case .historyStep(let relay):
+            await historyStep(relay: relay)
+            refresh()
         }
     }
 

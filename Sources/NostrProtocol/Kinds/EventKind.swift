@@ -1,5 +1,6 @@
 /// Event kinds this project uses by name.
 public enum EventKind {
+    public static let metadata: UInt16 = 0
     public static let followList: UInt16 = 3
     public static let deletion: UInt16 = 5
     public static let seal: UInt16 = 13
