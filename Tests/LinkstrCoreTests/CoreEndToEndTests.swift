@@ -83,6 +83,12 @@ import Testing
         #expect(await alice.state().feed?.posts.first?.reactions.first?.includesMe == false)
         #expect(await bob.state().feed?.posts.first?.reactions.first?.includesMe == true)
 
+        // Members cannot use the creator's rights.
+        #expect(await bob.perform(.setSessionMembers(sessionID: sessionID, members: [])) == .failed(CoreError.notCreator.description))
+        #expect(await bob.perform(.renameSession(sessionID: sessionID, name: "Mine")) == .failed(CoreError.notCreator.description))
+        #expect(await bob.perform(.deleteSession(sessionID: sessionID)) == .failed(CoreError.notCreator.description))
+        #expect(await bob.state().feed?.name == "Clips")
+
         // Alice removes Bob: his copy becomes read-only history.
         #expect(await alice.perform(.setSessionMembers(sessionID: sessionID, members: [])) == .done)
         #expect(await Self.eventually { await bob.state().sessions.rows.first?.isActiveMember == false })

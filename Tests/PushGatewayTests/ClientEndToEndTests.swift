@@ -87,6 +87,34 @@ import Testing
     }
 }
 
+extension ClientEndToEndTests {
+    /// With a relay-watch device, the core tells the gateway about its own copies before
+    /// publishing, so the watcher never wakes the sender's own phone.
+    @Test func ownCopiesAreSuppressedForRelayWatchDevices() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        defer { relay.kill() }
+        try await GatewayHarness.run { gateway in
+            let alice = try await Self.core(relay: relay, gateway: gateway)
+            let alicesKey = try #require(await alice.state().identity?.pubkey)
+            #expect(await alice.perform(.registerPush(deviceToken: "c0" + String(repeating: "0c", count: 31), environment: .sandbox,
+                                                      relayWatch: true)) == .done)
+            guard case .navigate(let sessionID) = await alice.perform(.createSession(name: "Solo", members: [Keys.generate().publicKey.hex])),
+                  case .posted(let postID) = await alice.perform(.post(sessionID: sessionID, url: "https://example.com", note: nil)) else {
+                Issue.record("no post")
+                return
+            }
+            let suppressed = "SELECT count(*)::int FROM push_suppressions WHERE pubkey = '\(alicesKey)'"
+            #expect(try await gateway.count(suppressed) == 1, "the post's own copy (a session create never pushes)")
+            #expect(await alice.perform(.toggleReaction(postID: postID, emoji: "👍")) == .done)
+            #expect(try await gateway.count(suppressed) == 2)
+            #expect(await alice.perform(.toggleReaction(postID: postID, emoji: "👍")) == .done)
+            #expect(try await gateway.count(suppressed) == 2, "a deactivation pushes nothing, so nothing to suppress")
+            await alice.shutdown()
+        }
+    }
+}
+
 enum CoreEndToEndHelpers {
     static func eventually(within seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
