@@ -36,6 +36,8 @@ struct APNsSandboxCommand: AsyncParsableCommand {
     @Option(help: "TLS certificate chain (PEM). Without it a CA and certificate are generated.") var certificate: String?
     @Option(help: "TLS private key (PEM), with --certificate.") var certificateKey: String?
     @Option(help: "Write the generated CA here, for the gateway's APNS_CA_FILE.") var caOut: String?
+    @Option(name: .customLong("hostname"), help: "Another name the generated certificate is valid for (repeatable), e.g. a container's service name.")
+    var hostnames: [String] = []
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
 
     func run() async throws {
@@ -77,7 +79,9 @@ struct APNsSandboxCommand: AsyncParsableCommand {
             guard let certificateKey else { throw ValidationError("--certificate needs --certificate-key") }
             identity = try SandboxCertificate.load(chainPath: certificate, keyPath: certificateKey)
         } else {
-            identity = try SandboxCertificate.generate(hostnames: [host == "0.0.0.0" ? "localhost" : host, "localhost", "127.0.0.1", "::1"])
+            var names = [host == "0.0.0.0" ? "localhost" : host] + hostnames + ["localhost", "127.0.0.1", "::1"]
+            names = names.reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
+            identity = try SandboxCertificate.generate(hostnames: names)
         }
         if let caOut {
             guard let ca = identity.caPEM else { throw ValidationError("--ca-out needs a generated certificate") }

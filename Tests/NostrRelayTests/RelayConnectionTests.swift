@@ -72,6 +72,9 @@ import TestSupport
         let connection = RelayConnection(url: relay.url, configuration: Self.configuration(), logger: Self.logger)
         let keys = Keys.generate()
         try await Self.running(connection) {
+            // Connected first: a publish waiting while the first attempt fails (a relay still
+            // booting its worker on a loaded machine) rightly fails with `.disconnected`.
+            #expect(await Self.waitFor(connection, .connected))
             let stored = Self.note(keys, "stored before the subscription")
             let ok = try await connection.publish(stored)
             #expect(ok.accepted && ok.eventID == stored.id)
