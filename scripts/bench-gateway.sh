@@ -49,6 +49,8 @@ PG_PORT_USED="$(sed -E 's#.*:([0-9]+)/.*#\1#' <<<"$DATABASE_URL")"
 say "3. linkstr-push against the sandbox (provider tokens checked)"
 APNS_KEY_FILE="$WORK/apns-key.p8"
 start_sandbox gateway --key-id BENCHKEY01 --team-id BENCHTEAM1 --key "$APNS_KEY_FILE" --create-key --topic app.linkstr.bench
+# One load generator on one address is no abuse: the rate limits are off for the benchmark.
+export RATE_LIMIT_IP=0 RATE_LIMIT_PUBKEY=0
 export LISTEN_ADDR="127.0.0.1:$(pg_free_port)" LOG_LEVEL=warning APNS_TOPIC=app.linkstr.bench APNS_KEY_ID=BENCHKEY01 APNS_TEAM_ID=BENCHTEAM1
 export APNS_KEY_P8_PATH="$APNS_KEY_FILE" APNS_CA_FILE="$WORK/gateway-ca.pem" DATABASE_URL
 export APNS_SANDBOX_URL="https://localhost:$SANDBOX_PORT" APNS_PRODUCTION_URL="https://localhost:$SANDBOX_PORT"

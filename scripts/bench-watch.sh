@@ -46,6 +46,8 @@ say "linkstr-load is the relay on ws://127.0.0.1:$RELAY_PORT; streaming $RATE wr
 LOAD_PID=$!
 sleep 1
 
+# One load generator on one address is no abuse: the rate limits are off for the benchmark.
+export RATE_LIMIT_IP=0 RATE_LIMIT_PUBKEY=0
 export LISTEN_ADDR="127.0.0.1:$(pg_free_port)" LOG_LEVEL=warning APNS_TOPIC=app.linkstr.bench APNS_KEY_ID=BENCHKEY01 APNS_TEAM_ID=BENCHTEAM1
 export APNS_KEY_P8_PATH="$APNS_KEY_FILE" APNS_CA_FILE="$WORK/sandbox-ca.pem" DATABASE_URL RELAYS="ws://127.0.0.1:$RELAY_PORT"
 export APNS_SANDBOX_URL="https://localhost:$SANDBOX_PORT" APNS_PRODUCTION_URL="https://localhost:$SANDBOX_PORT"

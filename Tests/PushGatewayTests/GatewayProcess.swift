@@ -31,6 +31,8 @@ final class GatewayProcess: Sendable {
         let app = sandbox.apns.apps[0]
         environment.merge([
             "LISTEN_ADDR": "127.0.0.1:\(port)", "DATABASE_URL": "postgres://\(database.username)\(database.password.map { ":" + $0 } ?? "")@\(database.host):\(database.port)/\(database.database)", "LOG_LEVEL": "warning",
+            // Tests drive one instance hard from one address; the limits have their own tests.
+            "RATE_LIMIT_IP": "0", "RATE_LIMIT_PUBKEY": "0",
             "APNS_TOPIC": app.topic, "APNS_KEY_ID": app.keyID, "APNS_TEAM_ID": app.teamID, "APNS_KEY_P8": app.privateKeyPEM,
             "APNS_SANDBOX_URL": sandbox.url, "APNS_PRODUCTION_URL": sandbox.url, "APNS_CA_FILE": sandbox.caFile,
         ]) { $1 }

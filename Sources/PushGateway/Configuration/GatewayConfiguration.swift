@@ -19,11 +19,12 @@ public struct GatewayConfiguration: Sendable {
     public var apns: APNsConfiguration
     public var delivery: DeliverySettings
     public var watch: WatchSettings
+    public var rateLimits: RateLimitSettings
 
     public init(listenHost: String = "0.0.0.0", listenPort: Int = 8787, database: DatabaseURL, publicURL: String? = nil,
                 logLevel: Logger.Level = .info, logFormat: LogFormat = .text, authMaxSkewSeconds: Int64 = 300,
                 adminToken: String? = nil, apns: APNsConfiguration, delivery: DeliverySettings = DeliverySettings(),
-                watch: WatchSettings = WatchSettings()) {
+                watch: WatchSettings = WatchSettings(), rateLimits: RateLimitSettings = .disabled) {
         self.listenHost = listenHost
         self.listenPort = listenPort
         self.database = database
@@ -35,6 +36,7 @@ public struct GatewayConfiguration: Sendable {
         self.apns = apns
         self.delivery = delivery
         self.watch = watch
+        self.rateLimits = rateLimits
     }
 
     /// Reads the configuration; the first problem found stops start-up with the key it concerns.
@@ -76,7 +78,7 @@ public struct GatewayConfiguration: Sendable {
             listenHost: host, listenPort: port, database: database, publicURL: publicURL, logLevel: level, logFormat: format,
             authMaxSkewSeconds: skew, adminToken: env["ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 },
             apns: try APNsConfiguration.fromEnvironment(env), delivery: try DeliverySettings.fromEnvironment(env),
-            watch: try WatchSettings.fromEnvironment(env))
+            watch: try WatchSettings.fromEnvironment(env), rateLimits: try RateLimitSettings.fromEnvironment(env))
     }
 
     /// `:8787`, `127.0.0.1:8787`, `[::1]:8787`.

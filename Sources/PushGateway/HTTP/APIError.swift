@@ -25,6 +25,14 @@ public struct APIError: Error, Sendable, Equatable, HTTPResponseError {
 
     public static let replayed = APIError.unauthorized("authorization was already used (replayed nonce or event)", code: "replayed")
 
+    /// 429 with `Retry-After` in whole seconds (at least 1).
+    public static func rateLimited(retryAfter: Duration) -> APIError {
+        var error = APIError(.tooManyRequests, "rate limited")
+        let seconds = max(1, retryAfter.components.seconds + (retryAfter.components.attoseconds > 0 ? 1 : 0))
+        error.headers[.retryAfter] = String(seconds)
+        return error
+    }
+
     public static let invalidJSON = APIError.badRequest("invalid json body")
     public static let unreadableBody = APIError.badRequest("failed to read request body")
     public static let storage = APIError(.internalServerError, "storage error")

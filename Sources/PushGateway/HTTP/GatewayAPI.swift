@@ -23,6 +23,10 @@ public struct GatewayAPI: Sendable {
     /// `/readyz` and `/admin/status` report it.
     let watcher: RelayWatcher?
     let wakeup: WakeupSignal?
+    /// Per-instance limits (`RATE_LIMIT_IP`, `RATE_LIMIT_PUBKEY`); nil when off.
+    let ipLimiter: RateLimiter?
+    let pubkeyLimiter: RateLimiter?
+    let trustForwardedFor: Bool
 
     /// `store` should be built with `configuration.authMaxSkewSeconds` as its replay window.
     public init(store: GatewayStore, configuration: GatewayConfiguration, latestMigration: Int, metrics: GatewayMetrics = GatewayMetrics(),
@@ -37,6 +41,9 @@ public struct GatewayAPI: Sendable {
         self.adminToken = configuration.adminToken
         self.startedAt = startedAt
         self.latestMigration = latestMigration
+        self.ipLimiter = configuration.rateLimits.perIP.map { RateLimiter(limit: $0) }
+        self.pubkeyLimiter = configuration.rateLimits.perPubkey.map { RateLimiter(limit: $0) }
+        self.trustForwardedFor = configuration.rateLimits.trustForwardedFor
     }
 
     /// Reads the body within the limit; anything unreadable or too large is the app's 400.
@@ -59,10 +66,15 @@ public struct GatewayAPI: Sendable {
         }
     }
 
-    /// Body, then auth, then the route's own parsing.
+    /// Body, then auth, then the per-pubkey limit, then the route's own parsing. A request refused
+    /// here has stored nothing, so its nonce is not used up.
     func signed<Parsed>(_ request: inout Request, parse: ([UInt8]) throws(APIError) -> Parsed) async throws -> (VerifiedHTTPAuth, Parsed) {
         let body = try await Self.readBody(&request)
         let auth = try authenticate(request, body: body)
+        if let pubkeyLimiter, let wait = pubkeyLimiter.take(auth.pubkey.hex) {
+            metrics.rateLimited(scope: "pubkey")
+            throw APIError.rateLimited(retryAfter: wait)
+        }
         return (auth, try parse(body))
     }
 
@@ -223,9 +235,12 @@ public struct GatewayAPI: Sendable {
 }
 
 /// The routes, for `buildApplication` and for tests that drive the router directly.
-public func buildRouter(api: GatewayAPI) -> Router<BasicRequestContext> {
-    let router = Router(context: BasicRequestContext.self)
+public func buildRouter(api: GatewayAPI) -> Router<GatewayRequestContext> {
+    let router = Router(context: GatewayRequestContext.self)
     router.add(middleware: RequestMetricsMiddleware(metrics: api.metrics))
+    if let limiter = api.ipLimiter {
+        router.add(middleware: RateLimitMiddleware(limiter: limiter, trustForwardedFor: api.trustForwardedFor, metrics: api.metrics))
+    }
     router.get("/healthz") { _, _ in JSONBody.response(.ok, ["status": "ok"]) }
     router.get("/readyz") { _, _ in await api.ready() }
     router.get("/metrics") { _, _ in await api.metricsExposition() }

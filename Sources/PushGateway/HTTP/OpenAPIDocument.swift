@@ -99,6 +99,11 @@ public enum OpenAPIDocument {
             Unauthorized:
               description: Missing, invalid, expired or replayed authorization
               content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}
+            RateLimited:
+              description: Over the per-IP or per-pubkey rate limit; retry after `Retry-After` seconds
+              headers:
+                Retry-After: {schema: {type: integer, minimum: 1}}
+              content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}
             StorageError:
               description: The database failed
               content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}
@@ -133,6 +138,7 @@ public enum OpenAPIDocument {
                 "202": {description: Registered, content: {application/json: {schema: {$ref: "#/components/schemas/Status"}}}}
                 "400": {$ref: "#/components/responses/BadRequest"}
                 "401": {$ref: "#/components/responses/Unauthorized"}
+                "429": {$ref: "#/components/responses/RateLimited"}
                 "500": {$ref: "#/components/responses/StorageError"}
           /v1/devices/unregister:
             post:
@@ -143,6 +149,7 @@ public enum OpenAPIDocument {
                 "202": {description: Unregistered, content: {application/json: {schema: {$ref: "#/components/schemas/Status"}}}}
                 "400": {$ref: "#/components/responses/BadRequest"}
                 "401": {$ref: "#/components/responses/Unauthorized"}
+                "429": {$ref: "#/components/responses/RateLimited"}
                 "500": {$ref: "#/components/responses/StorageError"}
           /v1/devices:
             get:
@@ -151,6 +158,7 @@ public enum OpenAPIDocument {
               responses:
                 "200": {description: Devices, content: {application/json: {schema: {$ref: "#/components/schemas/Devices"}}}}
                 "401": {$ref: "#/components/responses/Unauthorized"}
+                "429": {$ref: "#/components/responses/RateLimited"}
                 "500": {$ref: "#/components/responses/StorageError"}
           /v1/conversations/archive-state:
             put:
@@ -161,6 +169,7 @@ public enum OpenAPIDocument {
                 "202": {description: Synced, content: {application/json: {schema: {$ref: "#/components/schemas/Status"}}}}
                 "400": {$ref: "#/components/responses/BadRequest"}
                 "401": {$ref: "#/components/responses/Unauthorized"}
+                "429": {$ref: "#/components/responses/RateLimited"}
                 "500": {$ref: "#/components/responses/StorageError"}
           /v1/push:
             post:
@@ -171,6 +180,7 @@ public enum OpenAPIDocument {
                 "202": {description: Accepted, content: {application/json: {schema: {$ref: "#/components/schemas/PushAccepted"}}}}
                 "400": {$ref: "#/components/responses/BadRequest"}
                 "401": {$ref: "#/components/responses/Unauthorized"}
+                "429": {$ref: "#/components/responses/RateLimited"}
                 "500": {$ref: "#/components/responses/StorageError"}
           /v1/suppressions:
             post:
@@ -181,6 +191,7 @@ public enum OpenAPIDocument {
                 "202": {description: Suppressed, content: {application/json: {schema: {$ref: "#/components/schemas/Suppressed"}}}}
                 "400": {$ref: "#/components/responses/BadRequest"}
                 "401": {$ref: "#/components/responses/Unauthorized"}
+                "429": {$ref: "#/components/responses/RateLimited"}
                 "500": {$ref: "#/components/responses/StorageError"}
           /v1/account:
             delete:
@@ -189,6 +200,7 @@ public enum OpenAPIDocument {
               responses:
                 "200": {description: Deleted, content: {application/json: {schema: {type: object}}}}
                 "401": {$ref: "#/components/responses/Unauthorized"}
+                "429": {$ref: "#/components/responses/RateLimited"}
                 "500": {$ref: "#/components/responses/StorageError"}
           /admin/status:
             get:

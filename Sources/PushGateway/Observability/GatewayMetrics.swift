@@ -50,6 +50,11 @@ public final class GatewayMetrics: Sendable {
         Counter(label: "linkstr_auth_failures_total", dimensions: [("reason", reason)], factory: factory).increment()
     }
 
+    /// A request refused by a rate limit (`scope`: `ip` or `pubkey`).
+    public func rateLimited(scope: String) {
+        Counter(label: "linkstr_rate_limited_total", dimensions: [("scope", scope)], factory: factory).increment()
+    }
+
     public func push(outcome: String, reason: String?) {
         Counter(label: "linkstr_pushes_total", dimensions: [("outcome", outcome), ("reason", reason ?? "none")], factory: factory).increment()
     }
