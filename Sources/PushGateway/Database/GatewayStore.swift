@@ -34,7 +34,7 @@ public struct GatewayStore: Sendable {
 
     /// Runs `body` in a transaction after recording `auth`'s replay key; a key seen before is a 401.
     func authorized<Result: Sendable>(
-        _ auth: VerifiedHTTPAuth, _ body: @Sendable (PostgresConnection) async throws -> Result
+        _ auth: VerifiedHTTPAuth, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         let pubkey = auth.pubkey.hex
         let key = auth.replayKey
@@ -94,6 +94,10 @@ public struct GatewayStore: Sendable {
         }
     }
 
+    static let storageTimeout: Duration = .seconds(5)
+
+    struct StorageTimeout: Error {}
+
     static func isTransient(_ error: PSQLError) -> Bool {
         guard let state = error.serverInfo?[.sqlState] else { return false }
         return ["23503", "40P01", "40001"].contains(state)
@@ -106,9 +110,22 @@ public struct GatewayStore: Sendable {
 
     /// Maps anything that is not already an API error to a plain 500, logging only the error type
     /// and PostgreSQL's SQLSTATE code, never values.
-    func storage<Result>(_ body: () async throws -> Result) async throws -> Result {
+    ///
+    /// An operation that takes longer than `storageTimeout` (the database unreachable: the pool
+    /// waits for a connection that cannot be made) is cancelled and answered 500 in good time,
+    /// instead of holding the client until its own timeout.
+    func storage<Result: Sendable>(_ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
         do {
-            return try await body()
+            return try await withThrowingTaskGroup(of: Result?.self) { group in
+                group.addTask { try await body() }
+                group.addTask {
+                    try await Task.sleep(for: Self.storageTimeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let result = try await group.next()! else { throw StorageTimeout() }
+                return result
+            }
         } catch let error as APIError {
             throw error
         } catch let error as PostgresTransactionError where error.closureError is APIError {

@@ -146,9 +146,23 @@ public struct GatewayAPI: Sendable {
                         body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
+    /// How long `/readyz` waits for the database: a probe must answer within its own timeout
+    /// (Kubernetes' default is 1 s, our manifests give 2 s), so an unreachable database is a
+    /// quick 503, not a hung request.
+    static let readinessTimeout: Duration = .milliseconds(1500)
+
     public func ready() async -> Response {
         do {
-            let version = try await Migrator.currentVersion(client: store.client, logger: store.logger)
+            let store = store
+            let version = try await withThrowingTaskGroup(of: Int?.self) { group in
+                group.addTask { try await Migrator.currentVersion(client: store.client, logger: store.logger) }
+                group.addTask {
+                    try await Task.sleep(for: Self.readinessTimeout)
+                    throw CancellationError()
+                }
+                defer { group.cancelAll() }
+                return try await group.next()!
+            }
             guard let version, version >= latestMigration else {
                 return JSONBody.response(.serviceUnavailable, ["status": "not ready", "error": "database not migrated"])
             }
