@@ -24,6 +24,7 @@ let package = Package(
         .executable(name: "linkstr-push", targets: ["LinkstrPush"]),
         .executable(name: "apns-sandbox", targets: ["APNsSandboxCommand"]),
         .executable(name: "linkstr-load", targets: ["LinkstrLoad"]),
+        .executable(name: "push-load", targets: ["PushLoad"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
@@ -161,6 +162,20 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        // End-to-end load on a running local system (scripts/load/).
+        .executableTarget(
+            name: "PushLoad",
+            dependencies: [
+                "NostrProtocol",
+                "NostrRelay",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSwift
         ),

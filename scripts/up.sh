@@ -81,6 +81,9 @@ export RELAYS="${RELAYS:-ws://127.0.0.1:$RELAY_PORT}"
 export LISTEN_ADDR="127.0.0.1:$GATEWAY_PORT"
 export PUBLIC_URL="http://127.0.0.1:$GATEWAY_PORT"
 export ADMIN_TOKEN="${ADMIN_TOKEN:-local-admin-token}"
+# Everything local comes from one address (the load scripts in scripts/load/ included): no
+# per-address limit here. The per-pubkey limit keeps its production default.
+export RATE_LIMIT_IP="${RATE_LIMIT_IP:-0}"
 export MIGRATIONS_DIR="$REPO_ROOT/migrations"
 
 say "applying migrations"

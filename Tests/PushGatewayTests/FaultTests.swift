@@ -86,3 +86,71 @@ import Testing
         }
     }
 }
+
+extension FaultTests {
+    /// APNs answering 500 and 429 storms (scripted per token by the sandbox) and then recovering:
+    /// delivery backs off, retries with the same apns-id, and every push lands exactly once.
+    @Test func deliveryRidesOutA500And429StormAndLandsEveryPushOnce() async throws {
+        try await SandboxFixture.with { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns) { gateway in
+                let sender = Keys.generate()
+                var recipients: [Keys] = []
+                var tokens: [String] = []
+                for index in 0..<24 {
+                    let keys = Keys.generate()
+                    let prefix = index < 8 ? "" : index < 16 ? "05002" : "04292"
+                    let token = HTTP2DeliveryTests.token(prefix: prefix, UInt8(0x30 + index))
+                    try await HTTP2DeliveryTests.register(gateway, keys, token)
+                    recipients.append(keys)
+                    tokens.append(token)
+                }
+                let body = ArchiveAndPushTests.pushBody("new_post", event: "storm-1", conversation: "c", to: recipients)
+                #expect(try await gateway.send(sender, .post, "/v1/push", json: body).status == .accepted)
+                #expect(try await GatewayHarness.eventually(within: 30) { sandbox.delivered().count == 24 })
+                let delivered = sandbox.delivered()
+                #expect(Set(delivered.map(\.deviceToken)) == Set(tokens), "every device once")
+                #expect(delivered.count == 24, "none twice")
+                let failures = sandbox.state.records().filter { $0.status != 200 }
+                #expect(failures.filter { $0.status == 500 }.count == 16 && failures.filter { $0.status == 429 }.count == 16,
+                        "each stormy token failed twice first")
+                // Each retry kept its job's apns-id.
+                for token in tokens {
+                    let ids = Set(sandbox.state.records().filter { $0.deviceToken == token }.compactMap(\.apnsID))
+                    #expect(ids.count == 1)
+                }
+                #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 })
+            }
+        }
+    }
+}
+
+extension FaultTests {
+    /// `push-load` end to end against a real gateway process, relay and sandbox, small and short:
+    /// it registers, publishes, pushes, matches every delivery and writes its CSV and plot.
+    @Test func pushLoadDrivesTheWholeSystemAndMatchesEveryDelivery() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        defer { relay.kill() }
+        try await TestDatabase.with { url, _ in
+            try await SandboxFixture.with { sandbox in
+                let gateway = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: ["RELAYS": relay.url])
+                defer { gateway.kill() }
+                let out = FileManager.default.temporaryDirectory.appendingPathComponent("push-load-\(UUID().uuidString)").path
+                defer { try? FileManager.default.removeItem(atPath: out) }
+                let (code, output) = try await ChildProcess.run(try ChildProcess.builtProduct("push-load"), [
+                    "--gateway", gateway.baseURL, "--relay", relay.url, "--sandbox", sandbox.url, "--ca", sandbox.caFile,
+                    "--users", "40", "--senders", "3", "--wrap-rate", "10", "--push-rate", "10", "--duration", "2", "--drain", "20", "--out", out,
+                ], timeout: .seconds(120))
+                #expect(code == 0, "\(output)")
+                #expect(output.contains("registrations/s") && output.contains("errors: none"), "\(output)")
+                #expect(output.contains("(40 delivered to the sandbox)"), "20 wraps and 20 typed pushes, all matched: \(output)")
+                let csv = try String(contentsOfFile: out + "/results.csv", encoding: .utf8).split(separator: "\n")
+                #expect(csv.first == "kind,id,sent_s,delivered_s,latency_ms" && csv.count == 41)
+                #expect(try String(contentsOfFile: out + "/latency.svg", encoding: .utf8).hasPrefix("<svg"))
+                // Loopback only.
+                let refused = try await ChildProcess.run(try ChildProcess.builtProduct("push-load"), ["--gateway", "http://example.com:8787"])
+                #expect(refused.code != 0 && refused.output.contains("must target loopback"))
+            }
+        }
+    }
+}
