@@ -154,3 +154,41 @@ extension FaultTests {
         }
     }
 }
+
+extension FaultTests {
+    /// A hostile relay (scripts/interop/hostile_relay.py): an oversized frame, then binary frames,
+    /// non-JSON, wrong shapes, absurd numbers, deep nesting, a forged event, unsolicited answers.
+    /// The watcher drops the connection or the message as each deserves, stays up and ready, and
+    /// still pushes the real gift wrap that follows.
+    @Test func aHostileRelayDoesNotTakeTheWatcherDown() async throws {
+        let watched = Keys.generate(), sender = Keys.generate()
+        let wrap = try GiftWrap.make(UnsignedEvent(pubkey: sender.publicKey, kind: 14, content: "hi"), author: sender, recipient: watched.publicKey)
+        let wrapFile = FileManager.default.temporaryDirectory.appendingPathComponent("wrap-\(UUID().uuidString).json")
+        try wrap.json.write(to: wrapFile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: wrapFile) }
+        let port = try LoopbackPort.free()
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("hostile-\(port).log").path
+        let relay = try ChildProcess(executable: RustNostrPeer.python, arguments: [
+            RustNostrPeer.repositoryRoot.appendingPathComponent("scripts/interop/hostile_relay.py").path, String(port), wrapFile.path,
+        ], logPath: log)
+        defer { relay.kill() }
+        #expect(try await GatewayHarness.eventually { LoopbackPort.accepts(port) })
+        try await TestDatabase.with { url, _ in
+            try await SandboxFixture.with { sandbox in
+                let gateway = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: ["RELAYS": "ws://127.0.0.1:\(port)"])
+                defer { gateway.kill() }
+                let token = "ee" + String(repeating: "0e", count: 31)
+                #expect(try await gateway.send(watched, "POST", "/v1/devices/register",
+                                               json: GatewayHarness.registerBody(token, extra: #","relay_watch":true"#)) == 202)
+                #expect(try await GatewayHarness.eventually(within: 30) { sandbox.delivered().contains { $0.deviceToken == token } },
+                        "the real wrap after the abuse was pushed")
+                #expect(gateway.process.isRunning)
+                #expect(try await gateway.get("/readyz").status == 200)
+                let connections = (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").filter { $0.hasPrefix("connection") }.count ?? 0
+                #expect(connections >= 2, "the oversized frame cost one connection, and the watcher came back")
+                #expect(try await gateway.metric(#"linkstr_watch_invalid_events_total{relay="ws://127.0.0.1:\#(port)"}"#) >= 1, "the forgery was counted")
+                #expect(gateway.stop(), "and it still shuts down gracefully")
+            }
+        }
+    }
+}
