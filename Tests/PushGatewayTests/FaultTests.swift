@@ -192,3 +192,105 @@ extension FaultTests {
         }
     }
 }
+
+extension FaultTests {
+    /// Three instances on one database, typed pushes and gift wraps flowing, one instance
+    /// SIGKILLed mid-burst: the survivors take its shards and its leased jobs, every accepted push
+    /// reaches its device, and every gift wrap is pushed exactly once.
+    @Test func threeInstancesOneKilledUnderLoadLoseNoPush() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        defer { relay.kill() }
+        try await TestDatabase.with { url, database in
+            try await SandboxFixture.with { sandbox in
+                let settings = ["RELAYS": relay.url, "WATCH_SHARDS": "6", "WATCH_LEASE_SECONDS": "3", "WATCH_COALESCE_SECONDS": "0",
+                                "DELIVERY_LEASE_SECONDS": "2", "LOG_LEVEL": "debug"]
+                var instances: [GatewayProcess] = []
+                for _ in 0..<3 { instances.append(try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)) }
+                let (a, b, c) = (instances[0], instances[1], instances[2])
+                defer { for instance in instances { instance.kill() } }
+                var watchers: [Keys] = []
+                while Set(watchers.map { WatchShard.of(pubkey: $0.publicKey.hex, shards: 6) }).count < 6 || watchers.count < 9 { watchers.append(Keys.generate()) }
+                for (index, keys) in watchers.enumerated() {
+                    let body = GatewayHarness.registerBody(HTTP2DeliveryTests.token(UInt8(0x60 + index)), extra: #","relay_watch":true"#)
+                    #expect(try await a.send(keys, "POST", "/v1/devices/register", json: body) == 202)
+                }
+                let typedUsers = (0..<6).map { _ in Keys.generate() }
+                for (index, keys) in typedUsers.enumerated() {
+                    #expect(try await b.send(keys, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(UInt8(0x90 + index)))) == 202)
+                }
+                let owners = "SELECT count(DISTINCT owner)::int FROM watch_shards WHERE owner IS NOT NULL AND expires_at > now()"
+                #expect(try await GatewayHarness.eventually(within: 15) { try await TestDatabase.count(database, owners) == 3 }, "three instances share the shards")
+                try await Task.sleep(for: .seconds(1))
+
+                // The burst: typed pushes round robin over the three; gift wraps in three rounds;
+                // c dies after the first round.
+                let sender = Keys.generate()
+                let all = instances, recipients = typedUsers
+                let pushTask = Task { () -> [String] in
+                    var accepted: [String] = []
+                    for index in 0..<60 {
+                        let event = "burst-\(index)"
+                        let body = ArchiveAndPushTests.pushBody("new_post", event: event, conversation: "c", to: recipients)
+                        // A client whose instance vanished goes to another one (a dead address only
+                        // costs the HTTP client's connect retries until its timeout).
+                        var target = all[index % 3]
+                        if !target.process.isRunning { target = all[index % 2] }
+                        let status = (try? await target.send(sender, "POST", "/v1/push", json: body)) ?? 0
+                        if status == 202 { accepted.append(event) }
+                        try? await Task.sleep(for: .milliseconds(30))
+                    }
+                    return accepted
+                }
+                var wraps: [NostrEvent] = []
+                for round in 0..<3 {
+                    let batch = try watchers.map { try RelayWatchTests.wrap(to: $0, "round \(round)") }
+                    wraps += batch
+                    // The relay is busy serving three watchers: a publish that times out is sent
+                    // again (the relay answers a repeat as a duplicate).
+                    for attempt in 1...3 {
+                        do {
+                            try await RelayWatchTests.publish(batch, to: relay)
+                            break
+                        } catch where attempt < 3 {
+                            continue
+                        }
+                    }
+                    if round == 0 {
+                        try await Task.sleep(for: .milliseconds(300))
+                        c.kill()
+                    }
+                    try await Task.sleep(for: .milliseconds(500))
+                }
+                let accepted = await pushTask.value
+                let published = Set(wraps.map(\.id.hex))
+                #expect(accepted.count >= 40, "the instances that lived took their share")
+
+                #expect(try await GatewayHarness.eventually(within: 40) {
+                    let delivered = Set(sandbox.delivered().compactMap { record -> String? in
+                        guard let event = (try? JSONValue(parsing: record.payload))?["event_id"]?.stringValue else { return nil }
+                        return event + "/" + record.deviceToken
+                    })
+                    return accepted.allSatisfy { event in typedUsers.indices.allSatisfy { delivered.contains("\(event)/\(HTTP2DeliveryTests.token(UInt8(0x90 + $0)))") } }
+                }, "every accepted typed push reached every device")
+                // Every wrap reaches its device. Wraps that arrive together (the ones published
+                // while c's shards had no watcher come in one history batch at the takeover) are
+                // coalesced into one push that carries their count, so count them per device.
+                let tokens = Dictionary(uniqueKeysWithValues: watchers.enumerated().map { ($0.element.publicKey.hex, HTTP2DeliveryTests.token(UInt8(0x60 + $0.offset))) })
+                let expectedPerDevice = Dictionary(grouping: wraps.indices) { tokens[watchers[$0 % watchers.count].publicKey.hex]! }.mapValues(\.count)
+                let coveredPerDevice: @Sendable () -> [String: Int] = {
+                    var covered: [String: Int] = [:]
+                    for record in RelayWatchTests.giftWrapDeliveries(sandbox) {
+                        covered[record.deviceToken, default: 0] += Int((try? JSONValue(parsing: record.payload))?["count"]?.integerValue ?? 1)
+                    }
+                    return covered
+                }
+                #expect(try await GatewayHarness.eventually(within: 40) { coveredPerDevice() == expectedPerDevice },
+                        "every gift wrap reached its device, including those in c's shards after it died: \(coveredPerDevice()) vs \(expectedPerDevice)")
+                let pushedIDs = RelayWatchTests.giftWrapDeliveries(sandbox).compactMap { try? JSONValue(parsing: $0.payload)["wrap_id"]?.stringValue }
+                #expect(Set(pushedIDs).count == pushedIDs.count && Set(pushedIDs).isSubset(of: published), "no wrap pushed twice")
+                #expect(a.stop() && b.stop(), "the survivors shut down gracefully")
+            }
+        }
+    }
+}
