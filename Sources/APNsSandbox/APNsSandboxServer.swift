@@ -21,12 +21,6 @@ public final class APNsSandboxServer: Sendable {
             privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(certificate.privateKeyPEM.utf8), format: .pem)))
         tls.applicationProtocols = ["h2"]
         let sslContext = try NIOSSLContext(configuration: tls)
-        var http2Configuration = NIOHTTP2Handler.ConnectionConfiguration()
-        http2Configuration.initialSettings = [
-            HTTP2Setting(parameter: .maxConcurrentStreams, value: configuration.maxConcurrentStreams),
-            HTTP2Setting(parameter: .maxHeaderListSize, value: 16 * 1024),
-        ]
-        let connectionConfiguration = http2Configuration
         let streamConfiguration = NIOHTTP2Handler.StreamConfiguration()
 
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -36,8 +30,14 @@ public final class APNsSandboxServer: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let connection = SandboxConnectionState()
-                    state.connectionOpened()
-                    channel.closeFuture.whenComplete { _ in state.connectionClosed() }
+                    state.connectionOpened(channel)
+                    channel.closeFuture.whenComplete { _ in state.connectionClosed(channel) }
+                    // The current limit: it can change while the sandbox runs.
+                    var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
+                    connectionConfiguration.initialSettings = [
+                        HTTP2Setting(parameter: .maxConcurrentStreams, value: state.maxConcurrentStreams),
+                        HTTP2Setting(parameter: .maxHeaderListSize, value: 16 * 1024),
+                    ]
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
                     _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
                         mode: .server, connectionConfiguration: connectionConfiguration, streamConfiguration: streamConfiguration

@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NIOHTTP2
 import NostrProtocol
 import Synchronization
 
@@ -13,6 +15,8 @@ public final class SandboxState: Sendable {
     private let file: Mutex<FileHandle?>
     private let peakStreams = Atomic<Int>(0)
     private let openConnections = Atomic<Int>(0)
+    private let streamLimit: Atomic<Int>
+    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
 
     struct Log {
         var records: [DeliveryRecord] = []
@@ -23,6 +27,7 @@ public final class SandboxState: Sendable {
 
     public init(configuration: SandboxConfiguration) throws {
         self.configuration = configuration
+        streamLimit = Atomic(configuration.maxConcurrentStreams)
         validator = APNsRequestValidator(allowedTopics: configuration.allowedTopics)
         verifier = configuration.providerKeys.isEmpty ? nil : ProviderTokenVerifier(keys: configuration.providerKeys)
         var handle: FileHandle?
@@ -121,8 +126,31 @@ public final class SandboxState: Sendable {
                           openConnections: openConnections.load(ordering: .relaxed))
     }
 
-    func connectionOpened() { openConnections.add(1, ordering: .relaxed) }
-    func connectionClosed() { openConnections.subtract(1, ordering: .relaxed) }
+    func connectionOpened(_ channel: any Channel) {
+        openConnections.add(1, ordering: .relaxed)
+        channels.withLock { $0[ObjectIdentifier(channel)] = channel }
+    }
+
+    func connectionClosed(_ channel: any Channel) {
+        openConnections.subtract(1, ordering: .relaxed)
+        channels.withLock { $0[ObjectIdentifier(channel)] = nil }
+    }
+
+    /// The SETTINGS_MAX_CONCURRENT_STREAMS new connections get, and open ones were last sent.
+    public var maxConcurrentStreams: Int { streamLimit.load(ordering: .relaxed) }
+
+    /// Changes the stream limit while running, as Apple may: new connections start with it and
+    /// every open connection is sent a SETTINGS frame with it. The peak statistic starts over, so
+    /// a test can check what happened after the change.
+    public func setMaxConcurrentStreams(_ value: Int) {
+        streamLimit.store(value, ordering: .relaxed)
+        peakStreams.store(0, ordering: .relaxed)
+        let open = channels.withLock { Array($0.values) }
+        for channel in open {
+            let frame = HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: value)])))
+            channel.writeAndFlush(frame, promise: nil)
+        }
+    }
 
     func observeStreams(_ count: Int) {
         var current = peakStreams.load(ordering: .relaxed)

@@ -92,6 +92,12 @@ final class SandboxStreamHandler: ChannelInboundHandler, RemovableChannelHandler
         case (.DELETE, "/deliveries"):
             state.reset()
             return (200, ["status": "reset"])
+        case (.POST, "/control/max-streams"):
+            guard let value = query["value"].flatMap({ Int($0) }), (1...100_000).contains(value) else {
+                return (400, ["error": "value must be an integer in 1...100000"])
+            }
+            state.setMaxConcurrentStreams(value)
+            return (200, ["max_concurrent_streams": .integer(Int64(value))])
         case (.GET, "/stats"):
             let stats = state.statistics
             var byStatus: [String: JSONValue] = [:]
@@ -99,7 +105,7 @@ final class SandboxStreamHandler: ChannelInboundHandler, RemovableChannelHandler
             return (200, .object([
                 "answered": .integer(Int64(stats.answered)), "by_status": .object(byStatus),
                 "peak_concurrent_streams": .integer(Int64(stats.peakConcurrentStreams)),
-                "max_concurrent_streams": .integer(Int64(state.configuration.maxConcurrentStreams)),
+                "max_concurrent_streams": .integer(Int64(state.maxConcurrentStreams)),
                 "open_connections": .integer(Int64(stats.openConnections)),
             ]))
         default:

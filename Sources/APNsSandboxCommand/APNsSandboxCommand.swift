@@ -16,7 +16,8 @@ struct APNsSandboxCommand: AsyncParsableCommand {
             Scripted failures by device-token prefix: 0400 BadDeviceToken; 0403 ExpiredProviderToken once; \
             0410 Unregistered (timestamp now); 0411 Unregistered (timestamp an hour ago); 0429N 429 N times; \
             0500N 500 N times (N one hex digit). Own endpoints: GET /deliveries[?after=N&status=S], \
-            DELETE /deliveries, GET /stats, GET /healthz.
+            DELETE /deliveries, GET /stats, GET /healthz, POST /control/max-streams?value=N (sends the new \
+            stream limit to open connections and uses it for new ones).
             """)
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"

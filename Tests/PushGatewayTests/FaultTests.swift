@@ -294,3 +294,36 @@ extension FaultTests {
         }
     }
 }
+
+extension FaultTests {
+    /// The sandbox lowers its stream limit to 1 on the open connections between bursts (SETTINGS,
+    /// as Apple may send): delivery keeps to the new limit and completes.
+    ///
+    /// The default NIO transport only: with `APNS_TRANSPORT=async-http-client`, AsyncHTTPClient
+    /// 1.37's connection pool trips an internal assertion (HTTPConnectionPool.swift:447, an idle
+    /// timer scheduled twice) when a server lowers the limit on a live connection.
+    @Test(arguments: [APNsTransportKind.nio])
+    func loweringTheStreamLimitToOneMidBurstSlowsDeliveryButLosesNothing(transport: APNsTransportKind) async throws {
+        try await SandboxFixture.with(maxConcurrentStreams: 50, latencyMilliseconds: 20) { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns(transport)) { gateway in
+                var recipients: [Keys] = []
+                for index in 0..<60 {
+                    let keys = Keys.generate()
+                    try await HTTP2DeliveryTests.register(gateway, keys, HTTP2DeliveryTests.token(UInt8(0x20 + index)))
+                    recipients.append(keys)
+                }
+                let sender = Keys.generate()
+                #expect(try await gateway.send(sender, .post, "/v1/push", json: ArchiveAndPushTests.pushBody("new_post", event: "first", to: recipients)).status == .accepted)
+                #expect(try await GatewayHarness.eventually { sandbox.delivered().count == 60 })
+                #expect(sandbox.state.statistics.peakConcurrentStreams > 1, "before: streams in parallel")
+
+                sandbox.state.setMaxConcurrentStreams(1)
+                try await Task.sleep(for: .milliseconds(200))
+                #expect(try await gateway.send(sender, .post, "/v1/push", json: ArchiveAndPushTests.pushBody("new_post", event: "second", to: recipients)).status == .accepted)
+                #expect(try await GatewayHarness.eventually(within: 30) { sandbox.delivered().count == 120 }, "everything delivered after the change")
+                #expect(sandbox.state.statistics.peakConcurrentStreams <= 1, "after: one stream at a time on each connection")
+                #expect(sandbox.state.records().filter { $0.status != 200 }.isEmpty)
+            }
+        }
+    }
+}
