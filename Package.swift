@@ -235,7 +235,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LinkstrCoreTests",
-            dependencies: ["LinkstrCore", "NostrProtocol", "TestSupport"],
+            dependencies: ["LinkstrCore", "NostrProtocol", "NostrRelay", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .testTarget(

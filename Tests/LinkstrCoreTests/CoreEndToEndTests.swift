@@ -1,6 +1,8 @@
 import Foundation
 @testable import LinkstrCore
+import Logging
 import NostrProtocol
+import NostrRelay
 import TestSupport
 import Testing
 
@@ -38,6 +40,21 @@ import Testing
     }
 
     static func pubkey(_ core: LinkstrAppCore) async -> String { await core.state().identity!.pubkey }
+
+    /// What the relay has stored for `filter`, read with a connection of the test's own.
+    static func stored(on relay: RelayFixture, _ filter: Filter) async throws -> [NostrEvent] {
+        let connection = RelayConnection(url: relay.url, configuration: RelayConfiguration(), logger: Logger(label: "test"))
+        let running = Task { try? await connection.run() }
+        defer { running.cancel() }
+        var events: [NostrEvent] = []
+        for await item in await connection.subscribe(id: "check", filters: [filter]) {
+            switch item {
+            case .event(let event): events.append(event)
+            case .endOfStoredEvents, .closed: return events
+            }
+        }
+        return events
+    }
 
     @Test func aliceAndBobShareReactRemoveAndDelete() async throws {
         let relay = try RelayFixture()
@@ -110,6 +127,11 @@ import Testing
         #expect(await bob.perform(.deletePost(postID: firstPost)) == .failed(CoreError.notAuthor.description))
         #expect(await alice.perform(.deletePost(postID: firstPost)) == .done)
         #expect(await Self.eventually { await bob.state().feed?.posts.isEmpty == true })
+        // And the relays were asked (kind 5) to delete the wraps that carried it.
+        let deletions = try await Self.stored(on: relay, Filter(authors: [try PublicKey(hex: aliceKey)], kinds: [EventKind.deletion]))
+        #expect(deletions.count == 1)
+        #expect(deletions.first.map { DeletionRequest.referencedIDs($0).count >= 2 && $0.tagValues("k") == ["1059"] } == true,
+                "every wrap of the post (Bob's and Alice's own copy), kind 1059")
         #expect(await alice.state().feed?.posts.count == 1)
 
         // Bob's revs were contiguous, ending at his state's rev.
