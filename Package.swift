@@ -150,11 +150,23 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
+        // What the two load generators share: signed requests and the sandbox's own endpoints.
+        .target(
+            name: "LoadSupport",
+            dependencies: [
+                "NostrProtocol",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strictSwift
+        ),
         // Load generator for the gateway benchmark (scripts/bench-gateway.sh).
         .executableTarget(
             name: "LinkstrLoad",
             dependencies: [
                 "NostrProtocol",
+                "LoadSupport",
                 "LinkstrCore",
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -170,6 +182,7 @@ let package = Package(
             name: "PushLoad",
             dependencies: [
                 "NostrProtocol",
+                "LoadSupport",
                 "NostrRelay",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

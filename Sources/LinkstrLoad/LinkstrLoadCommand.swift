@@ -1,6 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
+import LoadSupport
 import NIOCore
 import NIOSSL
 import NostrProtocol

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LoadSupport
 import Logging
 import NostrProtocol
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
+import LoadSupport
 import Logging
 import NIOCore
 import NIOSSL
@@ -51,7 +52,7 @@ struct PushLoadCommand: AsyncParsableCommand {
 
     func run() async throws {
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
-        let sandboxClient = try SandboxReader(baseURL: sandbox, caFile: ca)
+        let sandboxClient = try SandboxClient(baseURL: sandbox, caFile: ca)
         do {
             try await measure(http: http, sandboxClient: sandboxClient)
         } catch {
@@ -63,7 +64,7 @@ struct PushLoadCommand: AsyncParsableCommand {
         try await sandboxClient.client.shutdown()
     }
 
-    func measure(http: HTTPClient, sandboxClient: SandboxReader) async throws {
+    func measure(http: HTTPClient, sandboxClient: SandboxClient) async throws {
         var report = LoadReport()
         let runID = Hex.encode(SecureRandom.bytes(4))
 
@@ -71,7 +72,7 @@ struct PushLoadCommand: AsyncParsableCommand {
         let people = (0..<users).map { _ in Keys.generate() }
         let watching = people.indices.filter { $0 % 2 == 0 }, typed = people.indices.filter { $0 % 2 == 1 }
         let registrations = people.enumerated().map { index, keys in
-            Signed.request(keys, "POST", "/v1/devices/register",
+            SignedRequest.make(keys: keys, method: "POST", path: "/v1/devices/register", json:
                            #"{"device_token":"\#(Self.token())","apns_environment":"sandbox","relay_watch":\#(index % 2 == 0)}"#)
         }
         print("registering \(users) devices…")
@@ -90,7 +91,7 @@ struct PushLoadCommand: AsyncParsableCommand {
         let pushers = (0..<max(1, Int((pushRate / 10).rounded(.up)))).map { _ in Keys.generate() }
         let pushes = (0..<pushCount).map { index in
             let recipient = people[typed[index % typed.count]].publicKey.hex
-            return Signed.request(pushers[index % pushers.count], "POST", "/v1/push",
+            return SignedRequest.make(keys: pushers[index % pushers.count], method: "POST", path: "/v1/push", json:
                                   #"{"notification_type":"new_post","event_id":"load-\#(runID)-\#(index)","conversation_id":"load-\#(runID)","recipient_pubkeys":["\#(recipient)"]}"#)
         }
 
@@ -121,7 +122,7 @@ struct PushLoadCommand: AsyncParsableCommand {
         let deadline = Date().addingTimeInterval(drain)
         var deliveries: [String: Double] = [:]
         repeat {
-            for record in try await sandboxClient.records(after: sequenceBefore) {
+            for record in try await sandboxClient.records(afterSequence: sequenceBefore) {
                 // Typed pushes carry `event_id`; the watcher's carry the gift wrap's id as `wrap_id`.
                 guard case .integer(let received)? = record["received_at_ms"],
                       let id = (record["payload"]?["event_id"] ?? record["payload"]?["wrap_id"])?.stringValue,
@@ -185,7 +186,7 @@ struct PushLoadCommand: AsyncParsableCommand {
     }
 
     /// Sends as fast as `concurrency` allows (registrations).
-    static func send(_ requests: [Signed], to base: String, http: HTTPClient, concurrency: Int, report: inout LoadReport, kind: String) async throws -> Outcome {
+    static func send(_ requests: [SignedRequest], to base: String, http: HTTPClient, concurrency: Int, report: inout LoadReport, kind: String) async throws -> Outcome {
         let start = Date()
         var outcome = Outcome()
         try await withThrowingTaskGroup(of: Int.self) { group in
@@ -202,7 +203,7 @@ struct PushLoadCommand: AsyncParsableCommand {
     }
 
     /// Typed pushes at `rate`, stopping at the last request or after `seconds`.
-    static func paced(_ requests: [Signed], rate: Double, gateway: String, http: HTTPClient, concurrency: Int, seconds: Double) async throws -> Outcome {
+    static func paced(_ requests: [SignedRequest], rate: Double, gateway: String, http: HTTPClient, concurrency: Int, seconds: Double) async throws -> Outcome {
         guard rate > 0, !requests.isEmpty else { return Outcome() }
         return try await pace(count: requests.count, rate: rate, concurrency: concurrency, seconds: seconds) { index in
             let status = await requests[index].send(base: gateway, http: http)

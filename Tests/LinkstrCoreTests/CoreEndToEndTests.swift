@@ -29,14 +29,8 @@ import Testing
         return core
     }
 
-    /// Polls `condition` (after letting queued relay events settle) for up to `seconds`.
     static func eventually(within seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            if await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return await condition()
+        await TestSupport.eventually(within: seconds, condition)
     }
 
     static func pubkey(_ core: LinkstrAppCore) async -> String { await core.state().identity!.pubkey }

@@ -48,14 +48,14 @@ import Testing
                 #expect(payload["type"] == "new_post" && payload["conversation_id"]?.stringValue == sessionID)
 
                 // Bob syncs and sees it unread, opens it, reacts: Alice's device is pushed the reaction.
-                #expect(await CoreEndToEndHelpers.eventually { await bob.state().sessions.rows.first?.unreadCount == 1 })
+                #expect(await eventually { await bob.state().sessions.rows.first?.unreadCount == 1 })
                 #expect(await bob.perform(.openPost(postID)) == .done)
                 #expect(await bob.state().sessions.rows.first?.unreadCount == 0)
                 #expect(await bob.perform(.toggleReaction(postID: postID, emoji: "🔥")) == .done)
                 #expect(try await GatewayHarness.eventually { sandbox.delivered().contains { $0.deviceToken == aliceToken } })
                 let reaction = try JSONValue(parsing: try #require(sandbox.delivered().first { $0.deviceToken == aliceToken }).payload)
                 #expect(reaction["type"] == "new_emoji_reaction" && reaction["emoji"] == "🔥" && reaction["post_id"]?.stringValue == postID)
-                #expect(await CoreEndToEndHelpers.eventually { await alice.state().sessions.rows.first.map { _ in true } ?? false })
+                #expect(await eventually { await alice.state().sessions.rows.first.map { _ in true } ?? false })
                 // Taking the reaction back pushes nothing.
                 #expect(await bob.perform(.toggleReaction(postID: postID, emoji: "🔥")) == .done)
 
@@ -115,13 +115,3 @@ extension ClientEndToEndTests {
     }
 }
 
-enum CoreEndToEndHelpers {
-    static func eventually(within seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            if await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return await condition()
-    }
-}

@@ -1,37 +1,38 @@
-import AsyncHTTPClient
+public import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOSSL
-import NostrProtocol
+public import NostrProtocol
 
 /// Reads the APNs sandbox's own endpoints (`/stats`, `/deliveries`) over HTTP/2 with its CA.
-struct SandboxClient: Sendable {
-    let baseURL: String
-    let client: HTTPClient
+public struct SandboxClient: Sendable {
+    public let baseURL: String
+    public let client: HTTPClient
 
-    init(baseURL: String, caFile: String) throws {
+    public init(baseURL: String, caFile: String) throws {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.additionalTrustRoots = [.file(caFile)]
         self.baseURL = baseURL
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
     }
 
-    func get(_ path: String) async throws -> JSONValue {
+    public func get(_ path: String) async throws -> JSONValue {
         let response = try await client.execute(HTTPClientRequest(url: baseURL + path), timeout: .seconds(60))
         let body = try await response.body.collect(upTo: 1 << 30)
         return try JSONValue(parsing: Array(body.readableBytesView))
     }
 
-    /// Push requests the sandbox has answered so far.
-    func answered() async throws -> Int {
+    /// Push requests the sandbox has answered so far (the sequence number of the last record).
+    public func answered() async throws -> Int {
         guard case .integer(let count)? = try await get("/stats")["answered"] else { return 0 }
         return Int(count)
     }
 
-    func records(afterSequence sequence: Int) async throws -> [JSONValue] {
+    /// Records answered with 200 after sequence `sequence`.
+    public func records(afterSequence sequence: Int) async throws -> [JSONValue] {
         guard case .array(let records) = try await get("/deliveries?after=\(sequence)&status=200") else { return [] }
         return records
     }
 
-    func shutdown() async throws { try await client.shutdown() }
+    public func shutdown() async throws { try await client.shutdown() }
 }
