@@ -257,17 +257,31 @@ import Testing
         await publisher.shutdown()
 
         let core = try await Self.makeCore(relay: relay, identity: .importIdentity(bob.secretKey.exportNsec()), pageSize: 1_000, stepSize: 20)
-        #expect(await Self.eventually { await core.isBackfilling })
+        // Every published slice, in order: the one where "Mine" first appears shows how far the
+        // restore had got when the send was applied (history is applied oldest first).
+        let sessionSlices = Task {
+            var slices: [SessionListView] = []
+            for await update in core.updates {
+                if case .sessions(let view) = update.slice { slices.append(view) }
+            }
+            return slices
+        }
+        try #require(await Self.eventually(within: 60) { await core.isBackfilling }, "the restore started")
         guard case .navigate = await core.perform(.createSession(name: "Mine", members: [])) else {
             Issue.record("the send failed")
             return
         }
-        #expect(await core.historyComplete == false, "the send finished while the restore was still being applied")
         #expect(await Self.eventually(within: 60) { await core.historyComplete })
         #expect(await core.perform(.openSession(session)) == .done)
         #expect(await core.state().feed?.posts.count == 599)
         #expect(await core.state().sessions.rows.count == 2)
+        let newest = now - 999 + 598
         await core.shutdown()
+        let slices = await sessionSlices.value
+        let whenSent = try #require(slices.first { $0.rows.contains { $0.name == "Mine" } })
+        let restoredThen = whenSent.rows.first { $0.id == session }?.lastActivity ?? 0
+        #expect(restoredThen < newest, "the send was applied while the restore was still under way (it had reached \(restoredThen), the end is \(newest))")
+        #expect(slices.last?.rows.first { $0.id == session }?.lastActivity == newest)
     }
 
     @Test func sendingIsGatedOnRelaysAndBadInputChangesNothing() async throws {

@@ -46,7 +46,7 @@ import Testing
             #expect(try await GatewayHarness.eventually(within: 30) { try await gateway.get("/readyz").status == 200 }, "recovered without a restart")
             #expect(try await gateway.send(keys, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(after)) == 202)
             #expect(try await Self.devices(cluster) == [before, after])
-            #expect(gateway.stop(), "and it still shuts down gracefully")
+            #expect(gateway.stop(within: 30), "and it still shuts down gracefully")
         }
     }
 
