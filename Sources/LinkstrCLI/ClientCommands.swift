@@ -258,9 +258,11 @@ struct SyncCommand: AsyncParsableCommand {
     @OptionGroup var options: ClientOptions
     @Option(help: "Seconds to stay connected.") var timeout: Double = 10
     func run() async throws {
+        // Connected for the whole --timeout: history first (backfill included), then live events.
+        let started = ContinuousClock.now
         let core = try await options.core(relays: true, settle: timeout)
-        let remaining = timeout
-        if remaining > 0 { try await Task.sleep(for: .milliseconds(Int(remaining * 1000) / 2)) }
+        let end = started + .milliseconds(Int(timeout * 1000))
+        if ContinuousClock.now < end { try await Task.sleep(until: end) }
         await core.settle()
         let state = await core.state()
         let unread = state.sessions.rows.reduce(0) { $0 + $1.unreadCount }
