@@ -71,6 +71,7 @@ extension LinkstrAppCore {
     }
 
     static let profileSubscriptionPrefix = "linkstr-profiles-"
+    static let notificationsKept = 200
 
     /// Asks for the kind-0 metadata of everyone we show (contacts and every session member),
     /// once per relay sync and when a contact is added; the answers update the names.
@@ -187,6 +188,8 @@ extension LinkstrAppCore {
         for report in ledger.ingest(batch: messages, origin: origin) {
             for applied in report.applied where NotificationDecision.notifies(applied, me: account.me, archived: account.archived) {
                 notifications.append(applied)
+                // The newest ones only: the app shows them and moves on; a long run must not grow.
+                if notifications.count > Self.notificationsKept { notifications.removeFirst(notifications.count - Self.notificationsKept) }
             }
         }
         self.account?.ledger = ledger

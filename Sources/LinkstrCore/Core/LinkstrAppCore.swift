@@ -106,7 +106,7 @@ public actor LinkstrAppCore {
     var profilesRequested: Set<String> = []
     /// True when this relay run began with an empty ledger: its history arrives read (R12).
     var restoring = false
-    /// Applied messages that would notify, newest last (see `NotificationDecision`).
+    /// Applied messages that would notify, newest last, at most the last 200 (see `NotificationDecision`).
     public internal(set) var notifications: [LinkstrLedger.Applied] = []
     private var loop: Task<Void, Never>?
 
