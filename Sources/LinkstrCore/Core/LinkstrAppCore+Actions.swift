@@ -48,10 +48,7 @@ extension LinkstrAppCore {
             try await startRelays()
         case .stopRelays:
             await pool.stop()
-            liveRelays = []
-            historyBuffers = [:]
-            backfills = [:]
-            historyWork = [:]
+            resetRelayRun()
         case .addContact(let text, let alias):
             let account = try signedIn()
             let list: [String]
@@ -183,11 +180,11 @@ extension LinkstrAppCore {
         }
         let accountStore = store.account(pubkey, cipher: FieldCipher(key: .init(data: dataKey), owner: pubkey))
         let ledger = try accountStore.loadLedger()
-        let contacts = try accountStore.value("contacts").flatMap { try? JSONDecoder().decode(ContactBook.self, from: Data($0.utf8)) } ?? ContactBook()
-        let profiles = try accountStore.value("profiles").flatMap { try? JSONDecoder().decode(ProfileNames.self, from: Data($0.utf8)) } ?? ProfileNames()
-        var relays = try accountStore.value("relays").flatMap { try? JSONDecoder().decode([RelayEntry].self, from: Data($0.utf8)) } ?? []
+        let contacts = try accountStore.decoded(ContactBook.self, for: "contacts") ?? ContactBook()
+        let profiles = try accountStore.decoded(ProfileNames.self, for: "profiles") ?? ProfileNames()
+        var relays = try accountStore.decoded([RelayEntry].self, for: "relays") ?? []
         if relays.isEmpty { relays = configuration.defaultRelays.map { RelayEntry(url: $0) } }
-        let pushDevice = try accountStore.value("push_device").flatMap { try? JSONDecoder().decode(PushDevice.self, from: Data($0.utf8)) }
+        let pushDevice = try accountStore.decoded(PushDevice.self, for: "push_device")
         let registrar = configuration.pushGateway.map { PushRegistrar(baseURL: $0, keys: keys, transport: configuration.pushTransport) }
         return Account(keys: keys, store: accountStore, ledger: ledger, contacts: contacts, profiles: profiles, relays: relays, archived: try accountStore.archivedSessions(),
                        registrar: registrar, pushDevice: pushDevice)
@@ -203,10 +200,7 @@ extension LinkstrAppCore {
             try? savePushDevice()
         }
         await pool.stop()
-        liveRelays = []
-        historyBuffers = [:]
-        backfills = [:]
-        historyWork = [:]
+        resetRelayRun()
         relayStatuses = [:]
         openSessionID = nil
         openPostID = nil
@@ -225,22 +219,22 @@ extension LinkstrAppCore {
     func saveRelays(_ relays: [RelayEntry]) throws {
         guard account != nil else { throw CoreError.notSignedIn }
         account?.relays = relays
-        try account?.store.setValue(String(decoding: try JSONEncoder().encode(relays), as: UTF8.self), for: "relays")
+        try account?.store.setEncoded(relays, for: "relays")
     }
 
     func savePushDevice() throws {
         guard let account else { throw CoreError.notSignedIn }
-        try account.store.setValue(try account.pushDevice.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }, for: "push_device")
+        try account.store.setEncoded(account.pushDevice, for: "push_device")
     }
 
     func saveProfiles() throws {
         guard let account else { throw CoreError.notSignedIn }
-        try account.store.setValue(String(decoding: try JSONEncoder().encode(account.profiles), as: UTF8.self), for: "profiles")
+        try account.store.setEncoded(account.profiles, for: "profiles")
     }
 
     func saveContacts() throws {
         guard let account else { throw CoreError.notSignedIn }
-        try account.store.setValue(String(decoding: try JSONEncoder().encode(account.contacts), as: UTF8.self), for: "contacts")
+        try account.store.setEncoded(account.contacts, for: "contacts")
     }
 
     /// Saves what the ledger changed since the last save.

@@ -9,7 +9,7 @@ extension LinkstrAppCore {
         guard let account else { return state }
         state.identity = IdentityView(pubkey: account.me, npub: account.keys.publicKey.npub)
         let ledger = account.ledger
-        let names = { (pubkey: String) in account.contacts.displayName(for: pubkey, profileName: account.profiles.name(for: pubkey)) }
+        let names = Self.displayNames(account)
 
         var rows: [SessionRow] = []
         for session in ledger.sessions.values {
@@ -24,15 +24,8 @@ extension LinkstrAppCore {
         state.sessions.rows = rows.filter { $0.isArchived == (listMode == .archived) }
             .sorted { ($0.lastActivity, $0.id) > ($1.lastActivity, $1.id) }
 
-        if let sessionID = openSessionID, let session = ledger.sessions[sessionID] {
-            let members = session.membership.everKnown.sorted().map { pubkey in
-                MemberView(pubkey: pubkey, displayName: names(pubkey), isCreator: pubkey == session.creator,
-                           isActive: session.membership.isActiveNow(pubkey))
-            }
-            state.feed = SessionFeedView(
-                sessionID: sessionID, name: session.name, isCreator: session.creator == account.me,
-                canPost: session.membership.isActiveNow(account.me), members: members,
-                posts: ledger.posts(in: sessionID).map { Self.postView($0, ledger: ledger, me: account.me, names: names) })
+        if let sessionID = openSessionID, let feed = Self.feed(sessionID, account: account) {
+            state.feed = feed
             if let postID = openPostID, let post = ledger.posts[postID], post.sessionID == sessionID {
                 let classification = LinkClassification.classify(post.url)
                 state.postDetail = PostDetailView(sessionID: sessionID, post: Self.postView(post, ledger: ledger, me: account.me, names: names),
@@ -52,6 +45,25 @@ extension LinkstrAppCore {
         state.relays.total = account.relays.count
         state.relays.connectedOrReadOnly = state.relays.rows.count { $0.status.isConnectedOrReadOnly }
         return state
+    }
+
+    /// Alias → profile name → npub.
+    private static func displayNames(_ account: Account) -> (String) -> String {
+        { pubkey in account.contacts.displayName(for: pubkey, profileName: account.profiles.name(for: pubkey)) }
+    }
+
+    /// One session's feed: members and posts, oldest first, with reaction summaries.
+    private static func feed(_ sessionID: String, account: Account) -> SessionFeedView? {
+        guard let session = account.ledger.sessions[sessionID] else { return nil }
+        let names = displayNames(account)
+        let members = session.membership.everKnown.sorted().map { pubkey in
+            MemberView(pubkey: pubkey, displayName: names(pubkey), isCreator: pubkey == session.creator,
+                       isActive: session.membership.isActiveNow(pubkey))
+        }
+        return SessionFeedView(
+            sessionID: sessionID, name: session.name, isCreator: session.creator == account.me,
+            canPost: session.membership.isActiveNow(account.me), members: members,
+            posts: account.ledger.posts(in: sessionID).map { postView($0, ledger: account.ledger, me: account.me, names: names) })
     }
 
     private static func postView(_ post: RootPost, ledger: LinkstrLedger, me: String, names: (String) -> String) -> PostView {
@@ -76,9 +88,6 @@ extension LinkstrAppCore {
 extension LinkstrAppCore {
     /// The feed of `sessionID` as it is now, without opening it (opening marks posts read).
     public func stateFeedSnapshot(_ sessionID: String) -> SessionFeedView? {
-        let previous = openSessionID
-        openSessionID = sessionID
-        defer { openSessionID = previous }
-        return buildState().feed
+        account.flatMap { Self.feed(sessionID, account: $0) }
     }
 }

@@ -13,12 +13,7 @@ extension LinkstrAppCore {
     func startRelays() async throws {
         let account = try signedIn()
         let me = account.keys.publicKey
-        liveRelays = []
-        historyBuffers = [:]
-        backfills = [:]
-        historyWork = [:]
-        everConnected = []
-        profilesRequested = []
+        resetRelayRun()
         let pageSize = configuration.historyPageSize
         // R12: only the first history this account takes in on this device counts as a restore.
         restoring = account.ledger.isEmpty && (try? account.store.value("restored")) == nil
@@ -33,6 +28,16 @@ extension LinkstrAppCore {
             entries: account.relays, subscriptions: subscriptions,
             onEvent: { relay, subscription, event in inbox.yield(.relayEvent(relay: relay, subscription: subscription, event)) },
             onStatus: { statuses in inbox.yield(.relayStatuses(statuses)) })
+    }
+
+    /// Forgets everything one run of the relay connections built up (start, stop, logout).
+    func resetRelayRun() {
+        liveRelays = []
+        historyBuffers = [:]
+        backfills = [:]
+        historyWork = [:]
+        everConnected = []
+        profilesRequested = []
     }
 
     func receive(_ event: SubscriptionEvent, relay: String, subscription: String) async {
@@ -122,15 +127,8 @@ extension LinkstrAppCore {
         if !work.wraps.isEmpty {
             let next = work.wraps.prefix(chunk)
             work.wraps = work.wraps.dropFirst(chunk)
-            let unseen = next.filter { !account.ledger.hasSeen(wrapID: $0.id.hex) }
-            let opened = await WrapOpener(keys: account.keys, cache: cache).open(Array(unseen))
-            for result in opened {
-                switch result {
-                case .success(let message): work.messages.append(message)
-                case .failure(let error): logger.debug("dropped a wrap", metadata: ["reason": "\(error)"])
-                }
-            }
-            guard self.account?.me == account.me else { return }
+            guard let opened = await open(Array(next), for: account) else { return }
+            work.messages += opened
             if work.wraps.isEmpty { work.messages.sort { EventOrder($0) < EventOrder($1) } }
             historyWork[relay] = work
             inbox.yield(.historyStep(relay: relay))
@@ -164,22 +162,26 @@ extension LinkstrAppCore {
 
     /// Opens live `wraps` (on every core) and applies them.
     func ingest(_ wraps: [NostrEvent], origin: IngestOrigin) async {
-        guard let account else { return }
+        guard let account, let messages = await open(wraps, for: account), !messages.isEmpty else { return }
+        apply(messages, origin: origin)
+        await requestProfiles(onlyNew: true)
+    }
+
+    /// Opens the wraps `account` has not seen yet, on every core; the ones that fail a check are
+    /// dropped (and logged). Nil when the signed-in account changed while they were being opened.
+    private func open(_ wraps: [NostrEvent], for account: Account) async -> [LinkstrMessage]? {
         let unseen = wraps.filter { !account.ledger.hasSeen(wrapID: $0.id.hex) }
-        guard !unseen.isEmpty else { return }
-        let opened = await WrapOpener(keys: account.keys, cache: cache).open(unseen)
+        guard !unseen.isEmpty else { return [] }
         var messages: [LinkstrMessage] = []
-        messages.reserveCapacity(opened.count)
-        for result in opened {
+        messages.reserveCapacity(unseen.count)
+        for result in await WrapOpener(keys: account.keys, cache: cache).open(unseen) {
             switch result {
             case .success(let message): messages.append(message)
             case .failure(let error): logger.debug("dropped a wrap", metadata: ["reason": "\(error)"])
             }
         }
-        // The account may have changed while the wraps were being opened.
-        guard self.account?.me == account.me else { return }
-        apply(messages, origin: origin)
-        await requestProfiles(onlyNew: true)
+        guard self.account?.me == account.me else { return nil }
+        return messages
     }
 
     /// Applies opened messages in one batch and saves the changes in one transaction.

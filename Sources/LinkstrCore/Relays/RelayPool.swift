@@ -88,8 +88,7 @@ public actor RelayPool {
         }
         members = [:]
         statuses = Dictionary(uniqueKeysWithValues: entries.map { ($0.url, $0.enabled ? RelayStatus.connecting : .disabled) })
-        for waiter in statusWaiters { waiter.resume() }
-        statusWaiters = []
+        wakeWaiters()
     }
 
     /// Adds a subscription to every running connection (a backfill page, for example).
@@ -178,8 +177,7 @@ public actor RelayPool {
     }
 
     private func publishStatuses() async {
-        for waiter in statusWaiters { waiter.resume() }
-        statusWaiters = []
+        wakeWaiters()
         await onStatus?(statuses)
     }
 

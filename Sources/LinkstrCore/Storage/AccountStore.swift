@@ -204,6 +204,17 @@ public struct AccountStore: Sendable {
         } catch { throw .database(LinkstrStore.reason(error)) }
     }
 
+    /// An account value stored as JSON; nil when absent or no longer decodable (a value from an
+    /// older shape is treated as never set, not as an error that locks the account out).
+    public func decoded<Value: Decodable>(_ type: Value.Type, for key: String) throws(StoreError) -> Value? {
+        try value(key).flatMap { try? JSONDecoder().decode(type, from: Data($0.utf8)) }
+    }
+
+    /// Stores `value` as JSON (nil removes it).
+    public func setEncoded(_ value: (some Encodable)?, for key: String) throws {
+        try setValue(try value.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }, for: key)
+    }
+
     /// Erases every row of this owner (logout with clearing, account deletion).
     public func eraseAll() throws(StoreError) {
         do {
