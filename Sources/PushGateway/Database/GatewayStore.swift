@@ -96,8 +96,6 @@ public struct GatewayStore: Sendable {
 
     static let storageTimeout: Duration = .seconds(5)
 
-    struct StorageTimeout: Error {}
-
     static func isTransient(_ error: PSQLError) -> Bool {
         guard let state = error.serverInfo?[.sqlState] else { return false }
         return ["23503", "40P01", "40001"].contains(state)
@@ -116,16 +114,7 @@ public struct GatewayStore: Sendable {
     /// instead of holding the client until its own timeout.
     func storage<Result: Sendable>(_ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
         do {
-            return try await withThrowingTaskGroup(of: Result?.self) { group in
-                group.addTask { try await body() }
-                group.addTask {
-                    try await Task.sleep(for: Self.storageTimeout)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let result = try await group.next()! else { throw StorageTimeout() }
-                return result
-            }
+            return try await withDeadline(Self.storageTimeout, body)
         } catch let error as APIError {
             throw error
         } catch let error as PostgresTransactionError where error.closureError is APIError {

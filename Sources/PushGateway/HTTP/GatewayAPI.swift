@@ -154,14 +154,8 @@ public struct GatewayAPI: Sendable {
     public func ready() async -> Response {
         do {
             let store = store
-            let version = try await withThrowingTaskGroup(of: Int?.self) { group in
-                group.addTask { try await Migrator.currentVersion(client: store.client, logger: store.logger) }
-                group.addTask {
-                    try await Task.sleep(for: Self.readinessTimeout)
-                    throw CancellationError()
-                }
-                defer { group.cancelAll() }
-                return try await group.next()!
+            let version = try await withDeadline(Self.readinessTimeout) {
+                try await Migrator.currentVersion(client: store.client, logger: store.logger)
             }
             guard let version, version >= latestMigration else {
                 return JSONBody.response(.serviceUnavailable, ["status": "not ready", "error": "database not migrated"])
