@@ -91,8 +91,9 @@ struct PushLoadCommand: AsyncParsableCommand {
         let pushers = (0..<max(1, Int((pushRate / 10).rounded(.up)))).map { _ in Keys.generate() }
         let pushes = (0..<pushCount).map { index in
             let recipient = people[typed[index % typed.count]].publicKey.hex
-            return SignedRequest.make(keys: pushers[index % pushers.count], method: "POST", path: "/v1/push", json:
-                                  #"{"notification_type":"new_post","event_id":"load-\#(runID)-\#(index)","conversation_id":"load-\#(runID)","recipient_pubkeys":["\#(recipient)"]}"#)
+            let eventID = "load-\(runID)-\(index)"
+            return (eventID, SignedRequest.make(keys: pushers[index % pushers.count], method: "POST", path: "/v1/push", json:
+                                                #"{"notification_type":"new_post","event_id":"\#(eventID)","conversation_id":"load-\#(runID)","recipient_pubkeys":["\#(recipient)"]}"#))
         }
 
         var logger = Logger(label: "push-load")
@@ -203,14 +204,12 @@ struct PushLoadCommand: AsyncParsableCommand {
     }
 
     /// Typed pushes at `rate`, stopping at the last request or after `seconds`.
-    static func paced(_ requests: [SignedRequest], rate: Double, gateway: String, http: HTTPClient, concurrency: Int, seconds: Double) async throws -> Outcome {
+    static func paced(_ requests: [(eventID: String, request: SignedRequest)], rate: Double, gateway: String, http: HTTPClient, concurrency: Int,
+                      seconds: Double) async throws -> Outcome {
         guard rate > 0, !requests.isEmpty else { return Outcome() }
         return try await pace(count: requests.count, rate: rate, concurrency: concurrency, seconds: seconds) { index in
-            let status = await requests[index].send(base: gateway, http: http)
-            let id = requests[index].body.range(of: #""event_id":""#).map { range in
-                String(requests[index].body[range.upperBound...].prefix { $0 != "\"" })
-            } ?? ""
-            return (200..<300).contains(status) ? .success(id) : .failure("push HTTP \(status)")
+            let status = await requests[index].request.send(base: gateway, http: http)
+            return (200..<300).contains(status) ? .success(requests[index].eventID) : .failure("push HTTP \(status)")
         }
     }
 
