@@ -26,6 +26,24 @@ final class GatewayProcess: Sendable {
 
     /// Starts the gateway against `database`, delivering to `sandbox`, and waits until `/readyz` is 200.
     static func start(database: DatabaseURL, sandbox: SandboxFixture, environment extra: [String: String] = [:]) async throws -> GatewayProcess {
+        // A port taken between choosing and binding it is retried on another; any other early
+        // exit fails with the end of the process's log in the message, since CI keeps no files.
+        for attempt in 1...3 {
+            do {
+                return try await startOnce(database: database, sandbox: sandbox, environment: extra)
+            } catch let failure as EarlyExit where failure.log.contains("Address already in use") && attempt < 3 {
+                continue
+            }
+        }
+        preconditionFailure("unreachable: the last attempt returns or throws")
+    }
+
+    struct EarlyExit: Error, CustomStringConvertible {
+        let log: String
+        var description: String { "linkstr-push exited at start; the end of its log:\n" + log }
+    }
+
+    private static func startOnce(database: DatabaseURL, sandbox: SandboxFixture, environment extra: [String: String]) async throws -> GatewayProcess {
         let port = try LoopbackPort.free()
         var environment = ProcessInfo.processInfo.environment
         let app = sandbox.apns.apps[0]
@@ -42,7 +60,10 @@ final class GatewayProcess: Sendable {
         let gateway = GatewayProcess(process: process, port: port, logPath: logPath)
         for _ in 0..<200 {
             if let response = try? await gateway.get("/readyz"), response.status == 200 { return gateway }
-            guard process.isRunning else { throw TestSetupError("linkstr-push exited at start; see \(logPath)") }
+            guard process.isRunning else {
+                let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "(no log at \(logPath))"
+                throw EarlyExit(log: String(log.suffix(4_000)))
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
         gateway.kill()

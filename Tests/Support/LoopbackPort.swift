@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Loopback ports for the fixtures and tests that start servers.
 public enum LoopbackPort {
@@ -16,19 +17,36 @@ public enum LoopbackPort {
     }
 
     /// A port nothing listens on right now (bound once, then released).
+    ///
+    /// Ports come from 20000–31999, below the kernel's ephemeral range (32768–60999), and each is
+    /// handed out once per process. Asking the kernel for port 0 instead gives an ephemeral port,
+    /// which an outgoing connection (a PostgreSQL or HTTP client in a parallel test) may take as
+    /// its source port before the server binds it: CI saw a gateway exit with "Address already in
+    /// use" that way.
     public static func free() throws -> Int {
+        for _ in 0..<reserved.count {
+            let port = cursor.withLock { next -> Int in
+                defer { next = (next + 1 - reserved.lowerBound) % reserved.count + reserved.lowerBound }
+                return next
+            }
+            if canBind(port) { return port }
+        }
+        throw FixtureError("no free loopback port in \(reserved)")
+    }
+
+    private static let reserved = 20_000..<32_000
+    /// Starts at a per-process offset so two test processes on one machine rarely meet.
+    private static let cursor = Mutex(reserved.lowerBound + Int(getpid()) * 7_919 % reserved.count)
+
+    private static func canBind(_ port: Int) -> Bool {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(socket) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        guard withUnsafePointer(to: &address, {
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }) == 0 else { throw FixtureError("bind failed") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
+        } == 0
     }
 }
