@@ -26,8 +26,12 @@ public actor RelayConnection: Service {
 
     private struct Subscription {
         /// Called each time the REQ is sent, so a re-sent REQ can move a relative `since`.
-        var filters: @Sendable () -> [Filter]
+        var filters: @Sendable (RequestContext) -> [Filter]
         let continuation: AsyncStream<SubscriptionEvent>.Continuation
+        /// A REQ for it went out on a live connection, so a later one resumes after a loss.
+        var requestedOnline: Bool
+        /// The context of the latest REQ (re-used when AUTH makes a relay serve it again).
+        var context: RequestContext
     }
 
     private var subscriptions: [String: Subscription] = [:]
@@ -38,6 +42,8 @@ public actor RelayConnection: Service {
     private var pendingOKs: [EventID: [UUID: CheckedContinuation<PublishResult, any Error>]] = [:]
     private var authEventID: EventID?
     private var consecutiveFailures = 0
+    /// When the last live connection was lost (Unix seconds).
+    private var lostAt: Int64?
     private var stateWatchers: [UUID: AsyncStream<RelayState>.Continuation] = [:]
     private var stopped = false
 
@@ -103,17 +109,24 @@ public actor RelayConnection: Service {
     /// Subscribes (or replaces the filters of) `id`. The stream ends when `unsubscribe(id)` is
     /// called or the service stops.
     public func subscribe(id: String, filters: [Filter]) -> AsyncStream<SubscriptionEvent> {
-        subscribe(id: id) { filters }
+        subscribe(id: id) { (_: RequestContext) in filters }
+    }
+
+    /// Subscribes with filters computed each time the REQ is sent, ignoring why it is sent.
+    public func subscribe(id: String, filters: @escaping @Sendable () -> [Filter]) -> AsyncStream<SubscriptionEvent> {
+        subscribe(id: id) { (_: RequestContext) in filters() }
     }
 
     /// Subscribes with filters computed each time the REQ is sent (first send and every
-    /// reconnect), for a window relative to the current time such as `since: now − 2 days`.
-    public func subscribe(id: String, filters: @escaping @Sendable () -> [Filter]) -> AsyncStream<SubscriptionEvent> {
+    /// reconnect), for a window relative to the current time such as `since: now − 2 days`. The
+    /// context says when a re-sent REQ follows a lost connection (see `RequestContext`).
+    public func subscribe(id: String, filters: @escaping @Sendable (RequestContext) -> [Filter]) -> AsyncStream<SubscriptionEvent> {
         let (stream, continuation) = AsyncStream<SubscriptionEvent>.makeStream()
         subscriptions[id]?.continuation.finish()
-        subscriptions[id] = Subscription(filters: filters, continuation: continuation)
+        let context = RequestContext()
+        subscriptions[id] = Subscription(filters: filters, continuation: continuation, requestedOnline: outbound != nil, context: context)
         if stopped { continuation.finish() }
-        enqueue(ClientMessage.req(subscriptionID: id, filters: filters()).json)
+        enqueue(ClientMessage.req(subscriptionID: id, filters: filters(context)).json)
         return stream
     }
 
@@ -194,11 +207,19 @@ public actor RelayConnection: Service {
         // REQs already in the backlog are dropped, since the loop re-sends each live one.
         let waiting = backlog.filter { !$0.hasPrefix("[\"REQ\"") && !$0.hasPrefix("[\"CLOSE\"") }
         backlog.removeAll()
-        for (id, subscription) in subscriptions { enqueue(ClientMessage.req(subscriptionID: id, filters: subscription.filters()).json) }
+        for id in subscriptions.keys {
+            guard var subscription = subscriptions[id] else { continue }
+            subscription.context = RequestContext(resumingAfter: subscription.requestedOnline ? lostAt : nil)
+            subscription.requestedOnline = true
+            subscriptions[id] = subscription
+            enqueue(ClientMessage.req(subscriptionID: id, filters: subscription.filters(subscription.context)).json)
+        }
         for text in waiting { enqueue(text) }
     }
 
     private func disconnected(_ error: any Error) {
+        // Only the loss of a live connection moves this; failed attempts to reconnect do not.
+        if outbound != nil { lostAt = UnixTime.now() }
         outbound = nil
         authEventID = nil
         consecutiveFailures += 1
@@ -259,7 +280,7 @@ public actor RelayConnection: Service {
                 authEventID = nil
                 if accepted {
                     for (subscriptionID, subscription) in subscriptions {
-                        enqueue(ClientMessage.req(subscriptionID: subscriptionID, filters: subscription.filters()).json)
+                        enqueue(ClientMessage.req(subscriptionID: subscriptionID, filters: subscription.filters(subscription.context)).json)
                     }
                 } else {
                     setState(.authRequired)

@@ -3,6 +3,7 @@ import Logging
 @testable import NostrProtocol
 @testable import NostrRelay
 import ServiceLifecycle
+import Synchronization
 import Testing
 import TestSupport
 
@@ -129,6 +130,51 @@ import TestSupport
             #expect(try await connection.publish(live).accepted)
             #expect(await Self.next(&events) == .event(live))
             #expect(await connection.statistics.connections == 2)
+        }
+    }
+
+    /// A REQ re-sent after a reconnect reaches back over the time the connection was down: an
+    /// event published meanwhile, dated back further than `now − window` at the reconnect, still
+    /// arrives (gift wraps are dated up to two days back, so a window that slid forward by the
+    /// downtime would skip some of them).
+    @Test func aResentREQReachesBackOverTheDowntime() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        var configuration = Self.configuration()
+        // Slow to come back, so the event below is stored before the REQ is sent again.
+        configuration.backoff = RelayBackoff(base: .seconds(3), cap: .seconds(3), jitter: 0)
+        let connection = RelayConnection(url: relay.url, configuration: configuration, logger: Self.logger)
+        let publisher = RelayConnection(url: relay.url, configuration: Self.configuration(), logger: Self.logger)
+        let keys = Keys.generate()
+        let window: Int64 = 10
+        let contexts = Mutex<[RequestContext]>([])
+        try await Self.running(connection) {
+            var events = await connection.subscribe(id: "window") { (context: RequestContext) in
+                contexts.withLock { $0.append(context) }
+                return [Filter(authors: [keys.publicKey], kinds: [1], since: context.since(window: window, now: UnixTime.now()))]
+            }.makeAsyncIterator()
+            #expect(await Self.next(&events) == .endOfStoredEvents)
+            let lost = UnixTime.now()
+            relay.kill()
+            try await relay.start()
+            // Dated 8 s before the loss: inside `lost − 10 s`, outside `reconnect − 10 s` since
+            // the reconnect comes at least 3 s after the loss.
+            let backdated = UnsignedEvent(pubkey: keys.publicKey, createdAt: lost - 8, kind: 1, tags: [], content: "while you were away").signed(by: keys)
+            let published = try await Self.running(publisher) { () async throws -> Bool in
+                guard await Self.waitFor(publisher, .connected) else { return false }
+                return try await publisher.publish(backdated).accepted
+            }
+            #expect(published, "stored while the subscriber was away")
+            #expect(await Self.waitFor(connection, .connected, seconds: 15), "reconnected")
+            var received: [SubscriptionEvent] = []
+            while received.count < 2, let next = await Self.next(&events) { received.append(next) }
+            #expect(received.contains(.event(backdated)), "the backdated event published during the downtime arrived")
+            let seen = contexts.withLock { $0 }
+            // Computed at `subscribe` (queued while connecting) and on the first connect with no
+            // loss behind it, then once more after the reconnect.
+            #expect(seen.count >= 2 && seen.dropLast().allSatisfy { $0 == RequestContext(resumingAfter: nil) })
+            let resumed = try #require(seen.last?.resumingAfter)
+            #expect(resumed >= lost && resumed <= lost + 3, "resumes after the moment the connection was lost")
         }
     }
 

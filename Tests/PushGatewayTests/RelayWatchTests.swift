@@ -356,6 +356,64 @@ import TestSupport
         }
     }
 
+    /// The same new wrap reaches a relay whose subscription for the recipient is fresh (it comes
+    /// back as stored history) before another relay, where the recipient is already live,
+    /// forwards it in real time: it is pushed once, not lost as "history".
+    @Test func aWrapOneRelayReturnedAsHistoryIsPushedWhenAnotherForwardsItLive() async throws {
+        let fast = try RelayFixture(), slow = try RelayFixture()
+        try await fast.start()
+        try await slow.start()
+        let bob = Keys.generate()
+        let wrap = try Self.wrap(to: bob, "new")
+        // Already stored on the slower relay when the gateway's REQ for bob first reaches it.
+        try await Self.publish([wrap], to: slow)
+        try await SandboxFixture.with { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: Self.settings([fast, slow])) { gateway in
+                try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xB9))
+                #expect(try await Self.waitLive(gateway, pubkeys: 1))
+                #expect(try await GatewayHarness.eventually {
+                    try await gateway.count("SELECT count(*)::int FROM seen_wraps WHERE wrap_id = '\(wrap.id.hex)' AND history_until IS NOT NULL") == 1
+                }, "claimed as the slow relay's history first")
+                #expect(Self.giftWrapDeliveries(sandbox).isEmpty)
+                try await Self.publish([wrap], to: fast)
+                #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).count == 1 }, "pushed on the real-time copy")
+                #expect(try JSONValue(parsing: try #require(Self.giftWrapDeliveries(sandbox).first).payload)["relay"] == .string(fast.url))
+                try await Task.sleep(for: .milliseconds(500))
+                #expect(Self.giftWrapDeliveries(sandbox).count == 1, "once")
+                #expect(try await gateway.count("SELECT count(*)::int FROM seen_wraps WHERE history_until IS NOT NULL") == 0, "the claim is the push's now")
+            }
+        }
+    }
+
+    /// What may take over a history claim, on the store: only a real-time sighting, only within
+    /// `historyRaceSeconds`, and only once; a resumed replay or a stale claim never does.
+    @Test func aHistoryClaimGivesWayOnlyToARealtimeSightingSoonAfter() async throws {
+        try await GatewayHarness.run(watch: WatchSettings(relays: [], chunkSize: 500, coalesceSeconds: 0, shards: 8, leaseSeconds: 30)) { gateway in
+            let bob = Keys.generate()
+            try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xBA))
+            let store = WatchStore(client: gateway.database, settings: gateway.configuration.watch, logger: TestDatabase.logger)
+            func sight(_ wrap: String, _ phase: WrapSighting.Phase, relay: String = "wss://a") async throws -> WatchStore.RecordResult {
+                try await store.record([WrapSighting(wrapID: wrap, recipient: bob.publicKey.hex, relay: relay, phase: phase)])
+            }
+            let fresh = String(repeating: "a1", count: 32), stale = String(repeating: "b2", count: 32), replayed = String(repeating: "c3", count: 32)
+            for wrap in [fresh, stale, replayed] {
+                let history = try await sight(wrap, .history, relay: "wss://slow")
+                #expect(history.claimed == 1 && history.jobs == 0, "history only claims")
+            }
+            _ = try await gateway.count("WITH u AS (UPDATE seen_wraps SET history_until = now() - interval '1 second' WHERE wrap_id = '\(stale)' RETURNING 1) SELECT count(*)::int FROM u")
+
+            let resumed = try await sight(replayed, .resumed)
+            #expect(resumed.claimed == 0 && resumed.jobs == 0, "a replay after a reconnect is not news")
+            let late = try await sight(stale, .realtime)
+            #expect(late.claimed == 0 && late.jobs == 0, "a history claim past the race window stands")
+            let taken = try await sight(fresh, .realtime)
+            #expect(taken.claimed == 1 && taken.jobs == 1, "the real-time copy of a wrap just seen as history is pushed")
+            let again = try await sight(fresh, .realtime, relay: "wss://c")
+            #expect(again.claimed == 0 && again.jobs == 0, "and only once")
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 1)
+        }
+    }
+
     @Test func aBurstIsCoalescedIntoFewerPushesCarryingTheCount() async throws {
         let relay = try RelayFixture()
         try await relay.start()

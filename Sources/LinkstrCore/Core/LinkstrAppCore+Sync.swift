@@ -18,8 +18,9 @@ extension LinkstrAppCore {
         // R12: only the first history this account takes in on this device counts as a restore.
         restoring = account.ledger.isEmpty && (try? account.store.value("restored")) == nil
         let subscriptions = [
-            RelayPool.Subscription(id: Self.liveSubscription) {
-                [Filter(kinds: [GiftWrap.wrapKind], tags: ["p": [me.hex]], since: UnixTime.now() - Self.wrapBackdating, limit: pageSize)]
+            // After a lost connection the window reaches back over the time it was down.
+            RelayPool.Subscription(id: Self.liveSubscription) { (context: RequestContext) in
+                [Filter(kinds: [GiftWrap.wrapKind], tags: ["p": [me.hex]], since: context.since(window: Self.wrapBackdating, now: UnixTime.now()), limit: pageSize)]
             },
             RelayPool.Subscription(id: Self.followSubscription) { [Filter(authors: [me], kinds: [EventKind.followList], limit: 1)] },
         ]

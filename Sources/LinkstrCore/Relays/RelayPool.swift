@@ -9,11 +9,16 @@ public import NostrRelay
 public actor RelayPool {
     public struct Subscription: Sendable {
         public var id: String
-        public var filters: @Sendable () -> [Filter]
+        /// Computed for each REQ; the context says when a re-sent one follows a lost connection.
+        public var filters: @Sendable (RequestContext) -> [Filter]
 
-        public init(id: String, filters: @escaping @Sendable () -> [Filter]) {
+        public init(id: String, filters: @escaping @Sendable (RequestContext) -> [Filter]) {
             self.id = id
             self.filters = filters
+        }
+
+        public init(id: String, filters: @escaping @Sendable () -> [Filter]) {
+            self.init(id: id) { (_: RequestContext) in filters() }
         }
     }
 

@@ -22,6 +22,10 @@ public struct WatchSettings: Sendable {
     /// Gift wraps carry timestamps randomised up to two days into the past (NIP-59), so the
     /// subscription looks back that far and suppressions live that long.
     public static let windowSeconds: Int64 = 2 * 86_400
+    /// How long a wrap that arrived only as one relay's history can still be pushed when another
+    /// relay forwards it in real time (the two saw the same new wrap at about the same moment).
+    /// Longer would risk pushing an old wrap re-broadcast to a second relay.
+    public static let historyRaceSeconds = 120
     /// Seen wraps are kept longer than the window, so a re-sent REQ never re-pushes one.
     public static let seenRetentionSeconds: Int64 = 3 * 86_400
 

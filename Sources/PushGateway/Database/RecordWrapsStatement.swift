@@ -4,7 +4,8 @@ import PostgresNIO
 /// A batch of gift wraps seen by the relay watcher, as one prepared statement (one round trip,
 /// one transaction):
 /// 1. every wrap is claimed in `seen_wraps`; one claimed before (another relay, another instance,
-///    before a restart) is a duplicate and goes no further;
+///    before a restart) is a duplicate and goes no further, except that a real-time sighting takes
+///    over a claim that only history made in the last `historyRaceSeconds` (`history_until`);
 /// 2. live, newly claimed wraps become one push per watching device of the recipient, except
 ///    where the recipient suppressed the wrap (its own self-copy);
 /// 3. coalescing: a device that already has an unclaimed relay-watch job gets that job updated
@@ -13,16 +14,27 @@ import PostgresNIO
 /// 4. with `leaseDue`, jobs due at once are inserted already claimed (leased, attempt 1) and
 ///    returned with their device, for the caller to send right away; if it dies first, the lease
 ///    runs out and any worker claims them, as with any job.
-/// Rows are (wrap id, recipient, relay, live); history rows (`live` false) only claim.
+/// Rows are (wrap id, recipient, relay, live, realtime); history rows (`live` false) only claim.
 struct RecordWrapsStatement: PostgresPreparedStatement {
     static let sql = """
         WITH input AS (
-            SELECT DISTINCT ON (wrap_id, recipient) wrap_id, recipient, relay, live
-            FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) AS i(wrap_id, recipient, relay, live)
-            ORDER BY wrap_id, recipient, live DESC
-        ), claim AS (
-            INSERT INTO seen_wraps (wrap_id) SELECT DISTINCT wrap_id FROM input ORDER BY wrap_id
+            SELECT DISTINCT ON (wrap_id, recipient) wrap_id, recipient, relay, live, realtime
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $9::bool[]) AS i(wrap_id, recipient, relay, live, realtime)
+            ORDER BY wrap_id, recipient, live DESC, realtime DESC
+        ), inserted AS (
+            INSERT INTO seen_wraps (wrap_id, history_until)
+            SELECT wrap_id, CASE WHEN bool_or(live) THEN NULL ELSE now() + make_interval(secs => $10) END
+            FROM input GROUP BY wrap_id ORDER BY wrap_id
             ON CONFLICT DO NOTHING RETURNING wrap_id
+        ), taken_over AS (
+            -- Rows that existed before this statement (new ones are invisible to it); under
+            -- concurrency the row lock and the re-checked condition let one statement win.
+            UPDATE seen_wraps s SET history_until = NULL
+            FROM (SELECT DISTINCT wrap_id FROM input WHERE realtime) r
+            WHERE s.wrap_id = r.wrap_id AND s.history_until > now()
+            RETURNING s.wrap_id
+        ), claim AS (
+            SELECT wrap_id FROM inserted UNION ALL SELECT wrap_id FROM taken_over
         ), targets AS (
             SELECT DISTINCT ON (d.device_token) d.device_token, d.pubkey, i.wrap_id, i.relay,
                    count(*) OVER (PARTITION BY d.device_token) AS wraps
@@ -67,13 +79,15 @@ struct RecordWrapsStatement: PostgresPreparedStatement {
     var recipients: [String]
     var relays: [String]
     var live: [Bool]
+    var realtime: [Bool]
+    var historyRaceSeconds: Int
     var coalesceSeconds: Int
     var lifetimeSeconds: Int
     var leaseDue: Bool
     var leaseSeconds: Int
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 8)
+        var bindings = PostgresBindings(capacity: 10)
         bindings.append(wrapIDs)
         bindings.append(recipients)
         bindings.append(relays)
@@ -82,6 +96,8 @@ struct RecordWrapsStatement: PostgresPreparedStatement {
         bindings.append(Double(lifetimeSeconds))
         bindings.append(leaseDue)
         bindings.append(Double(leaseSeconds))
+        bindings.append(realtime)
+        bindings.append(Double(historyRaceSeconds))
         return bindings
     }
 

@@ -160,7 +160,8 @@ public struct WatchStore: Sendable {
         guard !sightings.isEmpty else { return RecordResult(claimed: 0, jobs: 0, merged: 0) }
         let statement = RecordWrapsStatement(
             wrapIDs: sightings.map(\.wrapID), recipients: sightings.map(\.recipient), relays: sightings.map(\.relay),
-            live: sightings.map(\.live), coalesceSeconds: settings.coalesceSeconds, lifetimeSeconds: GatewayStore.jobLifetimeSeconds,
+            live: sightings.map(\.live), realtime: sightings.map { $0.phase == .realtime },
+            historyRaceSeconds: WatchSettings.historyRaceSeconds, coalesceSeconds: settings.coalesceSeconds, lifetimeSeconds: GatewayStore.jobLifetimeSeconds,
             leaseDue: leaseSeconds != nil, leaseSeconds: leaseSeconds ?? 0)
         // A device removed mid-statement (23503) or a deadlock rolls the statement back as a whole.
         return try await GatewayStore.retryingTransient {

@@ -16,12 +16,15 @@ import Synchronization
 ///   watcher re-reads just that pubkey and re-issues the one chunk that changed (`WatchChunks`).
 ///   A full re-read every minute catches anything a dropped LISTEN connection missed.
 /// - Subscriptions: one REQ per chunk per relay, `{"kinds":[1059],"#p":[…],"since":now−2d}` (the
-///   `since` recomputed whenever the REQ is re-sent). A changed chunk gets a new subscription id,
+///   `since` recomputed whenever the REQ is re-sent, reaching back over a lost connection's
+///   downtime: `RequestContext`). A changed chunk gets a new subscription id,
 ///   so an EOSE of the old REQ can never be mistaken for the new one's.
 /// - History: events before a subscription's first EOSE are recorded as seen and never pushed,
 ///   except for pubkeys that were already live on that relay (a re-issued chunk), whose unseen
 ///   events are new. After a reconnect the same subscription is live from the start: unseen
-///   events are ones that arrived while the connection was down.
+///   events are ones that arrived while the connection was down. A wrap that one relay returned
+///   as history and another forwards in real time moments later is new after all, and pushed
+///   (`WrapSighting.Phase.realtime`).
 /// - Every event's id and signature are verified before anything is recorded (a forged copy
 ///   with a real wrap's id must not mark that wrap as seen).
 public actor RelayWatcher: Service {
@@ -272,8 +275,10 @@ public actor RelayWatcher: Service {
             if let previous { await connection.unsubscribe(id: previous) }
             guard !pubkeys.isEmpty else { continue }
             let window = WatchSettings.windowSeconds
-            let stream = await connection.subscribe(id: id) {
-                [Filter(kinds: [EventKind.giftWrap], tags: ["p": pubkeys], since: UnixTime.now() - window)]
+            // A REQ re-sent after a lost connection reaches back over the time it was down, so
+            // wraps published meanwhile but dated back past `now − window` are not skipped.
+            let stream = await connection.subscribe(id: id) { (context: RequestContext) in
+                [Filter(kinds: [EventKind.giftWrap], tags: ["p": pubkeys], since: context.since(window: window, now: UnixTime.now()))]
             }
             let alreadyLive = livePubkeys[url, default: []].intersection(pubkeys)
             let key = "\(url) \(id)"
@@ -318,8 +323,9 @@ public actor RelayWatcher: Service {
                 let recipients = Set(event.tagValues("p")).intersection(context.pubkeys)
                 let now = ContinuousClock.now
                 for recipient in recipients {
-                    let live = reachedEOSE || context.alreadyLive.contains(recipient)
-                    batchers[Int(UInt(bitPattern: recipient.hashValue) % UInt(batchers.count))].add(WrapSighting(wrapID: event.id.hex, recipient: recipient, relay: context.relay, live: live, receivedAt: now))
+                    let phase: WrapSighting.Phase = reachedEOSE ? .realtime : context.alreadyLive.contains(recipient) ? .resumed : .history
+                    batchers[Int(UInt(bitPattern: recipient.hashValue) % UInt(batchers.count))].add(
+                        WrapSighting(wrapID: event.id.hex, recipient: recipient, relay: context.relay, phase: phase, receivedAt: now))
                 }
                 lastEventAt.withLock { $0[context.relay] = Date() }
             case .endOfStoredEvents:
