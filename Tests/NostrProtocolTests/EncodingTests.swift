@@ -80,3 +80,20 @@ import Testing
         #expect(writer.string == "\"a\\n\\\"\\\\\\r\\t\\b\\f\\u0001\\u001f\u{7F}/é\u{2028}\"")
     }
 }
+
+@Suite struct TrimmingTests {
+    /// The same set as Foundation's `.whitespacesAndNewlines`, which the gateway used before,
+    /// except U+200B ZERO WIDTH SPACE: Foundation on Linux still counts it (an old Unicode
+    /// category); Unicode's White_Space property and Go's `strings.TrimSpace` do not, nor do we.
+    @Test func trimsExactlyWhatFoundationTrims() {
+        let samples = [
+            "", " ", "abc", "  abc  ", "\t\n\r\u{0B}\u{0C}abc\u{85}", "\u{A0}a b\u{3000}", "\u{2028}x\u{2029}", "\u{1680}\u{2000}\u{200A}y\u{202F}\u{205F}",
+            "\u{FEFF}bom\u{FEFF}", " é\u{301} ", "\r\n crlf \r\n", "👍🏽 ", String(repeating: "ab", count: 300),
+        ]
+        for sample in samples {
+            #expect(sample.trimmingWhitespace() == sample.trimmingCharacters(in: .whitespacesAndNewlines), "\(sample.debugDescription)")
+            #expect(sample.dropFirst(0).trimmingWhitespace() == sample.trimmingCharacters(in: .whitespacesAndNewlines), "on a Substring")
+        }
+        #expect("\u{200B}zero width\u{200B} ".trimmingWhitespace() == "\u{200B}zero width\u{200B}")
+    }
+}

@@ -66,14 +66,3 @@ public struct PublicKey: Sendable, Hashable, Comparable, CustomStringConvertible
         }
     }
 }
-
-extension StringProtocol {
-    func trimmingWhitespace() -> String {
-        let scalars = unicodeScalars
-        guard let start = scalars.firstIndex(where: { !$0.properties.isWhitespace }) else { return "" }
-        let end = scalars.lastIndex(where: { !$0.properties.isWhitespace })!
-        var result = String.UnicodeScalarView()
-        result.append(contentsOf: scalars[start...end])
-        return String(result)
-    }
-}

@@ -26,7 +26,7 @@ struct RequestFields {
         switch object[key] {
         case nil, .null?: return nil
         case .string(let value)?:
-            let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+            let trimmed = value.trimmingWhitespace()
             return trimmed.isEmpty ? nil : trimmed
         default: throw .badRequest("invalid json body: \(key) must be a string")
         }
@@ -50,7 +50,7 @@ struct RequestFields {
             values.reserveCapacity(items.count)
             for item in items {
                 guard case .string(let value) = item else { throw .badRequest("invalid json body: \(key) must be an array of strings") }
-                values.append(value.trimmingCharacters(in: .whitespacesAndNewlines))
+                values.append(value.trimmingWhitespace())
             }
             return values
         default: throw .badRequest("invalid json body: \(key) must be an array of strings")
