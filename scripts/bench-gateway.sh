@@ -57,6 +57,8 @@ export APNS_SANDBOX_URL="https://localhost:$SANDBOX_PORT" APNS_PRODUCTION_URL="h
 "$BIN/linkstr-push" serve --no-migrate >"$WORK/gateway.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 1 100); do curl -sf "http://$LISTEN_ADDR/readyz" >/dev/null && break; sleep 0.1; done
-"$BIN/linkstr-load" registrations --url "http://$LISTEN_ADDR" --count "$REGISTRATIONS" --keys 2000 --concurrency 32
-"$BIN/linkstr-load" pushes --url "http://$LISTEN_ADDR" --sandbox "https://localhost:$SANDBOX_PORT" --ca "$APNS_CA_FILE" \
+# Where the CPU goes in each phase: everything shares these cores.
+PROCESSES="gateway=${PIDS[-1]} sandbox=${PIDS[-2]} postgres=pg:$WORK/pg"
+cpu_split registrations "$PROCESSES" "$BIN/linkstr-load" registrations --url "http://$LISTEN_ADDR" --count "$REGISTRATIONS" --keys 2000 --concurrency 32
+cpu_split pushes "$PROCESSES" "$BIN/linkstr-load" pushes --url "http://$LISTEN_ADDR" --sandbox "https://localhost:$SANDBOX_PORT" --ca "$APNS_CA_FILE" \
     --devices "$DEVICES" --recipients "$RECIPIENTS" --pushes "$PUSHES" --concurrency 8

@@ -17,3 +17,38 @@ bench_cleanup() {
     for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
     pg_stop_cluster "$WORK/pg"; rm -rf "$WORK"
 }
+
+# CPU seconds (user + system) used so far by the given pids; for a PostgreSQL postmaster pass
+# "pg:DIR": the postmaster, its live backends and the children it has reaped.
+cpu_seconds() {
+    local ticks=0 pid child
+    for pid in "$@"; do
+        if [[ $pid == pg:* ]]; then
+            local master; master="$(head -1 "${pid#pg:}/postmaster.pid")"
+            ticks=$((ticks + $(awk '{print $14+$15+$16+$17}' "/proc/$master/stat")))
+            for child in $(pgrep -P "$master"); do ticks=$((ticks + $(awk '{print $14+$15}' "/proc/$child/stat" 2>/dev/null || echo 0))); done
+        else
+            ticks=$((ticks + $(awk '{print $14+$15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+        fi
+    done
+    awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz }'
+}
+
+# Runs a load phase and prints where the machine's CPU went during it:
+#   cpu_split LABEL "gateway=PID sandbox=PID postgres=pg:DIR" command...
+cpu_split() {
+    local label="$1" spec="$2"; shift 2
+    local -A before=()
+    local entry times saved start=$SECONDS
+    for entry in $spec; do before[${entry%%=*}]="$(cpu_seconds "${entry#*=}")"; done
+    times="$(mktemp)"
+    exec {saved}>&2
+    { TIMEFORMAT="%U %S"; time "$@" 2>&$saved; } 2>"$times"
+    exec {saved}>&-
+    local line="CPU during $label (seconds; $(( (SECONDS - start) * $(nproc) )) available on $(nproc) cores):"
+    for entry in $spec; do
+        line+=" ${entry%%=*} $(awk -v a="$(cpu_seconds "${entry#*=}")" -v b="${before[${entry%%=*}]}" 'BEGIN { printf "%.1f", a - b }')"
+    done
+    echo "$line, load tool $(awk '{ printf "%.1f", $1 + $2 }' "$times")"
+    rm -f "$times"
+}
