@@ -28,10 +28,14 @@ public actor RelayConnection: Service {
         /// Called each time the REQ is sent, so a re-sent REQ can move a relative `since`.
         var filters: @Sendable (RequestContext) -> [Filter]
         let continuation: AsyncStream<SubscriptionEvent>.Continuation
-        /// A REQ for it went out on a live connection, so a later one resumes after a loss.
-        var requestedOnline: Bool
+        /// The relay sent EOSE for the latest REQ: everything stored up to then has arrived.
+        var caughtUp = false
+        /// When a connection on which it was caught up was lost; cleared by the next EOSE. A
+        /// connection that drops again before that EOSE leaves it where it was, so a flapping link
+        /// never narrows the window past what was actually received.
+        var resumeAfter: Int64?
         /// The context of the latest REQ (re-used when AUTH makes a relay serve it again).
-        var context: RequestContext
+        var context = RequestContext()
     }
 
     private var subscriptions: [String: Subscription] = [:]
@@ -42,8 +46,6 @@ public actor RelayConnection: Service {
     private var pendingOKs: [EventID: [UUID: CheckedContinuation<PublishResult, any Error>]] = [:]
     private var authEventID: EventID?
     private var consecutiveFailures = 0
-    /// When the last live connection was lost (Unix seconds).
-    private var lostAt: Int64?
     private var stateWatchers: [UUID: AsyncStream<RelayState>.Continuation] = [:]
     private var stopped = false
 
@@ -123,10 +125,9 @@ public actor RelayConnection: Service {
     public func subscribe(id: String, filters: @escaping @Sendable (RequestContext) -> [Filter]) -> AsyncStream<SubscriptionEvent> {
         let (stream, continuation) = AsyncStream<SubscriptionEvent>.makeStream()
         subscriptions[id]?.continuation.finish()
-        let context = RequestContext()
-        subscriptions[id] = Subscription(filters: filters, continuation: continuation, requestedOnline: outbound != nil, context: context)
+        subscriptions[id] = Subscription(filters: filters, continuation: continuation)
         if stopped { continuation.finish() }
-        enqueue(ClientMessage.req(subscriptionID: id, filters: filters(context)).json)
+        enqueue(ClientMessage.req(subscriptionID: id, filters: filters(RequestContext())).json)
         return stream
     }
 
@@ -209,8 +210,8 @@ public actor RelayConnection: Service {
         backlog.removeAll()
         for id in subscriptions.keys {
             guard var subscription = subscriptions[id] else { continue }
-            subscription.context = RequestContext(resumingAfter: subscription.requestedOnline ? lostAt : nil)
-            subscription.requestedOnline = true
+            subscription.context = RequestContext(resumingAfter: subscription.resumeAfter)
+            subscription.caughtUp = false
             subscriptions[id] = subscription
             enqueue(ClientMessage.req(subscriptionID: id, filters: subscription.filters(subscription.context)).json)
         }
@@ -218,8 +219,14 @@ public actor RelayConnection: Service {
     }
 
     private func disconnected(_ error: any Error) {
-        // Only the loss of a live connection moves this; failed attempts to reconnect do not.
-        if outbound != nil { lostAt = UnixTime.now() }
+        // Only the loss of a live connection counts; failed attempts to reconnect do not.
+        if outbound != nil {
+            let now = UnixTime.now()
+            for id in subscriptions.keys where subscriptions[id]?.caughtUp == true {
+                subscriptions[id]?.resumeAfter = now
+                subscriptions[id]?.caughtUp = false
+            }
+        }
         outbound = nil
         authEventID = nil
         consecutiveFailures += 1
@@ -264,6 +271,8 @@ public actor RelayConnection: Service {
             statistics.events += 1
             subscriptions[id]?.continuation.yield(.event(event))
         case .eose(let id):
+            subscriptions[id]?.caughtUp = true
+            subscriptions[id]?.resumeAfter = nil
             subscriptions[id]?.continuation.yield(.endOfStoredEvents)
         case .closed(let id, let text):
             statistics.closed += 1

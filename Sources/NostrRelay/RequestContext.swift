@@ -1,8 +1,8 @@
 /// What a subscription's filters are being computed for, so a window relative to the current
 /// time (`since: now − 2 days`) can be kept from sliding past what a dropped connection missed.
 public struct RequestContext: Sendable, Equatable {
-    /// When the connection that last carried this subscription was lost (Unix seconds); nil for
-    /// the subscription's first REQ.
+    /// When the connection on which this subscription was last caught up (its EOSE received) was
+    /// lost (Unix seconds); nil for the subscription's first REQ.
     ///
     /// A REQ re-sent after a reconnect with `since: now − window` would skip events created in
     /// `[lost − window, now − window)`: those published while the connection was down but dated
