@@ -5,15 +5,7 @@ import Synchronization
 public enum LoopbackPort {
     /// True when something listens on `port` on 127.0.0.1.
     public static func accepts(_ port: Int) -> Bool {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
+        onLoopback(port) { connect($0, $1, $2) }
     }
 
     /// A port nothing listens on right now (bound once, then released).
@@ -39,6 +31,12 @@ public enum LoopbackPort {
     private static let cursor = Mutex(reserved.lowerBound + Int(getpid()) * 7_919 % reserved.count)
 
     private static func canBind(_ port: Int) -> Bool {
+        onLoopback(port) { bind($0, $1, $2) }
+    }
+
+    /// Applies `call` (connect or bind) to a fresh TCP socket and 127.0.0.1:`port`, then closes
+    /// the socket; true when the call succeeded.
+    private static func onLoopback(_ port: Int, _ call: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Bool {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(socket) }
         var address = sockaddr_in()
@@ -46,7 +44,7 @@ public enum LoopbackPort {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = UInt16(port).bigEndian
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         } == 0
     }
 }
