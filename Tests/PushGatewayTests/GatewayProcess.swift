@@ -28,14 +28,14 @@ final class GatewayProcess: Sendable {
     static func start(database: DatabaseURL, sandbox: SandboxFixture, environment extra: [String: String] = [:]) async throws -> GatewayProcess {
         // A port taken between choosing and binding it is retried on another; any other early
         // exit fails with the end of the process's log in the message, since CI keeps no files.
-        for attempt in 1...3 {
+        var attempt = 1
+        while true {
             do {
                 return try await startOnce(database: database, sandbox: sandbox, environment: extra)
             } catch let failure as EarlyExit where failure.log.contains("Address already in use") && attempt < 3 {
-                continue
+                attempt += 1
             }
         }
-        preconditionFailure("unreachable: the last attempt returns or throws")
     }
 
     struct EarlyExit: Error, CustomStringConvertible {
