@@ -184,7 +184,12 @@ import TestSupport
         let unresolvable = RelayConnection(url: "ws://no-such-relay.invalid:7777", configuration: Self.configuration(), logger: Self.logger)
         try await Self.running(unresolvable) {
             try await Self.running(connection) {
-                try await Task.sleep(for: .milliseconds(800))
+                // Polled rather than read after a fixed sleep: on a loaded machine two attempts
+                // with 100–400 ms backoff can take longer than 800 ms (seen in a full run).
+                let deadline = ContinuousClock.now + .seconds(10)
+                while await connection.statistics.failures < 2, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
                 let failures = await connection.statistics.failures
                 #expect(failures >= 2, "retried with backoff (\(failures) failures)")
                 let unresolvableState = await unresolvable.state
