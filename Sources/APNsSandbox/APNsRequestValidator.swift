@@ -21,12 +21,14 @@ public struct APNsRequestValidator: Sendable {
         guard request.method == "POST" else { return SandboxReply(status: 405, reason: "MethodNotAllowed") }
         guard let token = Self.deviceToken(inPath: request.path) else { return SandboxReply(status: 404, reason: "BadPath") }
         guard !token.isEmpty else { return SandboxReply(status: 400, reason: "MissingDeviceToken") }
-        guard token.count >= 64, token.count <= 200, token.count % 2 == 0, token.allSatisfy(\.isHexDigit) else {
+        let length = token.utf8.count
+        guard length >= 64, length <= 200, length % 2 == 0, token.utf8.allSatisfy(Self.isHexDigit) else {
             return SandboxReply(status: 400, reason: "BadDeviceToken")
         }
-        var seen: Set<String> = []
+        var seen: [String] = []
         for (name, _) in request.headers where Self.singleValueHeaders.contains(name) {
-            guard seen.insert(name).inserted else { return SandboxReply(status: 400, reason: "DuplicateHeaders") }
+            guard !seen.contains(name) else { return SandboxReply(status: 400, reason: "DuplicateHeaders") }
+            seen.append(name)
         }
         guard let topic = request.header("apns-topic"), !topic.isEmpty else { return SandboxReply(status: 400, reason: "MissingTopic") }
         if !allowedTopics.isEmpty, !allowedTopics.contains(topic) { return SandboxReply(status: 400, reason: "TopicDisallowed") }
@@ -54,11 +56,28 @@ public struct APNsRequestValidator: Sendable {
         let prefix = "/3/device/"
         guard path.hasPrefix(prefix) else { return nil }
         let token = path.dropFirst(prefix.count)
-        return token.contains("/") || token.contains("?") ? nil : token
+        // Byte scans: `Substring.contains(String)` goes through Foundation's string search.
+        return token.utf8.contains { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ? nil : token
     }
 
+    /// 8-4-4-4-12 hex digits (either case).
     static func isUUID(_ text: String) -> Bool {
-        let groups = text.split(separator: "-", omittingEmptySubsequences: false)
-        return groups.map(\.count) == [8, 4, 4, 4, 12] && groups.allSatisfy { $0.allSatisfy(\.isHexDigit) }
+        var index = 0
+        for byte in text.utf8 {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                guard byte == UInt8(ascii: "-") else { return false }
+            } else if !isHexDigit(byte) {
+                return false
+            }
+            index += 1
+        }
+        return index == 36
+    }
+
+    static func isHexDigit(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
+        default: false
+        }
     }
 }

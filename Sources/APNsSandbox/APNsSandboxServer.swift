@@ -39,15 +39,9 @@ public final class APNsSandboxServer: Sendable {
                         HTTP2Setting(parameter: .maxHeaderListSize, value: 16 * 1024),
                     ]
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
-                    _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-                        mode: .server, connectionConfiguration: connectionConfiguration, streamConfiguration: streamConfiguration
-                    ) { stream in
-                        stream.eventLoop.makeCompletedFuture {
-                            try stream.pipeline.syncOperations.addHandlers([
-                                HTTP2FramePayloadToHTTP1ServerCodec(), SandboxStreamHandler(state: state, connection: connection),
-                            ])
-                        }
-                    }
+                    try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(
+                        mode: .server, connectionConfiguration: connectionConfiguration, streamConfiguration: streamConfiguration))
+                    try channel.pipeline.syncOperations.addHandler(SandboxConnectionHandler(state: state, connection: connection))
                     try channel.pipeline.syncOperations.addHandler(ConnectionErrorHandler(logger: logger))
                 }
             }

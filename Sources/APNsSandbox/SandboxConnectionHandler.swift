@@ -1,0 +1,215 @@
+import Foundation
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NostrProtocol
+
+/// Serves one HTTP/2 connection straight on `NIOHTTP2Handler` frames, with no channel per stream:
+/// a stream's HEADERS and DATA frames are collected by stream id and answered with a HEADERS
+/// frame (and a DATA frame for a body) on the same stream, and the answers of one read burst go
+/// out in one flush. Requests are pushes to `/3/device/<token>`, or one of the sandbox's own
+/// endpoints: `GET /deliveries[?after=N&status=S]`, `DELETE /deliveries`, `GET /stats`,
+/// `GET /healthz`, `POST /control/max-streams?value=N`.
+///
+/// A channel and an HTTP/1 codec per stream cost about half of the sandbox's CPU per push; with
+/// the sandbox on the same machine as the gateway in the benchmarks, that was CPU the gateway did
+/// not get. Without a multiplexer nobody returns flow-control credit either, so this handler
+/// does, for the connection and for a stream whose body spans frames.
+final class SandboxConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    /// Bodies beyond this are not buffered: the answer is 413 either way.
+    static let maxBufferedBody = 64 * 1024
+    /// Connection-level credit is returned once this much was received.
+    static let windowUpdateThreshold = 16 * 1024
+
+    private struct OpenStream {
+        var headers: HPACKHeaders
+        var body: [UInt8] = []
+        /// False once the request is complete and its answer is on its way (possibly delayed).
+        var receiving = true
+    }
+
+    private let state: SandboxState
+    private let connection: SandboxConnectionState
+    private var streams: [HTTP2StreamID: OpenStream] = [:]
+    private var unacknowledgedBytes = 0
+    private var needsFlush = false
+
+    init(state: SandboxState, connection: SandboxConnectionState) {
+        self.state = state
+        self.connection = connection
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        let id = frame.streamID
+        switch frame.payload {
+        case .headers(let headers):
+            if streams[id] == nil {
+                streams[id] = OpenStream(headers: headers.headers)
+                state.observeStreams(connection.streamOpened())
+            }  // else trailers: APNs requests carry none, and nothing here reads them
+            if headers.endStream { complete(id, context: context) }
+        case .data(let payload):
+            let received = payload.data.readableBytes + (payload.paddingBytes ?? 0)
+            returnCredit(received, on: id, endStream: payload.endStream, context: context)
+            if case .byteBuffer(let bytes) = payload.data, streams[id]?.receiving == true,
+               let count = streams[id]?.body.count, count <= Self.maxBufferedBody {
+                bytes.withUnsafeReadableBytes { streams[id]?.body.append(contentsOf: $0) }
+            }
+            if payload.endStream { complete(id, context: context) }
+        case .rstStream:
+            if streams.removeValue(forKey: id) != nil { connection.streamClosed() }
+        default:
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if needsFlush {
+            needsFlush = false
+            context.flush()
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        for _ in streams { connection.streamClosed() }
+        streams.removeAll()
+        context.fireChannelInactive()
+    }
+
+    /// Hands received bytes back to the client (RFC 9113 §6.9): on the connection in batches, and
+    /// on a stream that is still sending, so a body above the initial window can finish.
+    private func returnCredit(_ bytes: Int, on id: HTTP2StreamID, endStream: Bool, context: ChannelHandlerContext) {
+        guard bytes > 0 else { return }
+        unacknowledgedBytes += bytes
+        if unacknowledgedBytes >= Self.windowUpdateThreshold {
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))), promise: nil)
+            unacknowledgedBytes = 0
+            needsFlush = true
+        }
+        if !endStream, streams[id]?.receiving == true {
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .windowUpdate(windowSizeIncrement: bytes))), promise: nil)
+            needsFlush = true
+        }
+    }
+
+    /// The request on `id` is complete: answer it.
+    private func complete(_ id: HTTP2StreamID, context: ChannelHandlerContext) {
+        guard var stream = streams[id], stream.receiving else { return }
+        stream.receiving = false
+        streams[id] = stream
+        var method = "", path = ""
+        var fields: [(name: String, value: String)] = []
+        fields.reserveCapacity(stream.headers.count)
+        for (name, value, _) in stream.headers {
+            switch name {
+            case ":method": method = value
+            case ":path": path = value
+            case _ where name.utf8.first == UInt8(ascii: ":"): continue
+            default: fields.append((name, value))
+            }
+        }
+        let mark = path.firstIndex(of: "?")
+        let query = mark.map { Self.query(path[$0...].dropFirst()) } ?? [:]
+        let plainPath = mark.map { String(path[..<$0]) } ?? path
+        if APNsRequestValidator.deviceToken(inPath: plainPath) == nil, let (status, json) = management(method: method, path: plainPath, query: query) {
+            write(id, status: status, body: json.serialized, context: context)
+            return
+        }
+        let request = SandboxRequest(method: method, path: path, headers: fields, body: stream.body)
+        let reply = state.answer(request, on: connection)
+        var extra: [(String, String)] = [("apns-id", request.header("apns-id") ?? UUID().uuidString)]
+        var text: String?
+        if let reason = reply.reason {
+            var fields: [String: JSONValue] = ["reason": .string(reason)]
+            if let timestamp = reply.timestampMilliseconds { fields["timestamp"] = .integer(timestamp) }
+            text = JSONValue.object(fields).serialized
+        } else {
+            extra.append(("apns-unique-id", UUID().uuidString.lowercased()))
+        }
+        let latency = state.configuration.latencyMilliseconds
+        guard latency > 0 else {
+            write(id, status: reply.status, body: text, headers: extra, context: context)
+            return
+        }
+        let (headers, body) = (extra, text)
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(in: .milliseconds(Int64(latency))) {
+            let (handler, context) = bound.value
+            handler.write(id, status: reply.status, body: body, headers: headers, context: context)
+            handler.flushIfNeeded(context: context)
+        }
+    }
+
+    private func flushIfNeeded(context: ChannelHandlerContext) {
+        if needsFlush {
+            needsFlush = false
+            context.flush()
+        }
+    }
+
+    private func management(method: String, path: String, query: [String: String]) -> (Int, JSONValue)? {
+        switch (method, path) {
+        case ("GET", "/healthz"):
+            return (200, ["status": "ok"])
+        case ("GET", "/deliveries"):
+            let records = state.records(after: query["after"].flatMap { Int($0) } ?? 0, status: query["status"].flatMap { Int($0) })
+            return (200, .array(records.map(\.json)))
+        case ("DELETE", "/deliveries"):
+            state.reset()
+            return (200, ["status": "reset"])
+        case ("POST", "/control/max-streams"):
+            guard let value = query["value"].flatMap({ Int($0) }), (1...100_000).contains(value) else {
+                return (400, ["error": "value must be an integer in 1...100000"])
+            }
+            state.setMaxConcurrentStreams(value)
+            return (200, ["max_concurrent_streams": .integer(Int64(value))])
+        case ("GET", "/stats"):
+            let stats = state.statistics
+            var byStatus: [String: JSONValue] = [:]
+            for (status, count) in stats.byStatus { byStatus[String(status)] = .integer(Int64(count)) }
+            return (200, .object([
+                "answered": .integer(Int64(stats.answered)), "by_status": .object(byStatus),
+                "peak_concurrent_streams": .integer(Int64(stats.peakConcurrentStreams)),
+                "max_concurrent_streams": .integer(Int64(state.maxConcurrentStreams)),
+                "open_connections": .integer(Int64(stats.openConnections)),
+            ]))
+        default:
+            return nil
+        }
+    }
+
+    /// The answer on `id`: a HEADERS frame, plus a DATA frame when there is a body. Flushed at the
+    /// end of the read burst (or by the delayed-answer timer).
+    private func write(_ id: HTTP2StreamID, status: Int, body text: String?, headers extra: [(String, String)] = [], context: ChannelHandlerContext) {
+        // A stream the client reset meanwhile gets no answer.
+        guard streams.removeValue(forKey: id) != nil else { return }
+        connection.streamClosed()
+        var headers = HPACKHeaders()
+        headers.add(name: ":status", value: String(status))
+        for (name, value) in extra { headers.add(name: name, value: value) }
+        if let text {
+            headers.add(name: "content-type", value: "application/json")
+            headers.add(name: "content-length", value: String(text.utf8.count))
+        }
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: text == nil)))), promise: nil)
+        if let text {
+            let buffer = context.channel.allocator.buffer(string: text)
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))), promise: nil)
+        }
+        needsFlush = true
+    }
+
+    static func query(_ text: Substring) -> [String: String] {
+        var result: [String: String] = [:]
+        for pair in text.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            result[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
+        }
+        return result
+    }
+}
