@@ -41,6 +41,74 @@ final class APNsConnectionPool: APNsTransport {
     }
 
     func send(_ request: APNsRequest) async throws -> APNsStreamResponse {
+        try await send(request.endpoint, slot: request.slot, headers: Self.headers(request), body: request.body)
+    }
+
+    /// A delivery round: the requests for each connection are written in one hop onto its event
+    /// loop and flushed once (one TLS record write for many streams, instead of a cross-thread
+    /// wake-up and a write per request), and the caller waits once per connection. A request
+    /// refused because its connection was going away is sent again on a fresh one.
+    func send(_ requests: [APNsRequest]) async -> [Result<APNsStreamResponse, any Error>] {
+        var results = [Result<APNsStreamResponse, any Error>](repeating: .failure(APNsConnectionError.closed), count: requests.count)
+        var groups: [ConnectionKey: [Int]] = [:]
+        for (index, request) in requests.enumerated() {
+            groups[ConnectionKey(endpoint: request.endpoint, slot: request.slot % connectionsPerHost), default: []].append(index)
+        }
+        var pending: [(key: ConnectionKey, channel: any Channel, indexes: [Int], futures: [EventLoopFuture<APNsStreamResponse>])] = []
+        for (key, indexes) in groups {
+            let channel: any Channel
+            do {
+                channel = try await self.channel(key.endpoint, slot: key.slot).get()
+            } catch {
+                for index in indexes { results[index] = .failure(error) }
+                continue
+            }
+            let batch = indexes.map { index in
+                APNsStreamRequest(headers: Self.headers(requests[index]), body: requests[index].body,
+                                  promise: channel.eventLoop.makePromise(of: APNsStreamResponse.self))
+            }
+            channel.eventLoop.execute {
+                for request in batch {
+                    // A write that never reaches the handler (the channel closed) still answers.
+                    let promise = request.promise
+                    let written = channel.eventLoop.makePromise(of: Void.self)
+                    written.futureResult.whenFailure { promise.fail($0) }
+                    channel.write(request, promise: written)
+                }
+                channel.flush()
+            }
+            pending.append((key, channel, indexes, batch.map(\.promise.futureResult)))
+        }
+        var refused: [Int] = []
+        for (key, channel, indexes, futures) in pending {
+            let outcomes = (try? await EventLoopFuture.whenAllComplete(futures, on: channel.eventLoop).get()) ?? []
+            for (index, outcome) in zip(indexes, outcomes) {
+                if case .failure(APNsConnectionError.goingAway) = outcome {
+                    refused.append(index)
+                } else {
+                    results[index] = outcome
+                }
+            }
+            if indexes.contains(where: refused.contains) { discard(key.endpoint, key.slot, channel) }
+        }
+        for index in refused {
+            let request = requests[index]
+            do {
+                let channel = try await self.channel(request.endpoint, slot: request.slot % connectionsPerHost).get()
+                results[index] = .success(try await attempt(on: channel, headers: Self.headers(request), body: request.body))
+            } catch {
+                results[index] = .failure(error)
+            }
+        }
+        return results
+    }
+
+    private struct ConnectionKey: Hashable {
+        var endpoint: APNsEndpoint
+        var slot: Int
+    }
+
+    private static func headers(_ request: APNsRequest) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.reserveCapacity(request.headers.count + 4)
         headers.add(name: ":method", value: "POST")
@@ -48,7 +116,7 @@ final class APNsConnectionPool: APNsTransport {
         headers.add(name: ":path", value: request.path)
         headers.add(name: ":authority", value: request.endpoint.authority)
         for (name, value) in request.headers { headers.add(name: name, value: value) }
-        return try await send(request.endpoint, slot: request.slot, headers: headers, body: request.body)
+        return headers
     }
 
     /// Sends one request on connection `slot` (modulo the count) to `endpoint`.

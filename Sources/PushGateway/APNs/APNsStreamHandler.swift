@@ -12,6 +12,8 @@ struct APNsStreamRequest: Sendable {
 struct APNsStreamResponse: Sendable {
     var status: Int
     var body: ByteBuffer
+    /// From the request's frames being written to the answer's last frame (zero when unknown).
+    var elapsed: TimeAmount = .zero
 }
 
 /// Why a request got no answer; the sender treats every case as a connection failure (retried).
@@ -182,7 +184,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
             stream.promise.fail(APNsConnectionError.malformedResponse)
             return
         }
-        stream.promise.succeed(APNsStreamResponse(status: status, body: stream.body ?? ByteBuffer()))
+        stream.promise.succeed(APNsStreamResponse(status: status, body: stream.body ?? ByteBuffer(), elapsed: .now() - stream.startedAt))
         closeIfDrained()
     }
 

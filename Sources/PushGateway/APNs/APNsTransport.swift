@@ -6,7 +6,25 @@ import NIOCore
 /// the first spends far less CPU per push (docs/performance.md).
 protocol APNsTransport: Sendable {
     func send(_ request: APNsRequest) async throws -> APNsStreamResponse
+    /// Many requests at once; the outcomes in the requests' order. The default sends each
+    /// concurrently through `send(_:)`.
+    func send(_ requests: [APNsRequest]) async -> [Result<APNsStreamResponse, any Error>]
     func shutdown() async
+}
+
+extension APNsTransport {
+    func send(_ requests: [APNsRequest]) async -> [Result<APNsStreamResponse, any Error>] {
+        await withTaskGroup(of: (Int, Result<APNsStreamResponse, any Error>).self) { group in
+            for (index, request) in requests.enumerated() {
+                group.addTask {
+                    do { return (index, .success(try await send(request))) } catch { return (index, .failure(error)) }
+                }
+            }
+            var results = [Result<APNsStreamResponse, any Error>](repeating: .failure(APNsConnectionError.closed), count: requests.count)
+            for await (index, result) in group { results[index] = result }
+            return results
+        }
+    }
 }
 
 /// One request: POST `path` on `endpoint` with `headers` (no pseudo-headers) and `body`, on the

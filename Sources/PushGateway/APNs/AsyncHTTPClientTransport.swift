@@ -29,8 +29,10 @@ struct AsyncHTTPClientTransport: APNsTransport {
         for (name, value) in request.headers { http.headers.add(name: name, value: value) }
         http.body = .bytes(request.body)
         let client = clients[request.slot % clients.count]
+        let started = NIODeadline.now()
         let response = try await client.execute(http, deadline: .now() + requestTimeout, logger: logger)
-        return APNsStreamResponse(status: Int(response.status.code), body: try await response.body.collect(upTo: 16 * 1024))
+        let body = try await response.body.collect(upTo: 16 * 1024)
+        return APNsStreamResponse(status: Int(response.status.code), body: body, elapsed: .now() - started)
     }
 
     func shutdown() async {

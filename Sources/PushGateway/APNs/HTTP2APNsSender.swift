@@ -96,6 +96,64 @@ public final class HTTP2APNsSender: APNsSender {
         return result
     }
 
+    /// A delivery round: one token look-up per app, then every request through the transport at
+    /// once (`APNsConnectionPool` writes each connection's share in one event-loop hop and one
+    /// flush). An `ExpiredProviderToken` answer is handled per job as in `send(_:)`.
+    public func send(_ jobs: [ClaimedJob]) async -> [APNsSendResult] {
+        var results = [APNsSendResult?](repeating: nil, count: jobs.count)
+        var tokens: [ObjectIdentifier: String] = [:]
+        var requests: [APNsRequest] = []
+        var sent: [(index: Int, token: String)] = []
+        requests.reserveCapacity(jobs.count)
+        sent.reserveCapacity(jobs.count)
+        for (index, job) in jobs.enumerated() {
+            guard let app = appsByTopic[job.topic] else {
+                results[index] = APNsSendResult(status: 0, reason: "TopicNotConfigured")
+                continue
+            }
+            let payload = job.notification.payload
+            guard payload.utf8.count <= APNsNotification.maxPayloadBytes else {
+                results[index] = APNsSendResult(status: 0, reason: "PayloadTooLarge")
+                continue
+            }
+            let token: String
+            if let known = tokens[ObjectIdentifier(app.tokens)] {
+                token = known
+            } else {
+                do {
+                    token = try await app.tokens.token()
+                } catch {
+                    results[index] = APNsSendResult(status: 0, reason: "ProviderTokenSigningFailed")
+                    continue
+                }
+                tokens[ObjectIdentifier(app.tokens)] = token
+            }
+            requests.append(request(job, payload: payload, token: token))
+            sent.append((index, token))
+        }
+        let started = ContinuousClock.now
+        let responses = await transport.send(requests)
+        let batchElapsed = ContinuousClock.now - started
+        for ((index, token), response) in zip(sent, responses) {
+            var result = outcome(response, job: jobs[index])
+            result.providerToken = token
+            let elapsed: Duration = switch response {
+            case .success(let answer) where answer.elapsed > .zero: .nanoseconds(answer.elapsed.nanoseconds)
+            default: batchElapsed
+            }
+            metrics?.apnsSend(status: result.status, duration: elapsed)
+            results[index] = result
+        }
+        for index in results.indices {
+            guard let result = results[index], result.status == 403, result.reason == "ExpiredProviderToken", let rejected = result.providerToken,
+                  let app = appsByTopic[jobs[index].topic] else { continue }
+            let refreshed = (try? await app.tokens.refresh(rejected: rejected)) ?? false
+            logger.notice("APNs rejected the provider token as expired", metadata: ["apns.key_id": "\(app.keyID)", "apns.jwt_refreshed": "\(refreshed)"])
+            if refreshed { results[index] = await attempt(jobs[index], payload: jobs[index].notification.payload, app: app) }
+        }
+        return results.map { $0 ?? APNsSendResult(status: 0, reason: "ConnectionError") }
+    }
+
     private func attempt(_ job: ClaimedJob, payload: String, app: App) async -> APNsSendResult {
         let started = ContinuousClock.now
         let token: String
@@ -104,26 +162,37 @@ public final class HTTP2APNsSender: APNsSender {
         } catch {
             return APNsSendResult(status: 0, reason: "ProviderTokenSigningFailed")
         }
+        let response: Result<APNsStreamResponse, any Error>
+        do {
+            response = .success(try await transport.send(request(job, payload: payload, token: token)))
+        } catch {
+            response = .failure(error)
+        }
+        var result = outcome(response, job: job)
+        result.providerToken = token
+        metrics?.apnsSend(status: result.status, duration: ContinuousClock.now - started)
+        return result
+    }
+
+    private func request(_ job: ClaimedJob, payload: String, token: String) -> APNsRequest {
         var headers: [(String, String)] = [("authorization", "bearer " + token), ("apns-id", job.apnsID.uuidString.lowercased())]
         headers += job.notification.headers(topic: job.topic, expiration: Int64(job.expiresAt.timeIntervalSince1970))
         let body = ByteBuffer(string: payload)
         headers += [("content-type", "application/json"), ("content-length", String(body.readableBytes))]
-        let request = APNsRequest(
+        return APNsRequest(
             endpoint: job.environment == .production ? production : sandbox, slot: Int(job.id.magnitude % UInt64(Int.max)),
             path: "/3/device/" + job.deviceToken, headers: headers, body: body)
+    }
 
-        var result: APNsSendResult
-        do {
-            let response = try await transport.send(request)
-            result = Self.result(status: response.status, body: response.body)
-        } catch {
+    private func outcome(_ response: Result<APNsStreamResponse, any Error>, job: ClaimedJob) -> APNsSendResult {
+        switch response {
+        case .success(let answer):
+            return Self.result(status: answer.status, body: answer.body)
+        case .failure(let error):
             // No answer (connect, TLS, reset, timeout): retried with backoff like a 503.
-            result = APNsSendResult(status: 0, reason: "ConnectionError")
             logger.warning("APNs request failed", metadata: ["apns.id": "\(job.apnsID)", "error.type": "\(type(of: error))", "error": "\(error)"])
+            return APNsSendResult(status: 0, reason: "ConnectionError")
         }
-        result.providerToken = token
-        metrics?.apnsSend(status: result.status, duration: ContinuousClock.now - started)
-        return result
     }
 
     /// Closes the connections (after the delivery worker stopped).

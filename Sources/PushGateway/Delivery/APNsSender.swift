@@ -1,8 +1,25 @@
 public import Logging
 
-/// Sends one notification and reports what APNs answered.
+/// Sends notifications and reports what APNs answered.
 public protocol APNsSender: Sendable {
     func send(_ job: ClaimedJob) async -> APNsSendResult
+    /// Sends a delivery round at once; the answers in the jobs' order. A sender that can batch
+    /// (one hop to each connection, one flush) implements it; the default sends each job
+    /// concurrently through `send(_:)`.
+    func send(_ jobs: [ClaimedJob]) async -> [APNsSendResult]
+}
+
+extension APNsSender {
+    public func send(_ jobs: [ClaimedJob]) async -> [APNsSendResult] {
+        await withTaskGroup(of: (Int, APNsSendResult).self) { group in
+            for (index, job) in jobs.enumerated() {
+                group.addTask { (index, await send(job)) }
+            }
+            var results = [APNsSendResult](repeating: APNsSendResult(status: 0), count: jobs.count)
+            for await (index, result) in group { results[index] = result }
+            return results
+        }
+    }
 }
 
 /// What APNs answered. `status` 0 means no answer (connection failure) or a refusal before

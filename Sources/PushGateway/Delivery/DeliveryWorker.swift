@@ -57,7 +57,7 @@ public struct DeliveryWorker: Service {
         }
     }
 
-    /// One round: claims up to a batch, sends it concurrently, records the outcomes (deliveries in
+    /// One round: claims up to a batch, sends it as one round, records the outcomes (deliveries in
     /// one statement). Returns how many jobs were claimed.
     @discardableResult
     public func runOnce() async throws -> Int {
@@ -67,17 +67,34 @@ public struct DeliveryWorker: Service {
         return jobs.count
     }
 
-    /// Sends claimed (leased) jobs concurrently and records the outcomes, the finished ones in one
-    /// statement. Also called directly by the relay watcher with the jobs it just queued and
+    /// Sends claimed (leased) jobs as one round and records the outcomes, the finished ones in
+    /// one statement. Also called directly by the relay watcher with the jobs it just queued and
     /// leased itself, which saves them the trip through the claim query.
     public func process(_ jobs: [ClaimedJob]) async {
-        let finished = await withTaskGroup(of: ClaimedJob?.self) { group in
-            for job in jobs {
-                group.addTask { await deliver(job) ? job : nil }
+        let results = await sender.send(jobs)
+        var finished: [ClaimedJob] = []
+        finished.reserveCapacity(jobs.count)
+        var followUps: [(ClaimedJob, APNsSendResult)] = []
+        for (job, result) in zip(jobs, results) {
+            if result.status == 200 {
+                record(.delivered, result: result, job: job)
+                finished.append(job)
+            } else {
+                followUps.append((job, result))
             }
-            var finished: [ClaimedJob] = []
-            for await job in group { if let job { finished.append(job) } }
-            return finished
+        }
+        // Anything but a delivery may need the database (remove the device, reschedule): those
+        // run concurrently, the deliveries above needed nothing more than the batch delete.
+        if !followUps.isEmpty {
+            let done = await withTaskGroup(of: ClaimedJob?.self) { group in
+                for (job, result) in followUps {
+                    group.addTask { await apply(result, to: job) ? job : nil }
+                }
+                var done: [ClaimedJob] = []
+                for await job in group { if let job { done.append(job) } }
+                return done
+            }
+            finished += done
         }
         do {
             try await queue.finish(finished)
@@ -87,10 +104,8 @@ public struct DeliveryWorker: Service {
         }
     }
 
-    /// Sends one job and applies the outcome; returns true when the job is done and should be
-    /// deleted (delivered or dropped), which `runOnce` does for the whole batch at once.
-    func deliver(_ job: ClaimedJob) async -> Bool {
-        let result = await sender.send(job)
+    /// Applies what APNs answered for `job`; true when the job is done and should be deleted.
+    func apply(_ result: APNsSendResult, to job: ClaimedJob) async -> Bool {
         let outcome = APNsResponseClassifier.classify(status: result.status, reason: result.reason, timestampMilliseconds: result.timestampMilliseconds)
         let metadata: Logger.Metadata = ["apns.id": "\(job.apnsID)", "apns.token": "\(DeviceToken.redacted(job.deviceToken))", "apns.status": "\(result.status)"]
         record(outcome, result: result, job: job)
