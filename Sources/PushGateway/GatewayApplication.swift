@@ -32,6 +32,7 @@ public enum GatewayApplication {
         let wakeup = WakeupSignal(interval: .milliseconds(200))
         var services: [any Service] = [client]
         var worker: DeliveryWorker?
+        var direct: DirectDelivery?
         if deliver {
             let sender: any APNsSender
             if configuration.apns.disabled {
@@ -42,18 +43,18 @@ public enum GatewayApplication {
                 services.append(APNsClientService(sender: http2))
                 sender = http2
             }
-            worker = DeliveryWorker(queue: queue, sender: sender, settings: configuration.delivery, metrics: metrics, logger: logger, wakeup: wakeup)
+            let sending = DeliveryWorker(queue: queue, sender: sender, settings: configuration.delivery, metrics: metrics, logger: logger, wakeup: wakeup)
+            direct = DirectDelivery(leaseSeconds: configuration.delivery.leaseSeconds) { jobs in await sending.process(jobs) }
+            worker = sending
+            worker?.direct = direct
         }
         var watcher: RelayWatcher?
         if configuration.watch.enabled {
-            let direct = worker.map { worker in
-                RelayWatcher.DirectDelivery(leaseSeconds: configuration.delivery.leaseSeconds) { jobs in await worker.process(jobs) }
-            }
             watcher = RelayWatcher(store: WatchStore(client: client, settings: configuration.watch, logger: logger), metrics: metrics, logger: logger,
                                    wakeup: wakeup, directDelivery: direct)
         }
         let api = GatewayAPI(store: store, configuration: configuration, latestMigration: migrator.latestVersion, metrics: metrics, watcher: watcher,
-                             wakeup: wakeup)
+                             wakeup: wakeup, directDelivery: direct)
         metrics.onScrape {
             if let depth = try? await queue.depth() { metrics.queue(queued: depth.queued, due: depth.due) }
         }

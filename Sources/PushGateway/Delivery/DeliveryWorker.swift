@@ -16,6 +16,9 @@ public struct DeliveryWorker: Service {
     public var idleInterval: Duration = .milliseconds(200)
     /// Signalled when this instance queues something: idle loops claim at once.
     let wakeup: WakeupSignal?
+    /// Jobs queued already leased and sent through `process` without a claim; drained on
+    /// graceful shutdown like the loops' own rounds.
+    public var direct: DirectDelivery?
 
     public init(queue: DeliveryQueue, sender: any APNsSender, settings: DeliverySettings = DeliverySettings(), metrics: GatewayMetrics? = nil,
                 logger: Logger, idleInterval: Duration = .milliseconds(200), wakeup: WakeupSignal? = nil) {
@@ -35,6 +38,7 @@ public struct DeliveryWorker: Service {
                 group.addTask { await loop() }
             }
         }
+        await direct?.drain()
     }
 
     private func loop() async {

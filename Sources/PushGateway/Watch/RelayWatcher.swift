@@ -39,13 +39,9 @@ public actor RelayWatcher: Service {
     /// How often the watched set is re-read in full.
     let resyncInterval: Duration
     let wakeup: WakeupSignal?
-    /// Sends jobs this instance just queued and leased itself (the delivery worker's `process`),
-    /// with the lease they were queued under; nil when this instance does not deliver.
+    /// Sends jobs this instance just queued and leased itself (the delivery worker's `process`);
+    /// nil when this instance does not deliver.
     let directDelivery: DirectDelivery?
-    /// Jobs handed to direct delivery and not finished yet. Above `directDeliveryLimit` new jobs
-    /// stay in the queue for the delivery loops, so a backlog waits in PostgreSQL, not in memory.
-    private let directInFlight = Mutex(0)
-    let directDeliveryLimit = 1024
     let batchSize = 256
 
     private var connections: [String: RelayConnection] = [:]
@@ -120,10 +116,7 @@ public actor RelayWatcher: Service {
         }
         // Sends handed to direct delivery finish before the services below this one (the APNs
         // connections, the database pool) stop; past the lease they would be sent again anyway.
-        let drainDeadline = ContinuousClock.now + .seconds(directDelivery?.leaseSeconds ?? 0)
-        while directInFlight.withLock({ $0 > 0 }), ContinuousClock.now < drainDeadline, !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(50))
-        }
+        await directDelivery?.drain()
         do {
             try await store.release(instance: instanceID)
         } catch {
@@ -288,17 +281,6 @@ public actor RelayWatcher: Service {
         }
     }
 
-    /// How the watcher hands over jobs it queued already claimed.
-    public struct DirectDelivery: Sendable {
-        public var leaseSeconds: Int
-        public var send: @Sendable ([ClaimedJob]) async -> Void
-
-        public init(leaseSeconds: Int, send: @escaping @Sendable ([ClaimedJob]) async -> Void) {
-            self.leaseSeconds = leaseSeconds
-            self.send = send
-        }
-    }
-
     struct ConsumerContext: Sendable {
         let chunk: Int
         let generation: Int
@@ -388,18 +370,9 @@ public actor RelayWatcher: Service {
             while true {
                 attempt += 1
                 do {
-                    let lease = directInFlight.withLock { $0 < directDeliveryLimit } ? directDelivery?.leaseSeconds : nil
-                    let result = try await store.record(batch, leaseSeconds: lease)
-                    if let directDelivery, !result.leased.isEmpty {
-                        // Not awaited: the next batch is recorded while this one is sent. A job
-                        // lost to a crash here is claimed again when its lease ends.
-                        let jobs = result.leased
-                        directInFlight.withLock { $0 += jobs.count }
-                        Task {
-                            await directDelivery.send(jobs)
-                            self.directInFlight.withLock { $0 -= jobs.count }
-                        }
-                    }
+                    let result = try await store.record(batch, leaseSeconds: directDelivery?.lease())
+                    // Not awaited: the next batch is recorded while this one is sent.
+                    directDelivery?.start(result.leased)
                     let distinct = Set(batch.map(\.wrapID)).count
                     metrics.watchRecorded(duplicates: distinct - result.claimed, queued: result.jobs, coalesced: result.merged)
                     let now = ContinuousClock.now
