@@ -44,7 +44,11 @@ public enum GatewayApplication {
                 sender = http2
             }
             let sending = DeliveryWorker(queue: queue, sender: sender, settings: configuration.delivery, metrics: metrics, logger: logger, wakeup: wakeup)
-            direct = DirectDelivery(leaseSeconds: configuration.delivery.leaseSeconds) { jobs in await sending.process(jobs) }
+            if configuration.delivery.directLimit > 0 {
+                direct = DirectDelivery(leaseSeconds: configuration.delivery.leaseSeconds, limit: configuration.delivery.directLimit) { jobs in
+                    await sending.process(jobs)
+                }
+            }
             worker = sending
             worker?.direct = direct
         }
@@ -54,7 +58,7 @@ public enum GatewayApplication {
                                    wakeup: wakeup, directDelivery: direct)
         }
         let api = GatewayAPI(store: store, configuration: configuration, latestMigration: migrator.latestVersion, metrics: metrics, watcher: watcher,
-                             wakeup: wakeup, directDelivery: direct)
+                             wakeup: wakeup)
         metrics.onScrape {
             if let depth = try? await queue.depth() { metrics.queue(queued: depth.queued, due: depth.due) }
         }

@@ -135,52 +135,6 @@ import Testing
         }
     }
 
-    /// A signed `POST /v1/push` by `keys`, verified as the API would.
-    static func pushAuth(_ keys: Keys) throws -> VerifiedHTTPAuth {
-        let body = Array("{}".utf8)
-        let event = HTTPAuth.linkstrEvent(keys: keys, method: "POST", path: "/v1/push", body: body, nonce: nil, createdAt: UnixTime.now())
-        return try HTTPAuthVerifier().verify(authorization: HTTPAuth.headerValue(for: event), request: HTTPAuthRequest(method: "POST", path: "/v1/push", body: body))
-    }
-
-    @Test func aPushQueuedUnderALeaseComesBackClaimedAsAClaimWouldReturnIt() async throws {
-        try await TestDatabase.with { _, client in
-            let devices = Self.devices(2)
-            try await Self.seed(client, devices: devices, jobsPerDevice: 0)
-            let store = GatewayStore(client: client, logger: TestDatabase.logger)
-            let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
-            let sender = Keys.generate()
-            func push(_ event: String) -> PushRequest {
-                PushRequest(type: .newPost, eventID: event, conversationID: "C1", recipients: devices.map(\.pubkey).sorted(), emoji: nil, postID: nil)
-            }
-
-            let direct = try await store.enqueue(push("e1"), auth: Self.pushAuth(sender), leaseSeconds: 30)
-            #expect(direct.candidateDevices == 2)
-            #expect(direct.leased.count == 2)
-            #expect(direct.leased.allSatisfy { $0.attempts == 1 && $0.notification == APNsNotification(type: .newPost, eventID: "e1", conversationID: "C1") })
-            #expect(try await queue.claim(limit: 10).isEmpty, "already leased: no loop claims them")
-            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs WHERE attempts = 1 AND locked_until > now() + interval '25 seconds'") == 2)
-
-            let queued = try await store.enqueue(push("e2"), auth: Self.pushAuth(sender))
-            #expect(queued.candidateDevices == 2 && queued.leased.isEmpty, "without a lease the jobs wait for a claim")
-            let claimed = try await queue.claim(limit: 10)
-            #expect(claimed.count == 2)
-            // The same device data and notification (but its event) as the claim query returns.
-            func shape(_ job: ClaimedJob) -> [String] {
-                [job.deviceToken, job.pubkey, job.environment.rawValue, job.topic, "\(job.deviceUpdatedAt)", "\(job.attempts)", job.notification.payload]
-            }
-            let viaClaim = claimed.sorted { $0.deviceToken < $1.deviceToken }.map { shape($0) }
-            let viaLease = direct.leased.sorted { $0.deviceToken < $1.deviceToken }.map { job in
-                var job = job
-                job.notification.eventID = "e2"
-                return shape(job)
-            }
-            #expect(viaClaim == viaLease)
-
-            try await queue.finish(direct.leased)
-            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs WHERE event_id = 'e1'") == 0)
-        }
-    }
-
     @Test func directDeliveryStopsLeasingAtItsLimitAndResumesWhenSendsFinish() async throws {
         let open = Atomic(false)
         let sent = Mutex(0)

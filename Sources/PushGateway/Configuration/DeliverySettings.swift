@@ -8,17 +8,23 @@ public struct DeliverySettings: Sendable, Equatable {
     /// `DELIVERY_LOOPS` (default 4): claim-and-send loops per instance, so one slow round does not
     /// stall the queue.
     public var loops: Int = 4
+    /// `DELIVERY_DIRECT_LIMIT` (default 1024, 0 turns it off): relay-watch jobs this instance
+    /// queues already claimed and sends at once, at most this many in flight (`DirectDelivery`);
+    /// beyond it new jobs wait in the queue for the loops.
+    public var directLimit: Int = 1024
 
-    public init(leaseSeconds: Int = 30, batchSize: Int = 128, loops: Int = 4) {
+    public init(leaseSeconds: Int = 30, batchSize: Int = 128, loops: Int = 4, directLimit: Int = 1024) {
         self.leaseSeconds = leaseSeconds
         self.batchSize = batchSize
         self.loops = loops
+        self.directLimit = directLimit
     }
 
     static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> DeliverySettings {
         return DeliverySettings(
             leaseSeconds: try ConfigurationError.integer(env, "DELIVERY_LEASE_SECONDS", 1...3600, default: 30),
             batchSize: try ConfigurationError.integer(env, "DELIVERY_BATCH_SIZE", 1...1000, default: 128),
-            loops: try ConfigurationError.integer(env, "DELIVERY_LOOPS", 1...64, default: 4))
+            loops: try ConfigurationError.integer(env, "DELIVERY_LOOPS", 1...64, default: 4),
+            directLimit: try ConfigurationError.integer(env, "DELIVERY_DIRECT_LIMIT", 0...1_000_000, default: 1024))
     }
 }

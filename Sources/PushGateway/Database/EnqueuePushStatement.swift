@@ -4,10 +4,7 @@ import PostgresNIO
 /// `POST /v1/push` as one prepared statement: the replay key, dedupe rows per (event, type,
 /// recipient) and one job per eligible device, in one round trip and one transaction. Everything
 /// after `replay` depends on the key being new. The sender is never a recipient; devices whose
-/// owner archived the conversation get no job. With `lease`, the jobs are inserted already
-/// claimed (leased, attempt 1) and come back with their device, for this instance to send at once
-/// (`DirectDelivery`). Rows: the counts (replay fresh 1/0, recipients, jobs) on every row, and a
-/// leased job on each row when there are any.
+/// owner archived the conversation get no job. Returns `[replay fresh (1/0), recipients, jobs]`.
 struct EnqueuePushStatement: PostgresPreparedStatement {
     static let sql = """
         WITH replay AS (
@@ -21,21 +18,16 @@ struct EnqueuePushStatement: PostgresPreparedStatement {
             SELECT $5, $6, pubkey FROM recipients ORDER BY pubkey
             ON CONFLICT DO NOTHING RETURNING recipient
         ), jobs AS (
-            INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, emoji, post_id, expires_at,
-                                   locked_until, attempts)
-            SELECT gen_random_uuid(), d.device_token, d.pubkey, $6, $5, $7, $8, $9, now() + make_interval(secs => $10),
-                   CASE WHEN $12 THEN now() + make_interval(secs => $13) END, CASE WHEN $12 THEN 1 ELSE 0 END
-            FROM fresh f JOIN devices d ON d.pubkey = f.recipient
+            INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, emoji, post_id, expires_at)
+            SELECT gen_random_uuid(), d.device_token, d.pubkey, $6, $5, $7, $8, $9, now() + make_interval(secs => $10)
+            -- LATERAL: one index look-up per recipient. As a plain join the generic plan (the one
+            -- a prepared statement gets after five runs) hashes a sequential scan of every device.
+            FROM fresh f CROSS JOIN LATERAL (SELECT device_token, pubkey, relay_watch FROM devices WHERE pubkey = f.recipient) d
             WHERE NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = d.pubkey AND a.conversation_id = $7)
               AND NOT (d.relay_watch AND $11)
-            RETURNING id, apns_id, device_token, pubkey, attempts, expires_at
-        ), counts AS (
-            SELECT (SELECT count(*) FROM replay)::int AS fresh, (SELECT count(*) FROM recipients)::int AS recipients,
-                   (SELECT count(*) FROM jobs)::int AS jobs
+            RETURNING 1
         )
-        SELECT c.fresh, c.recipients, c.jobs, j.id, j.apns_id, j.device_token, j.pubkey, d.apns_environment, d.topic, d.updated_at,
-               j.attempts, j.expires_at
-        FROM counts c LEFT JOIN (jobs j JOIN devices d ON d.device_token = j.device_token) ON $12
+        SELECT (SELECT count(*) FROM replay)::int, (SELECT count(*) FROM recipients)::int, (SELECT count(*) FROM jobs)::int
         """
 
     var sender: String
@@ -49,11 +41,9 @@ struct EnqueuePushStatement: PostgresPreparedStatement {
     var postID: String?
     var lifetimeSeconds: Int
     var skipRelayWatchDevices: Bool
-    /// Lease the jobs for this long and return them (nil: queue them for any worker).
-    var leaseSeconds: Int?
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 13)
+        var bindings = PostgresBindings(capacity: 11)
         bindings.append(sender)
         bindings.append(replayKey)
         bindings.append(replayExpires)
@@ -65,30 +55,11 @@ struct EnqueuePushStatement: PostgresPreparedStatement {
         bindings.append(postID)
         bindings.append(Double(lifetimeSeconds))
         bindings.append(skipRelayWatchDevices)
-        bindings.append(leaseSeconds != nil)
-        bindings.append(Double(leaseSeconds ?? 0))
         return bindings
     }
 
-    struct Row {
-        var fresh: Bool
-        var recipients: Int
-        var jobs: Int
-        var leased: ClaimedJob?
-    }
-
-    func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (fresh, recipients, jobs, id, apnsID, token, pubkey, environment, topic, updatedAt, attempts, expiresAt) =
-            try row.decode((Int, Int, Int, Int64?, UUID?, String?, String?, String?, String?, Date?, Int?, Date?).self)
-        var job: ClaimedJob?
-        if let id, let apnsID, let token, let pubkey, let environment = environment.flatMap(APNsEnvironment.init(rawValue:)), let topic,
-           let updatedAt, let attempts, let expiresAt, let type = NotificationType(rawValue: notificationType) {
-            job = ClaimedJob(
-                id: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic, deviceUpdatedAt: updatedAt,
-                notification: APNsNotification(type: type, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID,
-                                               relay: nil, count: 1, recipient: nil),
-                attempts: attempts, expiresAt: expiresAt)
-        }
-        return Row(fresh: fresh == 1, recipients: recipients, jobs: jobs, leased: job)
+    func decodeRow(_ row: PostgresRow) throws -> [Int] {
+        let (fresh, recipients, jobs) = try row.decode((Int, Int, Int).self)
+        return [fresh, recipients, jobs]
     }
 }

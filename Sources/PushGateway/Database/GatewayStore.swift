@@ -191,32 +191,21 @@ public struct GatewayStore: Sendable {
     public struct EnqueueResult: Sendable, Equatable {
         public var recipientCount: Int
         public var candidateDevices: Int
-        /// With a lease: the queued jobs, already claimed for the caller to send.
-        public var leased: [ClaimedJob] = []
     }
 
     /// Dedupes per (event, type, recipient), skips the sender, recipients without devices and
     /// archived conversations, and queues one job per remaining device, all in one statement.
     /// `skipRelayWatchDevices`: while the relay watcher runs, devices it serves get no typed push.
-    /// `leaseSeconds`: the jobs come back already claimed for that long (`DirectDelivery`).
-    public func enqueue(_ request: PushRequest, auth: VerifiedHTTPAuth, skipRelayWatchDevices: Bool = false,
-                        leaseSeconds: Int? = nil) async throws -> EnqueueResult {
+    public func enqueue(_ request: PushRequest, auth: VerifiedHTTPAuth, skipRelayWatchDevices: Bool = false) async throws -> EnqueueResult {
         let sender = auth.pubkey.hex
         let lifetime = Self.jobLifetimeSeconds
         let (key, expires) = replayKey(auth)
-        let statement = EnqueuePushStatement(
+        let counts = try await countsStatement(EnqueuePushStatement(
             sender: sender, replayKey: key, replayExpires: expires, recipients: request.recipients, eventID: request.eventID,
             notificationType: request.type.rawValue, conversationID: request.conversationID, emoji: request.emoji, postID: request.postID,
-            lifetimeSeconds: lifetime, skipRelayWatchDevices: skipRelayWatchDevices, leaseSeconds: leaseSeconds)
-        let rows = try await storage {
-            try await Self.retryingTransient {
-                var rows: [EnqueuePushStatement.Row] = []
-                for try await row in try await client.execute(statement, logger: logger) { rows.append(row) }
-                return rows
-            }
-        }
-        guard let first = rows.first, first.fresh else { throw APIError.replayed }
-        return EnqueueResult(recipientCount: first.recipients, candidateDevices: first.jobs, leased: rows.compactMap(\.leased))
+            lifetimeSeconds: lifetime, skipRelayWatchDevices: skipRelayWatchDevices))
+        guard counts.count == 3, counts[0] == 1 else { throw APIError.replayed }
+        return EnqueueResult(recipientCount: counts[1], candidateDevices: counts[2])
     }
 
     /// The caller's devices (read-only: the replay key is still consumed, as for every signed call).

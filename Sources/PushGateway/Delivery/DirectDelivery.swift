@@ -2,8 +2,8 @@ import Synchronization
 
 /// Jobs this instance has just queued already claimed (leased, attempt 1, in the same statement
 /// that queued them), handed straight to its delivery worker: they skip the claim query, which
-/// saves PostgreSQL a lock, an update and a join per job. Both `POST /v1/push` and the relay
-/// watcher queue this way.
+/// saves PostgreSQL a lock, an update and a join per job. The relay watcher queues this way
+/// (small batches, one job per device); `POST /v1/push` does not (see `GatewayAPI.push`).
 ///
 /// Bounded: while about `limit` jobs are in flight here, new jobs are queued unleased and wait
 /// in PostgreSQL for the delivery loops, so a burst waits on disk, not in memory. If the process
@@ -15,7 +15,7 @@ public final class DirectDelivery: Sendable {
     private let send: @Sendable ([ClaimedJob]) async -> Void
     private let inFlight = Mutex(0)
 
-    public init(leaseSeconds: Int, limit: Int = 4096, send: @escaping @Sendable ([ClaimedJob]) async -> Void) {
+    public init(leaseSeconds: Int, limit: Int = 1024, send: @escaping @Sendable ([ClaimedJob]) async -> Void) {
         self.leaseSeconds = leaseSeconds
         self.limit = limit
         self.send = send

@@ -23,8 +23,6 @@ public struct GatewayAPI: Sendable {
     /// `/readyz` and `/admin/status` report it.
     let watcher: RelayWatcher?
     let wakeup: WakeupSignal?
-    /// This instance's delivery worker, for jobs queued already claimed; nil in an API-only instance.
-    let directDelivery: DirectDelivery?
     /// Per-instance limits (`RATE_LIMIT_IP`, `RATE_LIMIT_PUBKEY`); nil when off.
     let ipLimiter: RateLimiter?
     let pubkeyLimiter: RateLimiter?
@@ -32,8 +30,7 @@ public struct GatewayAPI: Sendable {
 
     /// `store` should be built with `configuration.authMaxSkewSeconds` as its replay window.
     public init(store: GatewayStore, configuration: GatewayConfiguration, latestMigration: Int, metrics: GatewayMetrics = GatewayMetrics(),
-                watcher: RelayWatcher? = nil, wakeup: WakeupSignal? = nil, directDelivery: DirectDelivery? = nil, startedAt: Date = Date()) {
-        self.directDelivery = directDelivery
+                watcher: RelayWatcher? = nil, wakeup: WakeupSignal? = nil, startedAt: Date = Date()) {
         self.store = store
         self.wakeup = wakeup
         self.watcher = watcher
@@ -107,10 +104,11 @@ public struct GatewayAPI: Sendable {
 
     public func push(_ request: inout Request) async throws -> Response {
         let (auth, push) = try await signed(&request, parse: PushRequest.parse)
-        let result = try await store.enqueue(push, auth: auth, skipRelayWatchDevices: watcher != nil, leaseSeconds: directDelivery?.lease())
-        // Sent from here at once; anything queued unleased waits for the delivery loops.
-        directDelivery?.start(result.leased)
-        if result.candidateDevices > result.leased.count { wakeup?.signal() }
+        // Queued for the delivery loops, not leased and sent from here as the relay watcher does
+        // (`DirectDelivery`): with a large devices table, 500-job inserts racing the deletes of
+        // jobs sent moments earlier cost PostgreSQL several times more (docs/performance.md).
+        let result = try await store.enqueue(push, auth: auth, skipRelayWatchDevices: watcher != nil)
+        if result.candidateDevices > 0 { wakeup?.signal() }
         return JSONBody.response(.accepted, [
             "status": "accepted", "recipient_count": .integer(Int64(result.recipientCount)),
             "candidate_devices": .integer(Int64(result.candidateDevices)),
