@@ -113,7 +113,11 @@ import Testing
             ]
             let sender = ScriptedSender { answers[$0.deviceToken]! }
             let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
-            let worker = DeliveryWorker(queue: queue, sender: sender, logger: TestDatabase.logger)
+            var worker = DeliveryWorker(queue: queue, sender: sender, logger: TestDatabase.logger)
+            // A 60 s first backoff instead of 2 s: a loaded machine must not make the retry due
+            // before the checks below run.
+            worker.retryPolicy.baseSeconds = 60
+            let sentAt = Date()
             #expect(try await worker.runOnce() == 6)
             #expect(sender.sent.withLock { $0.count } == 6)
 
@@ -128,8 +132,8 @@ import Testing
             #expect(try await exists("push_jobs", devices[4].token), "500 is retried")
             #expect(try await TestDatabase.count(client, """
                 SELECT count(*)::int FROM push_jobs WHERE device_token = '\(devices[4].token)' AND last_error = 'InternalServerError'
-                AND locked_until IS NULL AND next_attempt_at BETWEEN now() + interval '1 second' AND now() + interval '3 seconds'
-                """) == 1, "backs off 2 s plus jitter")
+                AND locked_until IS NULL AND next_attempt_at BETWEEN to_timestamp(\(sentAt.timeIntervalSince1970 + 59.5)) AND now() + interval '72 seconds'
+                """) == 1, "backs off the first delay plus up to 20 % jitter")
             #expect(try await !exists("push_jobs", devices[5].token), "sender bugs are dropped, not retried")
             #expect(try await worker.runOnce() == 0, "nothing else is due yet")
         }
