@@ -68,10 +68,7 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if needsFlush {
-            needsFlush = false
-            context.flush()
-        }
+        flushIfNeeded(context: context)
         context.fireChannelReadComplete()
     }
 

@@ -14,15 +14,8 @@ protocol APNsTransport: Sendable {
 
 extension APNsTransport {
     func send(_ requests: [APNsRequest]) async -> [Result<APNsStreamResponse, any Error>] {
-        await withTaskGroup(of: (Int, Result<APNsStreamResponse, any Error>).self) { group in
-            for (index, request) in requests.enumerated() {
-                group.addTask {
-                    do { return (index, .success(try await send(request))) } catch { return (index, .failure(error)) }
-                }
-            }
-            var results = [Result<APNsStreamResponse, any Error>](repeating: .failure(APNsConnectionError.closed), count: requests.count)
-            for await (index, result) in group { results[index] = result }
-            return results
+        await concurrentlyInOrder(requests) { request in
+            do { return .success(try await send(request)) } catch { return .failure(error) }
         }
     }
 }

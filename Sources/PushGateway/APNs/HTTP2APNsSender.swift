@@ -78,27 +78,16 @@ public final class HTTP2APNsSender: APNsSender {
         }
     }
 
+    /// One job is a round of one: the same checks, token handling and retry as a batch.
     public func send(_ job: ClaimedJob) async -> APNsSendResult {
-        guard let app = appsByTopic[job.topic] else {
-            // Registered for a topic this instance no longer has a key for: nothing can deliver it.
-            return APNsSendResult(status: 0, reason: "TopicNotConfigured")
-        }
-        let payload = job.notification.payload
-        guard payload.utf8.count <= APNsNotification.maxPayloadBytes else {
-            return APNsSendResult(status: 0, reason: "PayloadTooLarge")
-        }
-        var result = await attempt(job, payload: payload, app: app)
-        if result.status == 403, result.reason == "ExpiredProviderToken", let rejected = result.providerToken {
-            let refreshed = (try? await app.tokens.refresh(rejected: rejected)) ?? false
-            logger.notice("APNs rejected the provider token as expired", metadata: ["apns.key_id": "\(app.keyID)", "apns.jwt_refreshed": "\(refreshed)"])
-            if refreshed { result = await attempt(job, payload: payload, app: app) }
-        }
-        return result
+        await send([job])[0]
     }
 
     /// A delivery round: one token look-up per app, then every request through the transport at
     /// once (`APNsConnectionPool` writes each connection's share in one event-loop hop and one
-    /// flush). An `ExpiredProviderToken` answer is handled per job as in `send(_:)`.
+    /// flush). A job whose topic has no key or whose payload is too large is refused before
+    /// sending; an `ExpiredProviderToken` answer refreshes the token (rules permitting) and that
+    /// job is sent once more at once.
     public func send(_ jobs: [ClaimedJob]) async -> [APNsSendResult] {
         var results = [APNsSendResult?](repeating: nil, count: jobs.count)
         var tokens: [ObjectIdentifier: String] = [:]
@@ -108,6 +97,7 @@ public final class HTTP2APNsSender: APNsSender {
         sent.reserveCapacity(jobs.count)
         for (index, job) in jobs.enumerated() {
             guard let app = appsByTopic[job.topic] else {
+                // Registered for a topic this instance no longer has a key for: nothing can deliver it.
                 results[index] = APNsSendResult(status: 0, reason: "TopicNotConfigured")
                 continue
             }

@@ -11,14 +11,7 @@ public protocol APNsSender: Sendable {
 
 extension APNsSender {
     public func send(_ jobs: [ClaimedJob]) async -> [APNsSendResult] {
-        await withTaskGroup(of: (Int, APNsSendResult).self) { group in
-            for (index, job) in jobs.enumerated() {
-                group.addTask { (index, await send(job)) }
-            }
-            var results = [APNsSendResult](repeating: APNsSendResult(status: 0), count: jobs.count)
-            for await (index, result) in group { results[index] = result }
-            return results
-        }
+        await concurrentlyInOrder(jobs) { await send($0) }
     }
 }
 

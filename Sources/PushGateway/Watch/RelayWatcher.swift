@@ -114,9 +114,8 @@ public actor RelayWatcher: Service {
             for consumer in consumers.values { await consumer.value }
             for batcher in batchers { batcher.close() }
         }
-        // Sends handed to direct delivery finish before the services below this one (the APNs
-        // connections, the database pool) stop; past the lease they would be sent again anyway.
-        await directDelivery?.drain()
+        // Sends handed to direct delivery are drained by the delivery worker, which stops after
+        // this service and before the APNs connections and the database pool.
         do {
             try await store.release(instance: instanceID)
         } catch {
