@@ -26,10 +26,16 @@ public struct GatewayStore: Sendable {
     /// How long a queued job may wait for delivery.
     public static let jobLifetimeSeconds = 15 * 60
 
+    /// Group commit for `register` (see `RegistrationBatcher`).
+    let registrations: RegistrationBatcher
+
     public init(client: PostgresClient, logger: Logger, replayWindowSeconds: Int64 = 300) {
         self.client = client
         self.logger = logger
         self.replayWindowSeconds = replayWindowSeconds
+        self.registrations = RegistrationBatcher { group in
+            try await Self.storage(logger: logger) { try await Self.applyRegistrations(group, client: client, logger: logger) }
+        }
     }
 
     /// Runs `body` in a transaction after recording `auth`'s replay key; a key seen before is a 401.
@@ -113,6 +119,10 @@ public struct GatewayStore: Sendable {
     /// waits for a connection that cannot be made) is cancelled and answered 500 in good time,
     /// instead of holding the client until its own timeout.
     func storage<Result: Sendable>(_ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
+        try await Self.storage(logger: logger, body)
+    }
+
+    static func storage<Result: Sendable>(logger: Logger, _ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
         do {
             return try await withDeadline(Self.storageTimeout, body)
         } catch let error as APIError {
@@ -140,10 +150,40 @@ public struct GatewayStore: Sendable {
     public func register(_ request: RegisterDeviceRequest, topic: String, auth: VerifiedHTTPAuth) async throws {
         let pubkey = auth.pubkey.hex
         let (key, expires) = replayKey(auth)
-        let counts = try await countsStatement(RegisterDeviceStatement(
+        let applied = try await registrations.register(PendingRegistration(
             pubkey: pubkey, replayKey: key, replayExpires: expires, deviceToken: request.deviceToken,
             environment: request.environment.rawValue, topic: topic, relayWatch: request.relayWatch))
-        guard counts.first == 1 else { throw APIError.replayed }
+        guard applied else { throw APIError.replayed }
+    }
+
+    /// Writes a group of registrations in one statement. A group PostgreSQL refuses as a whole is
+    /// written again one registration at a time, so one bad registration fails only itself.
+    static func applyRegistrations(
+        _ group: [PendingRegistration], client: PostgresClient, logger: Logger
+    ) async throws -> [RegistrationBatcher.Outcome] {
+        @Sendable func write(_ registrations: [PendingRegistration]) async throws -> [Bool] {
+            try await retryingTransient {
+                var applied = [Bool](repeating: false, count: registrations.count)
+                for try await (position, wasApplied) in try await client.execute(RegisterDevicesStatement(registrations: registrations), logger: logger) {
+                    applied[position - 1] = wasApplied
+                }
+                return applied
+            }
+        }
+        do {
+            return try await write(group).map { .success($0) }
+        } catch let error as PSQLError where group.count > 1 && error.serverInfo != nil {
+            var outcomes: [RegistrationBatcher.Outcome] = []
+            for registration in group {
+                do {
+                    outcomes.append(.success(try await write([registration])[0]))
+                } catch let error as PSQLError {
+                    logStorageFailure(error, logger)
+                    outcomes.append(.failure(APIError.storage))
+                }
+            }
+            return outcomes
+        }
     }
 
     /// Removes the caller's own device (a token owned by someone else is left alone).

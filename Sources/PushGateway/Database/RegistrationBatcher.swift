@@ -1,0 +1,82 @@
+import Synchronization
+
+/// Group commit for device registrations: requests that arrive while a group is being written
+/// wait and go together in the next one, one statement and one commit per group
+/// (`RegisterDevicesStatement`). Under load this divides PostgreSQL's per-statement and per-commit
+/// cost, and the gateway's per-query client work, by the group size; an idle gateway writes a
+/// lone registration at once, with no timer in the way.
+///
+/// At most `maxConcurrentGroups` groups are in flight, so a burst gathers into groups instead of
+/// taking every pool connection one registration at a time.
+final class RegistrationBatcher: Sendable {
+    typealias Outcome = Result<Bool, any Error>
+    /// Applies a group and answers each registration: applied (true), replayed (false) or failed.
+    /// Throwing fails the whole group.
+    typealias Apply = @Sendable ([PendingRegistration]) async throws -> [Outcome]
+
+    private struct State {
+        var queue = RegistrationQueue<CheckedContinuation<Bool, any Error>>()
+        var groupsInFlight = 0
+    }
+
+    private let state = Mutex(State())
+    private let apply: Apply
+    let maxGroupSize: Int
+    let maxConcurrentGroups: Int
+
+    init(maxGroupSize: Int = 64, maxConcurrentGroups: Int = 2, apply: @escaping Apply) {
+        precondition(maxGroupSize > 0 && maxConcurrentGroups > 0)
+        self.maxGroupSize = maxGroupSize
+        self.maxConcurrentGroups = maxConcurrentGroups
+        self.apply = apply
+    }
+
+    /// Registrations waiting for a group.
+    var queued: Int { state.withLock { $0.queue.count } }
+
+    /// Writes `registration` with the next group; true when applied, false when its replay key had
+    /// been used before. A cancelled caller still queued is withdrawn and gets `CancellationError`.
+    func register(_ registration: PendingRegistration) async throws -> Bool {
+        let id = state.withLock { $0.queue.reserveID() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
+                let startGroup = state.withLock { state -> Bool? in
+                    // The cancellation handler may already have run and found nothing to withdraw.
+                    if Task.isCancelled { return nil }
+                    state.queue.append(registration, id: id, waiter: continuation)
+                    guard state.groupsInFlight < maxConcurrentGroups else { return false }
+                    state.groupsInFlight += 1
+                    return true
+                }
+                switch startGroup {
+                case nil: continuation.resume(throwing: CancellationError())
+                case true?: Task { await self.writeGroups() }
+                case false?: break
+                }
+            }
+        } onCancel: {
+            state.withLock { $0.queue.remove(id: id) }?.waiter.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Writes groups until the queue is empty. A group that fails as a whole fails everything
+    /// queued behind it too: those would wait only to meet the same database.
+    private func writeGroups() async {
+        while true {
+            let group = state.withLock { state in
+                let group = state.queue.takeBatch(limit: maxGroupSize)
+                if group.isEmpty { state.groupsInFlight -= 1 }
+                return group
+            }
+            guard !group.isEmpty else { return }
+            do {
+                let outcomes = try await apply(group.map(\.registration))
+                precondition(outcomes.count == group.count, "one outcome per registration")
+                for (entry, outcome) in zip(group, outcomes) { entry.waiter.resume(with: outcome) }
+            } catch {
+                let behind = state.withLock { $0.queue.removeAll() }
+                for entry in group + behind { entry.waiter.resume(throwing: error) }
+            }
+        }
+    }
+}

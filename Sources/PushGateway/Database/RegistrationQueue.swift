@@ -1,0 +1,83 @@
+import Foundation
+
+/// One `POST /v1/devices/register`, ready for the database: its replay key and the device row.
+struct PendingRegistration: Sendable, Equatable {
+    var pubkey: String
+    var replayKey: String
+    var replayExpires: Date
+    var deviceToken: String
+    var environment: String
+    var topic: String
+    var relayWatch: Bool
+}
+
+/// Registrations waiting for the next group commit, in arrival order: a pure value, so the batch
+/// rules are tested without a database.
+///
+/// A batch never holds two registrations of the same device token or the same replay key. One
+/// statement could not apply them in order: `ON CONFLICT DO UPDATE` refuses to touch a row twice,
+/// and both would read the same snapshot. The later one waits for the next batch, so the outcome
+/// is the one sequential statements would give.
+struct RegistrationQueue<Waiter> {
+    struct Entry {
+        var id: UInt64
+        var registration: PendingRegistration
+        var waiter: Waiter
+    }
+
+    private(set) var entries: [Entry] = []
+    private var nextID: UInt64 = 0
+
+    var isEmpty: Bool { entries.isEmpty }
+    var count: Int { entries.count }
+
+    /// An id for a registration about to be queued; its waiter withdraws it by this id.
+    mutating func reserveID() -> UInt64 {
+        nextID += 1
+        return nextID
+    }
+
+    /// Queues `registration` under an id from `reserveID()`.
+    mutating func append(_ registration: PendingRegistration, id: UInt64, waiter: Waiter) {
+        entries.append(Entry(id: id, registration: registration, waiter: waiter))
+    }
+
+    /// Takes the next batch: up to `limit` entries, oldest first, skipping (and keeping queued)
+    /// any whose device token or replay key is already in the batch.
+    mutating func takeBatch(limit: Int) -> [Entry] {
+        var batch: [Entry] = []
+        var tokens = Set<String>()
+        var replayKeys = Set<ReplayIdentity>()
+        var kept: [Entry] = []
+        kept.reserveCapacity(entries.count)
+        for entry in entries {
+            let replay = ReplayIdentity(pubkey: entry.registration.pubkey, key: entry.registration.replayKey)
+            if batch.count < limit, !tokens.contains(entry.registration.deviceToken), !replayKeys.contains(replay) {
+                tokens.insert(entry.registration.deviceToken)
+                replayKeys.insert(replay)
+                batch.append(entry)
+            } else {
+                kept.append(entry)
+            }
+        }
+        entries = kept
+        return batch
+    }
+
+    /// Withdraws a still-queued entry (its request was cancelled); nil when it already left.
+    mutating func remove(id: UInt64) -> Entry? {
+        guard let index = entries.firstIndex(where: { $0.id == id }) else { return nil }
+        return entries.remove(at: index)
+    }
+
+    /// Empties the queue, returning everything that was waiting.
+    mutating func removeAll() -> [Entry] {
+        defer { entries.removeAll() }
+        return entries
+    }
+
+    private struct ReplayIdentity: Hashable {
+        var pubkey: String
+        var key: String
+    }
+}

@@ -1,0 +1,228 @@
+import Foundation
+import NostrProtocol
+import PostgresNIO
+@testable import PushGateway
+import Synchronization
+import Testing
+
+/// Group commit of registrations: the batch rules as a value, the batcher's concurrency with a
+/// recording writer, and the group statement against PostgreSQL.
+@Suite struct RegistrationGroupTests {
+    static func registration(_ pubkey: String, _ replayKey: String, token: String, environment: String = "sandbox") -> PendingRegistration {
+        PendingRegistration(pubkey: pubkey, replayKey: replayKey, replayExpires: Date().addingTimeInterval(600), deviceToken: token,
+                            environment: environment, topic: GatewayHarness.topic, relayWatch: false)
+    }
+
+    static func pubkey(_ seed: UInt8) -> String { Hex.encode([UInt8](repeating: seed, count: 32)) }
+
+    @Test func aBatchHoldsEachTokenAndReplayKeyOnceAndKeepsTheRestInOrder() {
+        var queue = RegistrationQueue<Int>()
+        let items = [
+            Self.registration("A", "n1", token: "T1"),
+            Self.registration("B", "n1", token: "T2"),  // same key, other pubkey: a different replay key
+            Self.registration("C", "n2", token: "T1"),  // T1 again: waits
+            Self.registration("A", "n1", token: "T3"),  // A's n1 again: waits
+            Self.registration("D", "n3", token: "T4"),
+            Self.registration("E", "n4", token: "T5"),
+        ]
+        for (index, item) in items.enumerated() { queue.append(item, id: queue.reserveID(), waiter: index) }
+
+        let first = queue.takeBatch(limit: 3)
+        #expect(first.map(\.waiter) == [0, 1, 4])
+        #expect(queue.entries.map(\.waiter) == [2, 3, 5])
+        let second = queue.takeBatch(limit: 10)
+        #expect(second.map(\.waiter) == [2, 3, 5])
+        #expect(queue.isEmpty)
+        #expect(queue.takeBatch(limit: 10).isEmpty)
+
+        let id = queue.reserveID()
+        queue.append(items[0], id: id, waiter: 9)
+        #expect(queue.remove(id: id)?.waiter == 9)
+        #expect(queue.remove(id: id) == nil)
+    }
+
+    /// Records each group it is given; the first group waits until `hold` is released.
+    final class RecordingWriter: Sendable {
+        let groups = Mutex<[[String]]>([])
+        let hold = Mutex<CheckedContinuation<Void, Never>?>(nil)
+        let holdFirst: Bool
+        let failure: (any Error)?
+
+        init(holdFirst: Bool, failure: (any Error)? = nil) {
+            self.holdFirst = holdFirst
+            self.failure = failure
+        }
+
+        func apply(_ group: [PendingRegistration]) async throws -> [RegistrationBatcher.Outcome] {
+            let isFirst = groups.withLock { groups in
+                groups.append(group.map(\.deviceToken))
+                return groups.count == 1
+            }
+            if holdFirst && isFirst {
+                await withCheckedContinuation { continuation in hold.withLock { $0 = continuation } }
+            }
+            if let failure { throw failure }
+            return group.map { .success($0.replayKey != "replayed") }
+        }
+
+        func release() async throws {
+            #expect(try await GatewayHarness.eventually { self.hold.withLock { $0 != nil } })
+            hold.withLock { $0.take() }?.resume()
+        }
+    }
+
+    @Test func whatArrivesDuringAWriteGoesInTheNextGroup() async throws {
+        let writer = RecordingWriter(holdFirst: true)
+        let batcher = RegistrationBatcher(maxGroupSize: 4, maxConcurrentGroups: 1) { try await writer.apply($0) }
+        try await withThrowingTaskGroup(of: (String, Bool).self) { tasks in
+            tasks.addTask { ("T0", try await batcher.register(Self.registration("A", "n0", token: "T0"))) }
+            #expect(try await GatewayHarness.eventually { writer.groups.withLock { $0.count } == 1 })
+            for index in 1...6 {
+                let key = index == 3 ? "replayed" : "n\(index)"
+                tasks.addTask { ("T\(index)", try await batcher.register(Self.registration("A", key, token: "T\(index)"))) }
+            }
+            #expect(try await GatewayHarness.eventually { batcher.queued == 6 })
+            try await writer.release()
+            var answers: [String: Bool] = [:]
+            for try await (token, applied) in tasks { answers[token] = applied }
+            #expect(answers == ["T0": true, "T1": true, "T2": true, "T3": false, "T4": true, "T5": true, "T6": true])
+        }
+        let groups = writer.groups.withLock { $0 }
+        // The lone first registration went at once; the six that waited went as groups of at most four.
+        #expect(groups.first == ["T0"])
+        #expect(groups.dropFirst().map(\.count) == [4, 2])
+        #expect(Set(groups.dropFirst().joined()) == Set((1...6).map { "T\($0)" }))
+        #expect(batcher.queued == 0)
+    }
+
+    struct WriteFailed: Error {}
+
+    @Test func aFailedGroupFailsItselfAndWhatWaitsBehindIt() async throws {
+        let writer = RecordingWriter(holdFirst: true, failure: WriteFailed())
+        let batcher = RegistrationBatcher(maxGroupSize: 2, maxConcurrentGroups: 1) { try await writer.apply($0) }
+        await withTaskGroup(of: Bool.self) { tasks in
+            tasks.addTask { (try? await batcher.register(Self.registration("A", "n0", token: "T0"))) != nil }
+            #expect(try! await GatewayHarness.eventually { writer.groups.withLock { $0.count } == 1 })
+            for index in 1...5 {
+                tasks.addTask { (try? await batcher.register(Self.registration("A", "n\(index)", token: "T\(index)"))) != nil }
+            }
+            #expect(try! await GatewayHarness.eventually { batcher.queued == 5 })
+            try! await writer.release()
+            var succeeded = 0
+            for await ok in tasks where ok { succeeded += 1 }
+            #expect(succeeded == 0)
+        }
+        // Only the failed group was written: the five behind it were answered without a write.
+        #expect(writer.groups.withLock { $0 } == [["T0"]])
+        #expect(batcher.queued == 0)
+    }
+
+    @Test func aCancelledRegistrationStillQueuedIsWithdrawn() async throws {
+        let writer = RecordingWriter(holdFirst: true)
+        let batcher = RegistrationBatcher(maxGroupSize: 8, maxConcurrentGroups: 1) { try await writer.apply($0) }
+        let first = Task { try await batcher.register(Self.registration("A", "n0", token: "T0")) }
+        #expect(try await GatewayHarness.eventually { writer.groups.withLock { $0.count } == 1 })
+        let cancelled = Task { try await batcher.register(Self.registration("A", "n1", token: "T1")) }
+        let kept = Task { try await batcher.register(Self.registration("A", "n2", token: "T2")) }
+        #expect(try await GatewayHarness.eventually { batcher.queued == 2 })
+        cancelled.cancel()
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        #expect(batcher.queued == 1)
+        try await writer.release()
+        #expect(try await first.value)
+        #expect(try await kept.value)
+        #expect(writer.groups.withLock { $0 } == [["T0"], ["T2"]])
+    }
+
+    @Test func oneGroupStatementAppliesMovesReplaysAndOrphanedArchiveLikeSequentialRegistrations() async throws {
+        try await TestDatabase.with { _, client in
+            let logger = TestDatabase.logger
+            let (a, b, c, e) = (Self.pubkey(0xA1), Self.pubkey(0xB2), Self.pubkey(0xC3), Self.pubkey(0xE5))
+            let (t1, t2, t3, t5) = (GatewayHarness.token(1), GatewayHarness.token(2), GatewayHarness.token(3), GatewayHarness.token(5))
+            // C owns T2 and T5, has archive state and a queued job for T2; B has used replay key "old".
+            let setup = try await GatewayStore.applyRegistrations(
+                [Self.registration(c, "c1", token: t2), Self.registration(c, "c2", token: t5), Self.registration(b, "old", token: t3)],
+                client: client, logger: logger)
+            #expect(setup.map { try? $0.get() } == [true, true, true])
+            try await client.query("INSERT INTO archived_conversations (pubkey, conversation_id) VALUES (\(c), 'conv')", logger: logger)
+            try await client.query("""
+                INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, expires_at)
+                VALUES (gen_random_uuid(), \(t2), \(c), 'post', 'e1', 'conv', now() + interval '15 minutes')
+                """, logger: logger)
+
+            // One group: A registers T1; B takes T2 and E takes T5 from C, so C has no device left;
+            // B reuses its replay key "old" with T1's neighbour T3, which must change nothing.
+            let outcomes = try await GatewayStore.applyRegistrations([
+                Self.registration(a, "a1", token: t1),
+                Self.registration(b, "b1", token: t2),
+                Self.registration(e, "e1", token: t5),
+                Self.registration(b, "old", token: GatewayHarness.token(9)),
+            ], client: client, logger: logger)
+            #expect(outcomes.map { try? $0.get() } == [true, true, true, false])
+
+            func owner(_ token: String) async throws -> String? {
+                for try await pubkey in try await client.query("SELECT pubkey FROM devices WHERE device_token = \(token)", logger: logger).decode(String.self) {
+                    return pubkey
+                }
+                return nil
+            }
+            #expect(try await owner(t1) == a)
+            #expect(try await owner(t2) == b)
+            #expect(try await owner(t5) == e)
+            #expect(try await owner(GatewayHarness.token(9)) == nil)
+            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs") == 0)
+            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM archived_conversations") == 0)
+            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM auth_replays") == 6)
+        }
+    }
+
+    @Test func aGroupPostgreSQLRefusesIsWrittenOneByOneSoOnlyTheBadRegistrationFails() async throws {
+        try await TestDatabase.with { _, client in
+            let (a, b) = (Self.pubkey(0xA1), Self.pubkey(0xB2))
+            // `apns_environment` has a CHECK constraint; the HTTP layer never lets "staging" through,
+            // so this stands for any registration the database refuses.
+            let outcomes = try await GatewayStore.applyRegistrations([
+                Self.registration(a, "a1", token: GatewayHarness.token(1)),
+                Self.registration(b, "b1", token: GatewayHarness.token(2), environment: "staging"),
+                Self.registration(a, "a2", token: GatewayHarness.token(3)),
+            ], client: client, logger: TestDatabase.logger)
+            #expect(try outcomes[0].get() == true)
+            #expect(throws: APIError.self) { try outcomes[1].get() }
+            #expect(try outcomes[2].get() == true)
+            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM devices") == 2)
+            // The refused registration left no replay key behind: its request may be sent again.
+            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM auth_replays WHERE pubkey = '\(b)'") == 0)
+        }
+    }
+
+    @Test func concurrentRegistrationsOverHTTPEachGetTheirAnswer() async throws {
+        try await GatewayHarness.run { gateway in
+            let keys = (0..<24).map { _ in Keys.generate() }
+            let shared = Keys.generate()
+            let createdAt = UnixTime.now()
+            let statuses = try await withThrowingTaskGroup(of: (String, Int).self) { tasks in
+                for (index, key) in keys.enumerated() {
+                    tasks.addTask {
+                        let response = try await gateway.send(key, .post, "/v1/devices/register",
+                                                              json: GatewayHarness.registerBody(GatewayHarness.token(UInt8(index + 1))))
+                        return ("distinct", response.status.code)
+                    }
+                }
+                // The same signed request twice at once (one nonce): exactly one may apply.
+                for _ in 0..<2 {
+                    tasks.addTask {
+                        let response = try await gateway.send(shared, .post, "/v1/devices/register",
+                                                              json: GatewayHarness.registerBody(GatewayHarness.token(0xEE)), nonce: "same-nonce", createdAt: createdAt)
+                        return ("replay", response.status.code)
+                    }
+                }
+                var statuses: [String: [Int]] = [:]
+                for try await (kind, status) in tasks { statuses[kind, default: []].append(status) }
+                return statuses
+            }
+            #expect(statuses["distinct"] == Array(repeating: 202, count: 24))
+            #expect(statuses["replay"]?.sorted() == [202, 401])
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 25)
+        }
+    }
+}
