@@ -77,6 +77,9 @@ private final class ConnectionErrorHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         logger.debug("connection error", metadata: ["error": "\(error)"])
+        // A stream error concerns one stream, which NIOHTTP2Handler has already reset (for
+        // example a stream the client opened after our GOAWAY): the connection goes on.
+        if error is NIOHTTP2Errors.StreamError { return }
         context.close(promise: nil)
     }
 }

@@ -9,7 +9,7 @@ import NostrProtocol
 /// frame (and a DATA frame for a body) on the same stream, and the answers of one read burst go
 /// out in one flush. Requests are pushes to `/3/device/<token>`, or one of the sandbox's own
 /// endpoints: `GET /deliveries[?after=N&status=S]`, `DELETE /deliveries`, `GET /stats`,
-/// `GET /healthz`, `POST /control/max-streams?value=N`.
+/// `GET /healthz`, `POST /control/max-streams?value=N`, `POST /control/goaway?after=N`.
 ///
 /// A channel and an HTTP/1 codec per stream cost about half of the sandbox's CPU per push; with
 /// the sandbox on the same machine as the gateway in the benchmarks, that was CPU the gateway did
@@ -36,6 +36,11 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
     private var streams: [HTTP2StreamID: OpenStream] = [:]
     private var unacknowledgedBytes = 0
     private var needsFlush = false
+    /// The highest stream whose request was answered (or is being answered). A client's DATA
+    /// frames need not arrive in stream order, so it may be above the newest push's stream.
+    private var highestProcessedStreamID = HTTP2StreamID.rootStream
+    /// Set once this connection sent GOAWAY: streams above it are ignored.
+    private var goAwayLastStreamID: HTTP2StreamID?
 
     init(state: SandboxState, connection: SandboxConnectionState) {
         self.state = state
@@ -47,9 +52,20 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
         let id = frame.streamID
         switch frame.payload {
         case .headers(let headers):
+            if let last = goAwayLastStreamID, id > last {
+                // Opened after our GOAWAY: not processed (RFC 9113 §6.8), so never answered.
+                return
+            }
             if streams[id] == nil {
                 streams[id] = OpenStream(headers: headers.headers)
                 state.observeStreams(connection.streamOpened())
+                // Decided when a push's stream opens, before its request is complete: a client
+                // sends a burst's HEADERS ahead of its DATA, so the streams after the last
+                // answered one, this one included, are in flight and will be refused.
+                if goAwayLastStreamID == nil, headers.headers.first(name: ":path")?.hasPrefix("/3/device/") == true, state.pushTriggersGoAway() {
+                    goAway(lastStreamID: highestProcessedStreamID, context: context)
+                    return
+                }
             }  // else trailers: APNs requests carry none, and nothing here reads them
             if headers.endStream { complete(id, context: context) }
         case .data(let payload):
@@ -119,6 +135,7 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
         }
         let request = SandboxRequest(method: method, path: path, headers: fields, body: stream.body)
         let reply = state.answer(request, on: connection)
+        highestProcessedStreamID = max(highestProcessedStreamID, id)
         var extra: [(String, String)] = [("apns-id", request.header("apns-id") ?? UUID().uuidString)]
         var text: String?
         if let reason = reply.reason {
@@ -140,6 +157,21 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
             handler.write(id, status: reply.status, body: body, headers: headers, context: context)
             handler.flushIfNeeded(context: context)
         }
+    }
+
+    /// Sends GOAWAY: `lastStreamID` (the highest processed stream) and the streams before it are
+    /// answered; newer streams, whose
+    /// HEADERS a client sends ahead of a burst's DATA, are dropped unanswered. NIOHTTP2Handler
+    /// drops them on its side too (and ignores their DATA), and refuses streams opened later.
+    private func goAway(lastStreamID: HTTP2StreamID, context: ChannelHandlerContext) {
+        goAwayLastStreamID = lastStreamID
+        for id in streams.keys where id > lastStreamID {
+            streams.removeValue(forKey: id)
+            connection.streamClosed()
+        }
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: nil))), promise: nil)
+        needsFlush = true
+        state.goAwaySent()
     }
 
     private func flushIfNeeded(context: ChannelHandlerContext) {
@@ -165,6 +197,12 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
             }
             state.setMaxConcurrentStreams(value)
             return (200, ["max_concurrent_streams": .integer(Int64(value))])
+        case ("POST", "/control/goaway"):
+            guard let after = query["after"].flatMap({ Int($0) }), (1...1_000_000).contains(after) else {
+                return (400, ["error": "after must be an integer in 1...1000000"])
+            }
+            state.scheduleGoAway(afterPushes: after)
+            return (200, ["goaway_after_pushes": .integer(Int64(after))])
         case ("GET", "/stats"):
             let stats = state.statistics
             var byStatus: [String: JSONValue] = [:]
@@ -174,6 +212,7 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
                 "peak_concurrent_streams": .integer(Int64(stats.peakConcurrentStreams)),
                 "max_concurrent_streams": .integer(Int64(state.maxConcurrentStreams)),
                 "open_connections": .integer(Int64(stats.openConnections)),
+                "goaways_sent": .integer(Int64(stats.goAwaysSent)),
             ]))
         default:
             return nil

@@ -16,6 +16,9 @@ public final class SandboxState: Sendable {
     private let peakStreams = Atomic<Int>(0)
     private let openConnections = Atomic<Int>(0)
     private let streamLimit: Atomic<Int>
+    /// Pushes left before the scripted GOAWAY (0: none scheduled).
+    private let goAwayCountdown = Atomic<Int>(0)
+    private let goAwaysSent = Atomic<Int>(0)
     private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
 
     struct Log {
@@ -118,13 +121,36 @@ public final class SandboxState: Sendable {
         /// The most streams one connection had open at once.
         public var peakConcurrentStreams: Int
         public var openConnections: Int
+        /// GOAWAY frames sent on `POST /control/goaway`'s script.
+        public var goAwaysSent: Int
     }
 
     public var statistics: Statistics {
         let (answered, byStatus) = log.withLock { ($0.nextSequence - 1, $0.byStatus) }
         return Statistics(answered: answered, byStatus: byStatus, peakConcurrentStreams: peakStreams.load(ordering: .relaxed),
-                          openConnections: openConnections.load(ordering: .relaxed))
+                          openConnections: openConnections.load(ordering: .relaxed), goAwaysSent: goAwaysSent.load(ordering: .relaxed))
     }
+
+    /// Scripts a GOAWAY, as APNs sends before it takes a server down: when the `pushes`-th push
+    /// from now opens its stream, that connection sends GOAWAY with the highest stream id it has
+    /// answered. That push and every newer stream on the connection are never processed; the
+    /// client must send those requests again on a new connection.
+    public func scheduleGoAway(afterPushes pushes: Int) {
+        goAwayCountdown.store(pushes, ordering: .relaxed)
+    }
+
+    /// Counts one push toward a scheduled GOAWAY; true for the push that triggers it.
+    func pushTriggersGoAway() -> Bool {
+        var current = goAwayCountdown.load(ordering: .relaxed)
+        while current > 0 {
+            let (exchanged, original) = goAwayCountdown.compareExchange(expected: current, desired: current - 1, ordering: .relaxed)
+            if exchanged { return current == 1 }
+            current = original
+        }
+        return false
+    }
+
+    func goAwaySent() { goAwaysSent.add(1, ordering: .relaxed) }
 
     func connectionOpened(_ channel: any Channel) {
         openConnections.add(1, ordering: .relaxed)

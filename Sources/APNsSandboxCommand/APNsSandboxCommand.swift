@@ -17,7 +17,8 @@ struct APNsSandboxCommand: AsyncParsableCommand {
             0410 Unregistered (timestamp now); 0411 Unregistered (timestamp an hour ago); 0429N 429 N times; \
             0500N 500 N times (N one hex digit). Own endpoints: GET /deliveries[?after=N&status=S], \
             DELETE /deliveries, GET /stats, GET /healthz, POST /control/max-streams?value=N (sends the new \
-            stream limit to open connections and uses it for new ones).
+            stream limit to open connections and uses it for new ones), POST /control/goaway?after=N (when the \
+            N-th push from now opens, its connection sends GOAWAY and drops the streams it has not answered).
             """)
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"

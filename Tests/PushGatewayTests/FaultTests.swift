@@ -326,4 +326,38 @@ extension FaultTests {
             }
         }
     }
+
+    /// APNs sends GOAWAY before it takes a server down: the streams the gateway had opened after
+    /// the GOAWAY's last stream id were never processed. The gateway must send exactly those again
+    /// on a fresh connection: every push arrives, none twice.
+    @Test func aGoAwayMidBurstSendsTheRefusedStreamsAgainOnAFreshConnection() async throws {
+        try await SandboxFixture.with(maxConcurrentStreams: 100, latencyMilliseconds: 20) { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns) { gateway in
+                var recipients: [Keys] = []
+                for index in 0..<60 {
+                    let keys = Keys.generate()
+                    try await HTTP2DeliveryTests.register(gateway, keys, HTTP2DeliveryTests.token(UInt8(0x20 + index)))
+                    recipients.append(keys)
+                }
+                sandbox.state.scheduleGoAway(afterPushes: 10)
+                let sender = Keys.generate()
+                #expect(try await gateway.send(sender, .post, "/v1/push", json: ArchiveAndPushTests.pushBody("new_post", event: "goaway", to: recipients)).status == .accepted)
+                #expect(try await GatewayHarness.eventually(within: 30) { sandbox.delivered().count == 60 })
+                try await Task.sleep(for: .milliseconds(300))
+                let stats = sandbox.state.statistics
+                #expect(stats.goAwaysSent == 1)
+                // Requests were in flight past the GOAWAY's last stream id, so the re-send path ran.
+                let metrics = String(decoding: await gateway.metrics.exposition(), as: UTF8.self)
+                let resent = metrics.split(separator: "\n").first { $0.hasPrefix("linkstr_apns_goaway_resends_total ") }
+                    .flatMap { Int($0.split(separator: " ")[1]) } ?? 0
+                #expect(resent > 0)
+                #expect(!metrics.contains(#"outcome="retry""#), "re-sent at once, not failed into the retry backoff")
+                let records = sandbox.state.records()
+                #expect(records.count == 60, "each push answered once: nothing refused was recorded, nothing sent twice")
+                #expect(Set(records.map(\.deviceToken)).count == 60)
+                #expect(records.allSatisfy { $0.status == 200 })
+                #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0)
+            }
+        }
+    }
 }

@@ -29,9 +29,12 @@ final class APNsConnectionPool: APNsTransport {
     private let connectionsPerHost: Int
     private let requestTimeout: TimeAmount
     private let slots = Mutex<(attempts: Int, byEndpoint: [APNsEndpoint: [Slot?]])>((0, [:]))
+    /// Told how many requests a GOAWAY refused and were sent again on a fresh connection.
+    private let onResend: (@Sendable (Int) -> Void)?
 
     init(tls: TLSConfiguration, connectionsPerHost: Int, requestTimeout: TimeAmount = .seconds(30),
-         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) throws {
+         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, onResend: (@Sendable (Int) -> Void)? = nil) throws {
+        self.onResend = onResend
         var tls = tls
         tls.applicationProtocols = ["h2"]
         sslContext = try NIOSSLContext(configuration: tls)
@@ -91,6 +94,7 @@ final class APNsConnectionPool: APNsTransport {
             }
             if indexes.contains(where: refused.contains) { discard(key.endpoint, key.slot, channel) }
         }
+        if !refused.isEmpty { onResend?(refused.count) }
         for index in refused {
             let request = requests[index]
             do {
@@ -129,6 +133,7 @@ final class APNsConnectionPool: APNsTransport {
             // Refused before sending: the connection had received GOAWAY and is draining. It
             // leaves the slot, and a fresh connection takes the request.
             discard(endpoint, index, channel)
+            onResend?(1)
             return try await attempt(on: try await self.channel(endpoint, slot: index).get(), headers: headers, body: body)
         }
     }

@@ -63,7 +63,10 @@ public final class HTTP2APNsSender: APNsSender {
         // churn as abuse.
         switch configuration.transport {
         case .nio:
-            transport = try APNsConnectionPool(tls: tls, connectionsPerHost: configuration.connections, requestTimeout: Self.requestTimeout)
+            var onResend: (@Sendable (Int) -> Void)?
+            if let metrics { onResend = { count in metrics.apnsResentAfterGoAway(count) } }
+            transport = try APNsConnectionPool(tls: tls, connectionsPerHost: configuration.connections, requestTimeout: Self.requestTimeout,
+                                               onResend: onResend)
         case .asyncHTTPClient:
             transport = AsyncHTTPClientTransport(tls: tls, connections: configuration.connections, requestTimeout: Self.requestTimeout, logger: logger)
         }

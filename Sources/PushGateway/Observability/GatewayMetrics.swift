@@ -65,6 +65,11 @@ public final class GatewayMetrics: Sendable {
             .recordNanoseconds(nanoseconds)
     }
 
+    /// Requests a GOAWAY refused before APNs processed them, sent again on a fresh connection.
+    public func apnsResentAfterGoAway(_ count: Int) {
+        Counter(label: "linkstr_apns_goaway_resends_total", factory: factory).increment(by: count)
+    }
+
     public func queue(queued: Int, due: Int) {
         Gauge(label: "linkstr_queue_jobs", dimensions: [("state", "queued")], factory: factory).record(queued)
         Gauge(label: "linkstr_queue_jobs", dimensions: [("state", "due")], factory: factory).record(due)
