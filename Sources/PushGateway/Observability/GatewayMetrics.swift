@@ -16,6 +16,7 @@ import Synchronization
 ///   token_refresh, dropped or expired; reason is Apple's (or `none`)
 /// - `linkstr_apns_send_duration_seconds{status}` (histogram)
 /// - `linkstr_apns_jwt_age_seconds{key_id}`
+/// - `linkstr_apns_goaway_resends_total` (requests APNs refused with GOAWAY, sent again)
 /// - relay watcher: `linkstr_watch_events_total{relay}` (gift wraps received),
 ///   `linkstr_watch_invalid_events_total{relay}` (bad id or signature, dropped),
 ///   `linkstr_watch_duplicates_total` (wraps seen before, on another relay, instance or run),
