@@ -192,6 +192,13 @@ import Testing
             #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM devices") == 2)
             // The refused registration left no replay key behind: its request may be sent again.
             #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM auth_replays WHERE pubkey = '\(b)'") == 0)
+
+            // A group of one that PostgreSQL refuses is an outcome too, not a thrown failure (which
+            // would fail every registration queued behind it).
+            let alone = try await GatewayStore.applyRegistrations(
+                [Self.registration(b, "b2", token: GatewayHarness.token(4), environment: "staging")], client: client, logger: TestDatabase.logger)
+            #expect(alone.count == 1)
+            #expect(throws: APIError.self) { try alone[0].get() }
         }
     }
 

@@ -172,7 +172,13 @@ public struct GatewayStore: Sendable {
         }
         do {
             return try await write(group).map { .success($0) }
-        } catch let error as PSQLError where group.count > 1 && error.serverInfo != nil {
+        } catch let error as PSQLError where error.serverInfo != nil {
+            // PostgreSQL refused the statement (it is reachable): an outcome, not a thrown
+            // failure, so the batcher does not fail the registrations queued behind this group.
+            guard group.count > 1 else {
+                logStorageFailure(error, logger)
+                return [.failure(APIError.storage)]
+            }
             var outcomes: [RegistrationBatcher.Outcome] = []
             for registration in group {
                 do {
