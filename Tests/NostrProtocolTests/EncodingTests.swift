@@ -96,4 +96,16 @@ import Testing
         }
         #expect("\u{200B}zero width\u{200B} ".trimmingWhitespace() == "\u{200B}zero width\u{200B}")
     }
+
+    /// The ASCII control characters and nothing else, whatever the encoding length around them.
+    @Test func controlCharactersAreTheAsciiOnes() {
+        for scalar in (0...0x7F).compactMap(Unicode.Scalar.init) {
+            let expected = scalar.value < 0x20 || scalar.value == 0x7F
+            #expect(("id" + String(Character(scalar)) + "é").containsControlCharacters == expected, "U+\(String(scalar.value, radix: 16))")
+        }
+        for clean in ["", "new_post", "é\u{301}", "👍🏽", "\u{85}next line is not ASCII", "\u{2028}", String(repeating: "日本", count: 50)] {
+            #expect(!clean.containsControlCharacters, "\(clean.debugDescription)")
+            #expect(!clean.dropFirst(0).containsControlCharacters, "on a Substring")
+        }
+    }
 }

@@ -55,6 +55,8 @@ import Testing
                 (#"{"archived_conversation_ids":"A"}"#, "invalid json body: archived_conversation_ids must be an array of strings"),
                 (#"{"archived_conversation_ids":["A"],"known_conversation_ids":["A",""]}"#, "known_conversation_ids must contain nonempty conversation IDs"),
                 (#"{"archived_conversation_ids":["A"],"known_conversation_ids":["B"]}"#, "archived_conversation_ids must be within known_conversation_ids"),
+                (#"{"archived_conversation_ids":["A\u0000"]}"#, "invalid json body: archived_conversation_ids must not contain control characters"),
+                (#"{"archived_conversation_ids":["A"],"known_conversation_ids":["A","B\u001f"]}"#, "invalid json body: known_conversation_ids must not contain control characters"),
                 ("nope", "invalid json body"),
             ]
             for (body, message) in cases {
@@ -129,6 +131,10 @@ import Testing
                 (#"{"notification_type":"new_post","event_id":"e","conversation_id":"c","recipient_pubkeys":["not-a-key"]}"#, "recipient_pubkeys must be 64-character hex public keys"),
                 (#"{"notification_type":"new_post","event_id":"e","conversation_id":"c","recipient_pubkeys":[\#(many)]}"#, "recipient_pubkeys has 501 entries; at most 500 are accepted"),
                 (#"{"notification_type":"new_post","event_id":"e","conversation_id":"c","recipient_pubkeys":"x"}"#, "invalid json body: recipient_pubkeys must be an array of strings"),
+                // PostgreSQL cannot store NUL; control characters would also end up in APNs headers.
+                (#"{"notification_type":"new_post","event_id":"e\u0000","conversation_id":"c","recipient_pubkeys":["\#(bob.publicKey.hex)"]}"#, "invalid json body: event_id must not contain control characters"),
+                (#"{"notification_type":"new_post","event_id":"e","conversation_id":"c\n1","recipient_pubkeys":["\#(bob.publicKey.hex)"]}"#, "invalid json body: conversation_id must not contain control characters"),
+                (#"{"notification_type":"new_emoji_reaction","event_id":"e","conversation_id":"c","emoji":"\u0007","recipient_pubkeys":["\#(bob.publicKey.hex)"]}"#, "invalid json body: emoji must not contain control characters"),
             ]
             for (body, message) in cases {
                 let response = try await gateway.send(alice, .post, "/v1/push", json: body)

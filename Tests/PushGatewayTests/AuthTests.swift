@@ -47,6 +47,30 @@ import Testing
         }
     }
 
+    /// Text PostgreSQL cannot store (a NUL character) or index (a btree key over ~2.7 KB) is
+    /// refused up front with a reason, never a 500 from the database.
+    @Test func nonceThatCannotBeStoredIsRefusedWithAReason() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate()
+            let path = "/v1/devices/register"
+            let body = GatewayHarness.registerBody(GatewayHarness.token(0x33))
+            let cases: [(String, String)] = [
+                ("a\u{0}b", "authorization nonce must not contain control characters"),
+                ("line\nbreak", "authorization nonce must not contain control characters"),
+                (String(repeating: "n", count: HTTPAuth.maxNonceBytes + 1), "authorization nonce is longer than \(HTTPAuth.maxNonceBytes) bytes"),
+            ]
+            for (nonce, message) in cases {
+                let response = try await gateway.send(alice, .post, path, json: body, nonce: nonce)
+                #expect(response.status == .unauthorized, "\(message)")
+                #expect(response.errorMessage == message)
+            }
+            #expect(try await gateway.send(alice, .post, path, json: body, nonce: String(repeating: "n", count: HTTPAuth.maxNonceBytes)).status == .accepted,
+                    "the longest allowed nonce is stored")
+            #expect(try await gateway.count("SELECT count(*)::int FROM auth_replays") == 1)
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 1)
+        }
+    }
+
     @Test func replayedNonceIsRejected() async throws {
         try await GatewayHarness.run { gateway in
             let alice = Keys.generate()

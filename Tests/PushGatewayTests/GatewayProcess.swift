@@ -48,7 +48,7 @@ final class GatewayProcess: Sendable {
         var environment = ProcessInfo.processInfo.environment
         let app = sandbox.apns.apps[0]
         environment.merge([
-            "LISTEN_ADDR": "127.0.0.1:\(port)", "DATABASE_URL": "postgres://\(database.username)\(database.password.map { ":" + $0 } ?? "")@\(database.host):\(database.port)/\(database.database)", "LOG_LEVEL": "warning",
+            "LISTEN_ADDR": "127.0.0.1:\(port)", "DATABASE_URL": "postgres://\(database.username)\(database.password.map { ":" + $0 } ?? "")@\(database.host):\(database.port)/\(database.database)", "LOG_LEVEL": ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"] ?? "warning",
             // Tests drive one instance hard from one address; the limits have their own tests.
             "RATE_LIMIT_IP": "0", "RATE_LIMIT_PUBKEY": "0",
             "APNS_TOPIC": app.topic, "APNS_KEY_ID": app.keyID, "APNS_TEAM_ID": app.teamID, "APNS_KEY_P8": app.privateKeyPEM,

@@ -4,6 +4,9 @@
 public enum HTTPAuth {
     public static let kind: UInt16 = 27235
     public static let scheme = "Nostr"
+    /// The longest linkstr-dialect nonce accepted. A nonce is stored as the replay key, and
+    /// PostgreSQL cannot index a key much over 2.7 KB; clients send a UUID or 32 hex characters.
+    public static let maxNonceBytes = 256
 
     public enum Dialect: String, Sendable, Hashable {
         case standard
@@ -121,6 +124,8 @@ public struct HTTPAuthVerifier: Sendable {
             guard let nonce = event.firstTagValue("nonce") else { throw .missingTag("nonce") }
             let trimmed = nonce.trimmingWhitespace()
             guard !trimmed.isEmpty else { throw .blankNonce }
+            guard trimmed.utf8.count <= HTTPAuth.maxNonceBytes else { throw .nonceTooLong(HTTPAuth.maxNonceBytes) }
+            guard !trimmed.containsControlCharacters else { throw .nonceHasControlCharacters }
             replayKey = trimmed
         } else {
             throw .unknownDialect

@@ -16,6 +16,8 @@ public enum HTTPAuthError: Error, Sendable, Equatable, CustomStringConvertible {
     case payloadMismatch
     case missingPayload
     case blankNonce
+    case nonceTooLong(Int)
+    case nonceHasControlCharacters
     case unknownDialect
     case dialectNotAccepted
     case invalidID
@@ -38,6 +40,8 @@ public enum HTTPAuthError: Error, Sendable, Equatable, CustomStringConvertible {
         case .payloadMismatch: "authorization payload hash does not match the body"
         case .missingPayload: "authorization event must carry a payload hash for a request with a body"
         case .blankNonce: "authorization nonce is blank"
+        case .nonceTooLong(let limit): "authorization nonce is longer than \(limit) bytes"
+        case .nonceHasControlCharacters: "authorization nonce must not contain control characters"
         case .unknownDialect: "authorization event has neither a u nor a path tag"
         case .dialectNotAccepted: "authorization dialect not accepted here"
         case .invalidID: "authorization event id is invalid"
@@ -63,6 +67,8 @@ public enum HTTPAuthError: Error, Sendable, Equatable, CustomStringConvertible {
         case .payloadMismatch: "payload_mismatch"
         case .missingPayload: "missing_payload"
         case .blankNonce: "blank_nonce"
+        case .nonceTooLong: "nonce_too_long"
+        case .nonceHasControlCharacters: "nonce_control_characters"
         case .unknownDialect: "unknown_dialect"
         case .dialectNotAccepted: "dialect_not_accepted"
         case .invalidID: "invalid_id"

@@ -21,12 +21,19 @@ enum JSONBody {
 struct RequestFields {
     let object: [String: JSONValue]
 
-    /// A trimmed string, or nil when absent, null or blank. A non-string is a 400.
+    /// Text PostgreSQL cannot store (NUL) or APNs headers cannot carry: no linkstr id has it.
+    static func controlCharacters(_ key: String) -> APIError {
+        .badRequest("invalid json body: \(key) must not contain control characters")
+    }
+
+    /// A trimmed string, or nil when absent, null or blank. A non-string, or one with a control
+    /// character, is a 400.
     func string(_ key: String) throws(APIError) -> String? {
         switch object[key] {
         case nil, .null?: return nil
         case .string(let value)?:
             let trimmed = value.trimmingWhitespace()
+            guard !trimmed.containsControlCharacters else { throw Self.controlCharacters(key) }
             return trimmed.isEmpty ? nil : trimmed
         default: throw .badRequest("invalid json body: \(key) must be a string")
         }
@@ -50,7 +57,9 @@ struct RequestFields {
             values.reserveCapacity(items.count)
             for item in items {
                 guard case .string(let value) = item else { throw .badRequest("invalid json body: \(key) must be an array of strings") }
-                values.append(value.trimmingWhitespace())
+                let trimmed = value.trimmingWhitespace()
+                guard !trimmed.containsControlCharacters else { throw Self.controlCharacters(key) }
+                values.append(trimmed)
             }
             return values
         default: throw .badRequest("invalid json body: \(key) must be an array of strings")
