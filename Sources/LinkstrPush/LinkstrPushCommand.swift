@@ -50,7 +50,7 @@ struct Serve: AsyncParsableCommand {
         MetricsSystem.bootstrap(metrics.factory)
         let app = try GatewayApplication.build(
             configuration: configuration, migrator: migrator, migrateOnStart: !noMigrate, metrics: metrics, logger: logger)
-        try await app.runService()
+        try await GracefulShutdownRunner.run([app], timeout: .seconds(configuration.shutdownTimeoutSeconds), logger: logger)
     }
 }
 

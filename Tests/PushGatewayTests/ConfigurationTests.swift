@@ -11,6 +11,7 @@ import Testing
         #expect(configuration.database == DatabaseURL(host: "db.local", port: 6543, username: "u", password: "p@ss", database: "push"))
         #expect(configuration.database.redacted == "postgres://u:***@db.local:6543/push")
         #expect(configuration.authMaxSkewSeconds == 300)
+        #expect(configuration.shutdownTimeoutSeconds == 25)
         #expect(configuration.apns.disabled)
         #expect(configuration.logFormat == .text)
         #expect(configuration.apns.transport == .nio)
@@ -29,7 +30,9 @@ import Testing
         env["APNS_SANDBOX_URL"] = "https://127.0.0.1:2197/"
         env["APNS_TRANSPORT"] = "async-http-client"
         env["RELAYS"] = "wss://relay.example"
+        env["SHUTDOWN_TIMEOUT_SECONDS"] = "9"
         let configuration = try GatewayConfiguration.fromEnvironment(env)
+        #expect(configuration.shutdownTimeoutSeconds == 9)
         #expect(configuration.apns.transport == .asyncHTTPClient)
         #expect(configuration.watch.relays == ["wss://relay.example"])
         #expect(configuration.listenHost == "127.0.0.1" && configuration.listenPort == 9000)
@@ -50,6 +53,8 @@ import Testing
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "LOG_LEVEL": "loud"], "LOG_LEVEL"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "AUTH_MAX_SKEW_SECONDS": "-5"], "AUTH_MAX_SKEW_SECONDS"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "PUBLIC_URL": "push.example.com"], "PUBLIC_URL"),
+        (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "SHUTDOWN_TIMEOUT_SECONDS": "0"], "SHUTDOWN_TIMEOUT_SECONDS"),
+        (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "SHUTDOWN_TIMEOUT_SECONDS": "soon"], "SHUTDOWN_TIMEOUT_SECONDS"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "APNS_TRANSPORT": "carrier-pigeon"], "APNS_TRANSPORT"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "RELAYS": "http://relay.example"], "RELAYS"),
         (["DATABASE_URL": "postgres://x@y/z"], "APNS_TOPIC"),

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import TestSupport
+import Testing
 import NIOCore
 import NostrProtocol
 @testable import PushGateway
@@ -82,16 +83,27 @@ final class GatewayProcess: Sendable {
     }
 
     /// SIGTERM, then wait for the graceful exit; returns false (and kills it) when it took more
-    /// than `seconds`.
+    /// than `seconds`, recording the end of its log as a test issue (CI keeps no files).
     @discardableResult
-    func stop(within seconds: Double = 15) -> Bool {
+    func stop(within seconds: Double = 15, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+        let (exited, log) = terminate(within: seconds)
+        if !exited {
+            Issue.record("linkstr-push did not stop within \(seconds) s of SIGTERM; the end of its log:\n\(log.suffix(6_000))", sourceLocation: sourceLocation)
+        }
+        return exited
+    }
+
+    /// SIGTERM, then wait up to `seconds` for the exit (SIGKILL after that). Returns whether it
+    /// exited in time, and its whole log, which is then removed.
+    func terminate(within seconds: Double) -> (exited: Bool, log: String) {
         process.signal(SIGTERM)
         let deadline = Date().addingTimeInterval(seconds)
         while process.isRunning, Date() < deadline { usleep(20_000) }
-        let graceful = !process.isRunning
+        let exited = !process.isRunning
         process.kill()
-        if graceful { try? FileManager.default.removeItem(atPath: logPath) }
-        return graceful
+        let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        try? FileManager.default.removeItem(atPath: logPath)
+        return (exited, log)
     }
 
     func get(_ path: String) async throws -> (status: Int, body: String) {

@@ -123,4 +123,57 @@ import TestSupport
             }
         }
     }
+
+    /// A graceful shutdown stuck behind a send APNs does not answer is cut at
+    /// `SHUTDOWN_TIMEOUT_SECONDS` (logged as a warning), and the interrupted job stays queued for
+    /// the next instance.
+    @Test func aShutdownStuckBehindASlowSendIsCutAtTheTimeoutAndKeepsTheJob() async throws {
+        try await TestDatabase.with { url, database in
+            let alice = Keys.generate(), bob = Keys.generate()
+            try await SandboxFixture.with(latencyMilliseconds: 60_000) { sandbox in
+                let gateway = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: [
+                    "SHUTDOWN_TIMEOUT_SECONDS": "2", "LOG_LEVEL": "info", "DELIVERY_LEASE_SECONDS": "2",
+                ])
+                defer { gateway.kill() }
+                #expect(try await gateway.send(bob, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(0x61))) == 202)
+                #expect(try await gateway.send(alice, "POST", "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob])) == 202)
+                #expect(try await GatewayHarness.eventually { !sandbox.state.records().isEmpty }, "the send is in flight")
+                let started = ContinuousClock.now
+                let (exited, log) = gateway.terminate(within: 20)
+                let took = ContinuousClock.now - started
+                #expect(exited, "the end of its log:\n\(log.suffix(4_000))")
+                #expect(took >= .seconds(2), "it waited for the send first (\(took))")
+                #expect(log.contains("shutting down gracefully"), "the signal is logged")
+                #expect(log.contains("graceful shutdown did not finish in time"), "the cut is a warning in the log:\n\(log.suffix(4_000))")
+                #expect(try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 1, "the interrupted job is still queued")
+            }
+            // The next instance delivers it once the lease has lapsed.
+            try await SandboxFixture.with { sandbox in
+                let next = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: ["DELIVERY_LEASE_SECONDS": "2"])
+                defer { #expect(next.stop()) }
+                #expect(try await GatewayHarness.eventually(within: 60) { sandbox.delivered().count == 1 })
+                #expect(try await GatewayHarness.eventually { try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 0 })
+            }
+        }
+    }
+
+    /// A second SIGTERM does not wait for the graceful shutdown to finish.
+    @Test func aSecondSignalCancelsAtOnce() async throws {
+        try await TestDatabase.with { url, _ in
+            let alice = Keys.generate(), bob = Keys.generate()
+            try await SandboxFixture.with(latencyMilliseconds: 60_000) { sandbox in
+                let gateway = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: ["SHUTDOWN_TIMEOUT_SECONDS": "600"])
+                defer { gateway.kill() }
+                #expect(try await gateway.send(bob, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(0x62))) == 202)
+                #expect(try await gateway.send(alice, "POST", "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob])) == 202)
+                #expect(try await GatewayHarness.eventually { !sandbox.state.records().isEmpty }, "the send is in flight")
+                gateway.process.signal(SIGTERM)
+                try await Task.sleep(for: .milliseconds(500))
+                #expect(gateway.process.isRunning, "the first signal waits for the send")
+                let (exited, log) = gateway.terminate(within: 15)
+                #expect(exited, "the second signal ended it; the end of its log:\n\(log.suffix(4_000))")
+                #expect(log.contains("second signal"))
+            }
+        }
+    }
 }

@@ -20,11 +20,13 @@ public struct GatewayConfiguration: Sendable {
     public var delivery: DeliverySettings
     public var watch: WatchSettings
     public var rateLimits: RateLimitSettings
+    /// How long a graceful shutdown may take before what is still running is cancelled.
+    public var shutdownTimeoutSeconds: Int
 
     public init(listenHost: String = "0.0.0.0", listenPort: Int = 8787, database: DatabaseURL, publicURL: String? = nil,
                 logLevel: Logger.Level = .info, logFormat: LogFormat = .text, authMaxSkewSeconds: Int64 = 300,
                 adminToken: String? = nil, apns: APNsConfiguration, delivery: DeliverySettings = DeliverySettings(),
-                watch: WatchSettings = WatchSettings(), rateLimits: RateLimitSettings = .disabled) {
+                watch: WatchSettings = WatchSettings(), rateLimits: RateLimitSettings = .disabled, shutdownTimeoutSeconds: Int = 25) {
         self.listenHost = listenHost
         self.listenPort = listenPort
         self.database = database
@@ -37,6 +39,7 @@ public struct GatewayConfiguration: Sendable {
         self.delivery = delivery
         self.watch = watch
         self.rateLimits = rateLimits
+        self.shutdownTimeoutSeconds = shutdownTimeoutSeconds
     }
 
     /// Reads the configuration; the first problem found stops start-up with the key it concerns.
@@ -74,11 +77,19 @@ public struct GatewayConfiguration: Sendable {
             }
             skew = parsed
         }
+        var shutdownTimeout = 25
+        if let text = env["SHUTDOWN_TIMEOUT_SECONDS"], !text.isEmpty {
+            guard let parsed = Int(text), (1...3_600).contains(parsed) else {
+                throw ConfigurationError(key: "SHUTDOWN_TIMEOUT_SECONDS", "an integer number of seconds in 1...3600")
+            }
+            shutdownTimeout = parsed
+        }
         return GatewayConfiguration(
             listenHost: host, listenPort: port, database: database, publicURL: publicURL, logLevel: level, logFormat: format,
             authMaxSkewSeconds: skew, adminToken: env["ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 },
             apns: try APNsConfiguration.fromEnvironment(env), delivery: try DeliverySettings.fromEnvironment(env),
-            watch: try WatchSettings.fromEnvironment(env), rateLimits: try RateLimitSettings.fromEnvironment(env))
+            watch: try WatchSettings.fromEnvironment(env), rateLimits: try RateLimitSettings.fromEnvironment(env),
+            shutdownTimeoutSeconds: shutdownTimeout)
     }
 
     /// `:8787`, `127.0.0.1:8787`, `[::1]:8787`.
