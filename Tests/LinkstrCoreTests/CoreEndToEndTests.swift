@@ -266,7 +266,12 @@ import Testing
             }
             return slices
         }
-        try #require(await Self.eventually(within: 60) { await core.isBackfilling }, "the restore started")
+        guard await Self.eventually(within: 60, { await core.isBackfilling }) else {
+            // Say why: the relay never connected, or the restore was already over when first polled.
+            let relays = await core.state().relays, complete = await core.historyComplete
+            Issue.record("the restore was not seen under way within 60 s: relays \(relays), history complete: \(complete)")
+            return
+        }
         guard case .navigate = await core.perform(.createSession(name: "Mine", members: [])) else {
             Issue.record("the send failed")
             return
