@@ -7,8 +7,15 @@
 # push arrived. Prints the baseline (one core verifying the same wraps), sustained wraps/s,
 # relay-to-APNs latency p50/p95/p99/max, and the gateway's resident memory. Figures go to
 # docs/performance.md by hand.
+#
+# The database is brought to a running gateway's steady state first: HISTORY gift wraps already
+# seen over the last two days (the dedupe table a live gateway holds), a coalescing row for every
+# device, and planner statistics. A gateway on a database created seconds before plans its
+# statements for empty tables until autovacuum's first ANALYZE (within a minute); COLD=1 measures
+# that state instead.
 #   scripts/bench-watch.sh
-#   WATCHED=100000 RATE=5000 SECONDS_=10 scripts/bench-watch.sh
+#   WATCHED=100000 RATE=5000 SECONDS_=10 HISTORY=1000000 scripts/bench-watch.sh
+#   COLD=1 RATE=1000 scripts/bench-watch.sh
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/postgres.sh"
@@ -31,6 +38,16 @@ psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "
     SELECT 'aa' || substr(encode(sha256(('token' || i)::bytea), 'hex'), 3), encode(sha256(('pubkey' || i)::bytea), 'hex'),
            'sandbox', 'app.linkstr.bench', true
     FROM generate_series(1, $WATCHED) AS i"
+if [[ "${COLD:-}" != 1 ]]; then
+    HISTORY="${HISTORY:-1000000}"
+    say "steady state: $HISTORY wraps seen over two days, a coalescing row per device, ANALYZE"
+    psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr \
+        -c "INSERT INTO seen_wraps (wrap_id, seen_at)
+            SELECT encode(sha256(('seen' || i)::bytea), 'hex'), now() - make_interval(secs => i * 172800.0 / $HISTORY)
+            FROM generate_series(1, $HISTORY) AS i" \
+        -c "INSERT INTO watch_coalesce (device_token, next_at) SELECT device_token, now() - interval '1 hour' FROM devices" \
+        -c "VACUUM ANALYZE"
+fi
 
 APNS_KEY_FILE="$WORK/apns-key.p8"
 "$BIN/apns-sandbox" --port 0 --port-file "$WORK/sandbox.port" --ca-out "$WORK/sandbox-ca.pem" --log-level warning \
