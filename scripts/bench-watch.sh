@@ -49,16 +49,23 @@ if [[ "${COLD:-}" != 1 ]]; then
         -c "VACUUM ANALYZE"
 fi
 
+if [[ "${PGSTATS:-}" == 1 ]]; then
+    # Per-statement figures (pg_stat_statements), printed at the end.
+    psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'" >/dev/null
+    pg_as_owner "$(pg_bin_dir)/pg_ctl" -D "$WORK/pg" -w restart >/dev/null
+    psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" -c "SELECT pg_stat_statements_reset()" >/dev/null
+fi
 APNS_KEY_FILE="$WORK/apns-key.p8"
 "$BIN/apns-sandbox" --port 0 --port-file "$WORK/sandbox.port" --ca-out "$WORK/sandbox-ca.pem" --log-level warning \
     --key-id BENCHKEY01 --team-id BENCHTEAM1 --key "$APNS_KEY_FILE" --create-key --topic app.linkstr.bench >"$WORK/sandbox.log" 2>&1 &
 PIDS+=($!)
+SANDBOX_PID=$!
 for _ in $(seq 1 100); do [[ -s "$WORK/sandbox.port" ]] && break; sleep 0.1; done
 SANDBOX_PORT="$(cat "$WORK/sandbox.port")"
 
 RELAY_PORT="$(pg_free_port)"
 say "linkstr-load is the relay on ws://127.0.0.1:$RELAY_PORT; streaming $RATE wraps/s for $DURATION s"
-"$BIN/linkstr-load" watch --port "$RELAY_PORT" --pubkeys "$WATCHED" --rate "$RATE" --seconds "$DURATION" \
+stdbuf -oL "$BIN/linkstr-load" watch --port "$RELAY_PORT" --pubkeys "$WATCHED" --rate "$RATE" --seconds "$DURATION" \
     --sandbox "https://localhost:$SANDBOX_PORT" --ca "$WORK/sandbox-ca.pem" >"$WORK/load.log" 2>&1 &
 LOAD_PID=$!
 sleep 1
@@ -72,9 +79,27 @@ export APNS_SANDBOX_URL="https://localhost:$SANDBOX_PORT" APNS_PRODUCTION_URL="h
 GATEWAY_PID=$!
 PIDS+=($GATEWAY_PID)
 
+# Where the CPU went while wraps streamed: from the load tool's "generating wraps" to its last
+# delivery read ("sustained"), the gateway, PostgreSQL (every backend) and the sandbox.
+PROCESSES="gateway=$GATEWAY_PID sandbox=$SANDBOX_PID postgres=pg:$WORK/pg"
+cpu_sample() { local entry out=""; for entry in $PROCESSES; do out+="${entry%%=*}=$(cpu_seconds "${entry#*=}") "; done; echo "$out"; }
+while kill -0 "$LOAD_PID" 2>/dev/null && ! grep -q "generating wraps" "$WORK/load.log"; do sleep 0.05; done
+STREAM_START=$SECONDS; CPU_BEFORE="$(cpu_sample)"
+while kill -0 "$LOAD_PID" 2>/dev/null && ! grep -q "^sustained" "$WORK/load.log"; do sleep 0.05; done
+STREAM_SECONDS=$((SECONDS - STREAM_START)); CPU_AFTER="$(cpu_sample)"
 status=0
 wait "$LOAD_PID" || status=$?
 cat "$WORK/load.log"
+split="CPU while streaming (seconds; $((STREAM_SECONDS * $(nproc))) available on $(nproc) cores):"
+for entry in $CPU_AFTER; do
+    name="${entry%%=*}"; before="$(tr ' ' '\n' <<<"$CPU_BEFORE" | grep "^$name=" | cut -d= -f2)"
+    split+=" $name $(awk -v a="${entry#*=}" -v b="$before" 'BEGIN { printf "%.1f", a - b }')"
+done
+echo "$split"
+if [[ "${PGSTATS:-}" == 1 ]]; then
+    psql -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "SELECT calls, round(total_exec_time) AS total_ms, round(mean_exec_time::numeric, 2) AS mean_ms,
+        rows, left(regexp_replace(query, '\s+', ' ', 'g'), 60) AS statement FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 8"
+fi
 grep -E "VmHWM|VmRSS" "/proc/$GATEWAY_PID/status" | sed 's/^/gateway /'
 if [[ $status -ne 0 ]]; then echo "--- gateway log (last 20 lines)"; tail -20 "$WORK/gateway.log"; fi
 exit $status
