@@ -79,11 +79,12 @@ export APNS_SANDBOX_URL="https://localhost:$SANDBOX_PORT" APNS_PRODUCTION_URL="h
 GATEWAY_PID=$!
 PIDS+=($GATEWAY_PID)
 
-# Where the CPU went while wraps streamed: from the load tool's "generating wraps" to its last
-# delivery read ("sustained"), the gateway, PostgreSQL (every backend) and the sandbox.
+# Where the CPU went while wraps streamed: from the load tool's "streaming" (the wraps are made
+# and signed before) to its last delivery read ("sustained"), the gateway, PostgreSQL (every
+# backend) and the sandbox.
 PROCESSES="gateway=$GATEWAY_PID sandbox=$SANDBOX_PID postgres=pg:$WORK/pg"
 cpu_sample() { local entry out=""; for entry in $PROCESSES; do out+="${entry%%=*}=$(cpu_seconds "${entry#*=}") "; done; echo "$out"; }
-while kill -0 "$LOAD_PID" 2>/dev/null && ! grep -q "generating wraps" "$WORK/load.log"; do sleep 0.05; done
+while kill -0 "$LOAD_PID" 2>/dev/null && ! grep -q "^streaming" "$WORK/load.log"; do sleep 0.05; done
 STREAM_START=$SECONDS; CPU_BEFORE="$(cpu_sample)"
 while kill -0 "$LOAD_PID" 2>/dev/null && ! grep -q "^sustained" "$WORK/load.log"; do sleep 0.05; done
 STREAM_SECONDS=$((SECONDS - STREAM_START)); CPU_AFTER="$(cpu_sample)"

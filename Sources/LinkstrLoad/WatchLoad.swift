@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LoadSupport
 import Logging
+import NIOCore
 import NostrProtocol
 
 /// `linkstr-load watch`: the relay watcher's benchmark. It is the relay the gateway watches
@@ -23,29 +24,24 @@ struct WatchLoad: AsyncParsableCommand {
     @Option(help: "Give up after this many seconds.") var deadline = 300
 
     func run() async throws {
-        let logger: Logger = {
-            var logger = Logger(label: "bench-relay")
-            logger.logLevel = .warning
-            return logger
-        }()
         let relay = BenchRelay()
         let started = ContinuousClock.now
         let expiry = started + .seconds(deadline)
         let port = self.port
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await relay.serve(host: "127.0.0.1", port: port, logger: logger) }
+            group.addTask { try await relay.serve(host: "127.0.0.1", port: port) }
             defer { group.cancelAll() }
 
             print("waiting for the gateway to subscribe to \(pubkeys) pubkeys on ws://127.0.0.1:\(port)")
-            while await relay.coveredPubkeys() < pubkeys {
-                guard ContinuousClock.now < expiry else { throw ValidationError("the gateway subscribed to only \(await relay.coveredPubkeys()) pubkeys") }
+            while relay.coveredPubkeys() < pubkeys {
+                guard ContinuousClock.now < expiry else { throw ValidationError("the gateway subscribed to only \(relay.coveredPubkeys()) pubkeys") }
                 try await Task.sleep(for: .milliseconds(200))
             }
             print("subscribed after \(ContinuousClock.now - started); generating wraps")
-            let routes = await relay.routes()
+            let routes = relay.routes()
             let total = rate * seconds
             let recipients = Array(routes.keys).shuffled()
-            let wraps: [(id: String, connection: Int, message: String, event: NostrEvent)] = (0..<total).map { index in
+            let wraps: [(id: String, connection: Int, message: ByteBuffer, event: NostrEvent)] = (0..<total).map { index in
                 let recipient = recipients[index % recipients.count]
                 let route = routes[recipient]!
                 let author = Keys.generate()
@@ -53,7 +49,7 @@ struct WatchLoad: AsyncParsableCommand {
                 let event = UnsignedEvent(pubkey: author.publicKey, createdAt: UnixTime.now() - Int64.random(in: 0..<86_400), kind: 1059,
                                           tags: [["p", recipient]], content: content).signed(by: author)
                 let message = "[\"EVENT\",\(JSONValue.string(route.subscription).serialized),\(event.json)]"
-                return (event.id.hex, route.connection, message, event)
+                return (event.id.hex, route.connection, ByteBuffer(string: message), event)
             }
 
             // Baseline: one core verifying the same wraps.
@@ -67,18 +63,23 @@ struct WatchLoad: AsyncParsableCommand {
             let before = try await client.answered()
             var sentAt: [String: Double] = [:]
             sentAt.reserveCapacity(total)
+            print("streaming \(total) wraps at \(rate)/s")
             let streamStart = ContinuousClock.now
             let tick = Duration.milliseconds(10)
             var sent = 0
             var nextTick = streamStart
             while sent < total {
                 let due = min(total, Int(Self.seconds(ContinuousClock.now - streamStart) * Double(rate)) + 1)
+                // This tick's events, per connection in one write.
+                var batches: [Int: [ByteBuffer]] = [:]
+                let now = Date().timeIntervalSince1970 * 1000
                 while sent < due {
                     let wrap = wraps[sent]
-                    sentAt[wrap.id] = Date().timeIntervalSince1970 * 1000
-                    await relay.send(wrap.message, to: wrap.connection)
+                    sentAt[wrap.id] = now
+                    batches[wrap.connection, default: []].append(wrap.message)
                     sent += 1
                 }
+                for (connection, messages) in batches { relay.send(messages, to: connection) }
                 nextTick = nextTick + tick
                 try await Task.sleep(until: nextTick, clock: .continuous)
             }
