@@ -102,7 +102,10 @@ final class BenchRelay: Sendable {
             shouldUpgrade: { channel, _ in channel.eventLoop.makeSucceededFuture(HTTPHeaders()) },
             upgradePipelineHandler: { channel, _ in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(BenchRelayHandler(relay: relay))
+                    // Whole messages, whatever the client's fragmentation; control frames pass through.
+                    try channel.pipeline.syncOperations.addHandlers(
+                        NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 1, maxAccumulatedFrameCount: 64, maxAccumulatedFrameSize: 1 << 20),
+                        BenchRelayHandler(relay: relay))
                 }
             })
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -137,9 +140,9 @@ final class BenchRelay: Sendable {
             id = relay.add(context.channel)
         }
 
-        func channelInactive(context: ChannelHandlerContext) {
+        // Runs however the pipeline goes away, even for a channel that was never active here.
+        func handlerRemoved(context: ChannelHandlerContext) {
             relay.remove(id)
-            context.fireChannelInactive()
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -152,6 +155,11 @@ final class BenchRelay: Sendable {
             case .ping:
                 context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
             case .connectionClose:
+                // Echo the client's status code, then close (RFC 6455 §5.5.1).
+                var data = frame.unmaskedData
+                let code = data.readSlice(length: 2) ?? ByteBuffer()
+                // The flushed frame is written before the close takes effect.
+                context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: code)), promise: nil)
                 context.close(promise: nil)
             default:
                 break

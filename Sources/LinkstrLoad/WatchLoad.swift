@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import LoadSupport
-import Logging
 import NIOCore
 import NostrProtocol
 

@@ -55,6 +55,7 @@ import Testing
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "PUBLIC_URL": "push.example.com"], "PUBLIC_URL"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "SHUTDOWN_TIMEOUT_SECONDS": "0"], "SHUTDOWN_TIMEOUT_SECONDS"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "SHUTDOWN_TIMEOUT_SECONDS": "soon"], "SHUTDOWN_TIMEOUT_SECONDS"),
+        (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "SHUTDOWN_TIMEOUT_SECONDS": "3601"], "SHUTDOWN_TIMEOUT_SECONDS"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "APNS_TRANSPORT": "carrier-pigeon"], "APNS_TRANSPORT"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "RELAYS": "http://relay.example"], "RELAYS"),
         (["DATABASE_URL": "postgres://x@y/z"], "APNS_TOPIC"),

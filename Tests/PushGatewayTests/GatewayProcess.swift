@@ -11,7 +11,8 @@ import NostrProtocol
 final class GatewayProcess: Sendable {
     let process: ChildProcess
     let port: Int
-    /// stdout and stderr of the process (kept when a test fails to stop it in time).
+    /// stdout and stderr of the process. Removed once it has stopped (`stop`, `terminate`: a
+    /// failed stop puts the end of it into the test's failure); kept after `kill()`.
     let logPath: String
     var baseURL: String { "http://127.0.0.1:\(port)" }
 

@@ -25,7 +25,7 @@ import TestSupport
                 #expect(try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 10, "every job survived the crash")
 
                 let second = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: lease)
-                defer { #expect(second.stop(), "graceful shutdown; log: \(second.logPath)") }
+                defer { #expect(second.stop(), "graceful shutdown") }
                 #expect(try await GatewayHarness.eventually(within: 20) { try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 0 })
                 let records = sandbox.delivered()
                 let tokens = Set((0..<10).map { HTTP2DeliveryTests.token(UInt8(0x20 + $0)) })
@@ -43,9 +43,9 @@ import TestSupport
             try await SandboxFixture.with(latencyMilliseconds: 50) { sandbox in
                 let settings = ["DELIVERY_BATCH_SIZE": "8", "DELIVERY_LOOPS": "2"]
                 let a = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)
-                defer { #expect(a.stop(), "graceful shutdown; log: \(a.logPath)") }
+                defer { #expect(a.stop(), "graceful shutdown") }
                 let b = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)
-                defer { #expect(b.stop(), "graceful shutdown; log: \(b.logPath)") }
+                defer { #expect(b.stop(), "graceful shutdown") }
                 let alice = Keys.generate()
                 let recipients = (0..<120).map { _ in Keys.generate() }
                 for (index, keys) in recipients.enumerated() {
@@ -79,7 +79,7 @@ import TestSupport
                 let settings = ["LOG_LEVEL": "debug", "RELAYS": relay.url, "WATCH_SHARDS": "4", "WATCH_LEASE_SECONDS": "3", "WATCH_COALESCE_SECONDS": "0"]
                 let a = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)
                 let b = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)
-                defer { #expect(b.stop(), "graceful shutdown; log: \(b.logPath)") }
+                defer { #expect(b.stop(), "graceful shutdown") }
                 // Pubkeys in every shard.
                 var candidates: [Keys] = []
                 while Set(candidates.map { WatchShard.of(pubkey: $0.publicKey.hex, shards: 4) }).count < 4 || candidates.count < 8 {
@@ -162,7 +162,7 @@ import TestSupport
         try await TestDatabase.with { url, _ in
             let alice = Keys.generate(), bob = Keys.generate()
             try await SandboxFixture.with(latencyMilliseconds: 60_000) { sandbox in
-                let gateway = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: ["SHUTDOWN_TIMEOUT_SECONDS": "600"])
+                let gateway = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: ["SHUTDOWN_TIMEOUT_SECONDS": "600", "LOG_LEVEL": "warning"])
                 defer { gateway.kill() }
                 #expect(try await gateway.send(bob, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(0x62))) == 202)
                 #expect(try await gateway.send(alice, "POST", "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob])) == 202)
