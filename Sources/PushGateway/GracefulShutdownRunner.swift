@@ -69,7 +69,8 @@ public enum GracefulShutdownRunner {
                 // Services cancelled mid-way may throw (CancellationError is the point of it), but
                 // a failure that started the trouble must not vanish without a trace.
                 if !(error is CancellationError) {
-                    logger.warning("services ended with an error after the cut", metadata: ["error.type": "\(type(of: error))", "error": "\(error)"])
+                    // The type only, as everywhere: error descriptions can carry values.
+                    logger.warning("services ended with an error after the cut", metadata: ["error.type": "\(type(of: error))"])
                 }
             }
             logger.info(escalated ? "stopped after cancelling" : "stopped")
