@@ -176,7 +176,7 @@ import Testing
         var wraps: [NostrEvent] = []
         for (payload, sender, time) in [(create, alice, now - 10), (root, alice, now - 5), (reaction, carol, now - 2)] {
             let rumor = LinkstrRumor.make(payload, sender: sender.publicKey, createdAt: time)
-            let json = try #require(try RustNostrPeer.call("gift_wrap", [
+            let json = try #require(try await RustNostrPeer.call("gift_wrap", [
                 "sender_secret_key": .string(sender.secretKey.exportHex()), "receiver_pubkey": .string(bob.publicKey.hex),
                 "rumor": .object(["created_at": .integer(rumor.createdAt), "kind": .integer(44001), "tags": .tags(rumor.tags), "content": .string(rumor.content)]),
             ]).stringValue)

@@ -110,12 +110,12 @@ import TestSupport
 
     /// A linkstr message wrapped by rust-nostr opens here, and one wrapped here opens there.
     @Test(.enabled(if: RustNostrPeer.enabled, "set LINKSTR_SKIP_INTEROP=1 to skip"))
-    func interopWithRustNostr() throws {
+    func interopWithRustNostr() async throws {
         let alice = Keys.generate(), bob = Keys.generate()
         let root = String(repeating: "d", count: 64)
         let payload = LinkstrPayload(conversationID: "C1", rootID: root, kind: .reaction, timestamp: 1_700_000_000, emoji: "👍", reactionActive: true)
         let rumor = LinkstrRumor.make(payload, sender: alice.publicKey, createdAt: 1_700_000_000)
-        let wrapJSON = try #require(try RustNostrPeer.call("gift_wrap", [
+        let wrapJSON = try #require(try await RustNostrPeer.call("gift_wrap", [
             "sender_secret_key": .string(alice.secretKey.exportHex()), "receiver_pubkey": .string(bob.publicKey.hex),
             "rumor": .object(["created_at": .integer(rumor.createdAt), "kind": .integer(44001), "tags": .tags(rumor.tags), "content": .string(rumor.content)]),
         ]).stringValue)
@@ -123,7 +123,7 @@ import TestSupport
         #expect(opened.sender == alice.publicKey && opened.payload == payload && opened.rumorID == rumor.id)
 
         let ours = try LinkstrRumor.wraps(payload, from: alice, to: [bob.publicKey]).wraps[0]
-        let there = try RustNostrPeer.call("unwrap_gift", ["receiver_secret_key": .string(bob.secretKey.exportHex()), "wrap_json": .string(ours.json)])
+        let there = try await RustNostrPeer.call("unwrap_gift", ["receiver_secret_key": .string(bob.secretKey.exportHex()), "wrap_json": .string(ours.json)])
         #expect(there["sender"]?.stringValue == alice.publicKey.hex)
         let rumorThere = try UnsignedEvent(json: try #require(there["rumor_json"]?.stringValue))
         #expect(try LinkstrPayload.decode(rumorThere.content) == payload)

@@ -10,24 +10,24 @@ struct InteropTests {
         "hello", "", "line1\nline2 \"q\" \\ \r\t\u{08}\u{0C}\u{01}\u{1F}\u{7F} / é 😀 \u{2028}", #"{"kind":"root","url":"https://x.y/z?a=1&b=2"}"#,
     ]
 
-    @Test func eventsSignedHereVerifyThere() throws {
+    @Test func eventsSignedHereVerifyThere() async throws {
         let keys = Keys.generate()
         let events = Self.contents.enumerated().map { index, content in
             keys.sign(kind: UInt16(index + 1), tags: [["p", Keys.generate().publicKey.hex, ""], ["t", "x"]], content: content)
         }
-        let answers = try RustNostrPeer.run(events.map { .object(["op": "verify_event", "event_json": .string($0.json)]) })
+        let answers = try await RustNostrPeer.run(events.map { .object(["op": "verify_event", "event_json": .string($0.json)]) })
         for (event, answer) in zip(events, answers) {
             #expect(try answer.get() == .bool(true), "\(event.content)")
         }
         // And a tampered one does not.
         let tampered = events[0].json.replacingOccurrences(of: "\"content\":\"hello\"", with: "\"content\":\"hellO\"")
-        #expect(try RustNostrPeer.call("verify_event", ["event_json": .string(tampered)]) == .bool(false))
+        #expect(try await RustNostrPeer.call("verify_event", ["event_json": .string(tampered)]) == .bool(false))
     }
 
-    @Test func eventsSignedThereVerifyHere() throws {
+    @Test func eventsSignedThereVerifyHere() async throws {
         let keys = Keys.generate()
         let tags = [["e", String(repeating: "a", count: 64), "wss://r.example"], ["x"], ["title", ""]]
-        let answers = try RustNostrPeer.run(Self.contents.map {
+        let answers = try await RustNostrPeer.run(Self.contents.map {
             .object(["op": "sign_event", "secret_key": .string(keys.secretKey.exportHex()), "created_at": .integer(1_700_000_123),
                      "kind": .integer(30023), "tags": .tags(tags), "content": .string($0)])
         })
@@ -43,18 +43,18 @@ struct InteropTests {
         }
     }
 
-    @Test func nip44BothWays() throws {
+    @Test func nip44BothWays() async throws {
         let alice = Keys.generate(), bob = Keys.generate()
         let plaintexts = ["a", "héllo 🌍", String(repeating: "x", count: 1024), String(repeating: "q", count: 65408)]
         let ours = try plaintexts.map { try NIP44.encrypt($0, secretKey: alice.secretKey, publicKey: bob.publicKey) }
-        let decryptedThere = try RustNostrPeer.run(ours.map {
+        let decryptedThere = try await RustNostrPeer.run(ours.map {
             .object(["op": "nip44_decrypt", "secret_key": .string(bob.secretKey.exportHex()), "public_key": .string(alice.publicKey.hex),
                      "payload": .string($0)])
         })
         for (plain, answer) in zip(plaintexts, decryptedThere) {
             #expect(try answer.get().stringValue == plain)
         }
-        let theirs = try RustNostrPeer.run(plaintexts.map {
+        let theirs = try await RustNostrPeer.run(plaintexts.map {
             .object(["op": "nip44_encrypt", "secret_key": .string(bob.secretKey.exportHex()), "public_key": .string(alice.publicKey.hex),
                      "plaintext": .string($0)])
         })
@@ -64,7 +64,7 @@ struct InteropTests {
         }
     }
 
-    @Test func giftWrapsMadeHereUnwrapThere() throws {
+    @Test func giftWrapsMadeHereUnwrapThere() async throws {
         let alice = Keys.generate(), bob = Keys.generate()
         let payload = #"{"conversation_id":"0123456789ABCDEF0123456789ABCDEF","root_id":"","kind":"root","url":"https://example.com/v","timestamp":1700000000}"#
         let rumors = [
@@ -72,7 +72,7 @@ struct InteropTests {
             UnsignedEvent(pubkey: alice.publicKey, kind: 44001, tags: [["e", String(repeating: "b", count: 64), "", "root"]], content: "{\"kind\":\"reaction\"}"),
         ]
         let wraps = try rumors.map { try GiftWrap.make($0, author: alice, recipient: bob.publicKey) }
-        let answers = try RustNostrPeer.run(wraps.map {
+        let answers = try await RustNostrPeer.run(wraps.map {
             .object(["op": "unwrap_gift", "receiver_secret_key": .string(bob.secretKey.exportHex()), "wrap_json": .string($0.json)])
         })
         for (rumor, answer) in zip(rumors, answers) {
@@ -84,11 +84,11 @@ struct InteropTests {
         }
     }
 
-    @Test func giftWrapsMadeThereUnwrapHere() throws {
+    @Test func giftWrapsMadeThereUnwrapHere() async throws {
         let alice = Keys.generate(), bob = Keys.generate()
         let tags = [["e", String(repeating: "c", count: 64), "", "root"]]
         let content = #"{"conversation_id":"X","root_id":"cc","kind":"reaction","emoji":"👍","reaction_active":true,"timestamp":1}"#
-        let wrapJSON = try #require(try RustNostrPeer.call("gift_wrap", [
+        let wrapJSON = try #require(try await RustNostrPeer.call("gift_wrap", [
             "sender_secret_key": .string(alice.secretKey.exportHex()), "receiver_pubkey": .string(bob.publicKey.hex),
             "rumor": .object(["created_at": .integer(1_700_000_000), "kind": .integer(44001), "tags": .tags(tags), "content": .string(content)]),
         ]).stringValue)
@@ -101,11 +101,11 @@ struct InteropTests {
         #expect(throws: GiftWrapError.wrapDecryption(.invalidMAC)) { try GiftWrap.unwrap(wrap, keys: alice) }
     }
 
-    @Test func nip98HeaderBuiltThereVerifiesHere() throws {
+    @Test func nip98HeaderBuiltThereVerifiesHere() async throws {
         let keys = Keys.generate()
         let now = UnixTime.now()
         let body = #"{"device_token":"abcd","apns_environment":"sandbox"}"#
-        let header = try #require(try RustNostrPeer.call("nip98_header", [
+        let header = try #require(try await RustNostrPeer.call("nip98_header", [
             "secret_key": .string(keys.secretKey.exportHex()), "url": .string("https://push.example.com/v1/devices/register"),
             "method": .string("POST"), "body_utf8": .string(body), "created_at": .integer(now),
         ]).stringValue)
@@ -117,10 +117,10 @@ struct InteropTests {
         }
     }
 
-    @Test func bech32Agrees() throws {
+    @Test func bech32Agrees() async throws {
         let keys = Keys.generate()
         let event = keys.sign(kind: 1, content: "x")
-        let answers = try RustNostrPeer.run([
+        let answers = try await RustNostrPeer.run([
             .object(["op": "nip19_encode", "kind": "npub", "hex": .string(keys.publicKey.hex)]),
             .object(["op": "nip19_encode", "kind": "nsec", "hex": .string(keys.secretKey.exportHex())]),
             .object(["op": "nip19_encode", "kind": "note", "hex": .string(event.id.hex)]),

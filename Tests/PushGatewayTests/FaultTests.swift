@@ -47,7 +47,7 @@ import Testing
             #expect(try await GatewayHarness.eventually(within: 30) { try await gateway.get("/readyz").status == 200 }, "recovered without a restart")
             #expect(try await gateway.send(keys, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(after)) == 202)
             #expect(try await Self.devices(cluster) == [before, after])
-            let (exited, log) = gateway.terminate(within: 30)
+            let (exited, log) = await gateway.terminate(within: 30)
             #expect(exited && !log.contains("did not finish in time"),
                     "and it still shuts down gracefully, without being cut at SHUTDOWN_TIMEOUT_SECONDS; the end of its log:\n\(log.suffix(6_000))")
         }
@@ -76,7 +76,7 @@ import Testing
             try await Task.sleep(for: .milliseconds(300))
             // Read before stopping: a graceful stop removes the log file.
             let log = try String(contentsOfFile: gateway.logPath, encoding: .utf8)
-            #expect(gateway.stop(within: 15))
+            #expect(await gateway.stop(within: 15))
             #expect(log.count > 1_000, "trace logging produced output to check")
             let secrets: [(String, String)] = [
                 ("device token", token), ("device token (uppercase)", token.uppercased()),
@@ -190,7 +190,7 @@ extension FaultTests {
                 let connections = (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").filter { $0.hasPrefix("connection") }.count ?? 0
                 #expect(connections >= 2, "the oversized frame cost one connection, and the watcher came back")
                 #expect(try await gateway.metric(#"linkstr_watch_invalid_events_total{relay="ws://127.0.0.1:\#(port)"}"#) >= 1, "the forgery was counted")
-                #expect(gateway.stop(), "and it still shuts down gracefully")
+                #expect(await gateway.stop(), "and it still shuts down gracefully")
             }
         }
     }
@@ -292,7 +292,8 @@ extension FaultTests {
                         "every gift wrap reached its device, including those in c's shards after it died: \(coveredPerDevice()) vs \(expectedPerDevice)")
                 let pushedIDs = RelayWatchTests.giftWrapDeliveries(sandbox).compactMap { try? JSONValue(parsing: $0.payload)["wrap_id"]?.stringValue }
                 #expect(Set(pushedIDs).count == pushedIDs.count && Set(pushedIDs).isSubset(of: published), "no wrap pushed twice")
-                #expect(a.stop() && b.stop(), "the survivors shut down gracefully")
+                #expect(await a.stop(), "the survivors shut down gracefully")
+                #expect(await b.stop(), "the survivors shut down gracefully")
             }
         }
     }

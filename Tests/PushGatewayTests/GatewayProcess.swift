@@ -86,8 +86,8 @@ final class GatewayProcess: Sendable {
     /// SIGTERM, then wait for the graceful exit; returns false (and kills it) when it took more
     /// than `seconds`, recording the end of its log as a test issue (CI keeps no files).
     @discardableResult
-    func stop(within seconds: Double = 15, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
-        let (exited, log) = terminate(within: seconds)
+    func stop(within seconds: Double = 15, sourceLocation: SourceLocation = #_sourceLocation) async -> Bool {
+        let (exited, log) = await terminate(within: seconds)
         if !exited {
             Issue.record("linkstr-push did not stop within \(seconds) s of SIGTERM; the end of its log:\n\(log.suffix(6_000))", sourceLocation: sourceLocation)
         }
@@ -95,11 +95,12 @@ final class GatewayProcess: Sendable {
     }
 
     /// SIGTERM, then wait up to `seconds` for the exit (SIGKILL after that). Returns whether it
-    /// exited in time, and its whole log, which is then removed.
-    func terminate(within seconds: Double) -> (exited: Bool, log: String) {
+    /// exited in time, and its whole log, which is then removed. Polls with `Task.sleep`: a
+    /// blocking wait would hold one of the few threads every test in the process shares.
+    func terminate(within seconds: Double) async -> (exited: Bool, log: String) {
         process.signal(SIGTERM)
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
         let exited = !process.isRunning
         process.kill()
         let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""

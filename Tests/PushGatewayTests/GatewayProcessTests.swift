@@ -25,7 +25,7 @@ import TestSupport
                 #expect(try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 10, "every job survived the crash")
 
                 let second = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: lease)
-                defer { #expect(second.stop(), "graceful shutdown") }
+                defer { second.kill() }
                 #expect(try await GatewayHarness.eventually(within: 20) { try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 0 })
                 let records = sandbox.delivered()
                 let tokens = Set((0..<10).map { HTTP2DeliveryTests.token(UInt8(0x20 + $0)) })
@@ -34,6 +34,7 @@ import TestSupport
                 for token in tokens {
                     #expect(Set(records.filter { $0.deviceToken == token }.compactMap(\.apnsID)).count == 1)
                 }
+                #expect(await second.stop(), "graceful shutdown")
             }
         }
     }
@@ -43,9 +44,9 @@ import TestSupport
             try await SandboxFixture.with(latencyMilliseconds: 50) { sandbox in
                 let settings = ["DELIVERY_BATCH_SIZE": "8", "DELIVERY_LOOPS": "2"]
                 let a = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)
-                defer { #expect(a.stop(), "graceful shutdown") }
+                defer { a.kill() }
                 let b = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)
-                defer { #expect(b.stop(), "graceful shutdown") }
+                defer { b.kill() }
                 let alice = Keys.generate()
                 let recipients = (0..<120).map { _ in Keys.generate() }
                 for (index, keys) in recipients.enumerated() {
@@ -64,6 +65,8 @@ import TestSupport
                 let (byA, byB) = (try await a.metric(sample), try await b.metric(sample))
                 #expect(byA + byB == 120)
                 #expect(byA > 0 && byB > 0, "both instances delivered (\(byA) and \(byB))")
+                #expect(await a.stop(), "graceful shutdown")
+                #expect(await b.stop(), "graceful shutdown")
             }
         }
     }
@@ -78,8 +81,9 @@ import TestSupport
             try await SandboxFixture.with { sandbox in
                 let settings = ["LOG_LEVEL": "debug", "RELAYS": relay.url, "WATCH_SHARDS": "4", "WATCH_LEASE_SECONDS": "3", "WATCH_COALESCE_SECONDS": "0"]
                 let a = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)
+                defer { a.kill() }
                 let b = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)
-                defer { #expect(b.stop(), "graceful shutdown") }
+                defer { b.kill() }
                 // Pubkeys in every shard.
                 var candidates: [Keys] = []
                 while Set(candidates.map { WatchShard.of(pubkey: $0.publicKey.hex, shards: 4) }).count < 4 || candidates.count < 8 {
@@ -120,6 +124,7 @@ import TestSupport
                 #expect(perDevice.count == users.count && perDevice.values.allSatisfy { $0 == 3 }, "each device got each wrap once: \(perDevice)")
                 let pushedGap = Set(RelayWatchTests.giftWrapDeliveries(sandbox).compactMap { try? JSONValue(parsing: $0.payload)["wrap_id"]?.stringValue })
                 #expect(Set(gap.map(\.id.hex)).isSubset(of: pushedGap), "the wraps from the gap were pushed")
+                #expect(await b.stop(), "graceful shutdown")
             }
         }
     }
@@ -139,7 +144,7 @@ import TestSupport
                 #expect(try await gateway.send(alice, "POST", "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob])) == 202)
                 #expect(try await GatewayHarness.eventually { !sandbox.state.records().isEmpty }, "the send is in flight")
                 let started = ContinuousClock.now
-                let (exited, log) = gateway.terminate(within: 20)
+                let (exited, log) = await gateway.terminate(within: 20)
                 let took = ContinuousClock.now - started
                 #expect(exited, "the end of its log:\n\(log.suffix(4_000))")
                 #expect(took >= .seconds(2), "it waited for the send first (\(took))")
@@ -150,9 +155,10 @@ import TestSupport
             // The next instance delivers it once the lease has lapsed.
             try await SandboxFixture.with { sandbox in
                 let next = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: ["DELIVERY_LEASE_SECONDS": "2"])
-                defer { #expect(next.stop()) }
+                defer { next.kill() }
                 #expect(try await GatewayHarness.eventually(within: 60) { sandbox.delivered().count == 1 })
                 #expect(try await GatewayHarness.eventually { try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 0 })
+                #expect(await next.stop())
             }
         }
     }
@@ -170,7 +176,7 @@ import TestSupport
                 gateway.process.signal(SIGTERM)
                 try await Task.sleep(for: .milliseconds(500))
                 #expect(gateway.process.isRunning, "the first signal waits for the send")
-                let (exited, log) = gateway.terminate(within: 15)
+                let (exited, log) = await gateway.terminate(within: 15)
                 #expect(exited, "the second signal ended it; the end of its log:\n\(log.suffix(4_000))")
                 #expect(log.contains("second signal"))
             }

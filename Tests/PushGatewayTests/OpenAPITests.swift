@@ -4,6 +4,7 @@ import Logging
 import PostgresNIO
 @testable import PushGateway
 import Testing
+import TestSupport
 
 @Suite struct OpenAPITests {
     /// `METHOD /path` pairs declared under `paths:` in the document.
@@ -54,7 +55,7 @@ import Testing
 
 @Suite struct OpenAPIValidationTests {
     /// Validates the document with openapi-spec-validator (installed into .venv by scripts/test.sh).
-    @Test func documentValidatesAgainstTheOpenAPISchema() throws {
+    @Test func documentValidatesAgainstTheOpenAPISchema() async throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let python = ProcessInfo.processInfo.environment["LINKSTR_PYTHON"] ?? root.appendingPathComponent(".venv/bin/python").path
         guard FileManager.default.isExecutableFile(atPath: python) else {
@@ -64,16 +65,10 @@ import Testing
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("linkstr-openapi-\(UUID().uuidString).yaml")
         try OpenAPIDocument.yaml.write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", "import sys, yaml; from openapi_spec_validator import validate; validate(yaml.safe_load(open(sys.argv[1]))); print('ok')", file.path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text)")
+        let (code, text) = try await ChildProcess.run(python, [
+            "-c", "import sys, yaml; from openapi_spec_validator import validate; validate(yaml.safe_load(open(sys.argv[1]))); print('ok')", file.path,
+        ], timeout: .seconds(120))
+        #expect(code == 0, "\(text)")
         #expect(text.contains("ok"))
     }
 }

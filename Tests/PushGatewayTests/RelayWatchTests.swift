@@ -134,7 +134,7 @@ import TestSupport
                 try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xE7))
                 #expect(try await Self.waitLive(gateway, pubkeys: 1))
                 let content = #"{"conversation_id":"X","kind":"root","url":"https://example.com","timestamp":1}"#
-                let wrapJSON = try #require(try RustNostrPeer.call("gift_wrap", [
+                let wrapJSON = try #require(try await RustNostrPeer.call("gift_wrap", [
                     "sender_secret_key": .string(alice.secretKey.exportHex()), "receiver_pubkey": .string(bob.publicKey.hex),
                     "rumor": .object(["created_at": .integer(UnixTime.now()), "kind": .integer(44001), "tags": .tags([]), "content": .string(content)]),
                 ]).stringValue)

@@ -19,7 +19,18 @@ public enum RustNostrPeer {
 
     /// Sends `requests` (each a JSON object) and returns one result per request; a request the
     /// peer failed becomes `.failure` with its message.
-    public static func run(_ requests: [JSONValue]) throws -> [Result<JSONValue, PeerError>] {
+    ///
+    /// The peer is a Python process; waiting for it happens on a thread of its own, so the few
+    /// threads every test of the process shares are not held for the second it takes.
+    public static func run(_ requests: [JSONValue]) async throws -> [Result<JSONValue, PeerError>] {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Result { try runBlocking(requests) })
+            }.start()
+        }
+    }
+
+    private static func runBlocking(_ requests: [JSONValue]) throws -> [Result<JSONValue, PeerError>] {
         guard FileManager.default.isExecutableFile(atPath: python) else {
             throw PeerError(description: "rust-nostr peer needs \(python); run scripts/test.sh (it creates .venv with nostr-sdk)")
         }
@@ -54,10 +65,10 @@ public enum RustNostrPeer {
     }
 
     /// One request whose success is required.
-    public static func call(_ op: String, _ fields: [String: JSONValue]) throws -> JSONValue {
+    public static func call(_ op: String, _ fields: [String: JSONValue]) async throws -> JSONValue {
         var object = fields
         object["op"] = .string(op)
-        return try run([.object(object)])[0].get()
+        return try await run([.object(object)])[0].get()
     }
 }
 
