@@ -198,6 +198,12 @@ import TestSupport
                 default: false
                 }
                 #expect(retrying, "an unresolvable host is a failure to retry, not an end: \(unresolvableState)")
+                // A name lookup fails as fast as the resolver answers, which without a network can
+                // be its timeout (seconds): polled too.
+                let lookupDeadline = ContinuousClock.now + .seconds(30)
+                while await unresolvable.statistics.failures < 1, ContinuousClock.now < lookupDeadline {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
                 #expect(await unresolvable.statistics.failures >= 1)
                 let relay = try RelayFixture(port: port)
                 try await relay.start()
