@@ -22,7 +22,8 @@ import Testing
         let first = await core.perform(.createSession(name: "X", members: []))
         #expect(first != .done)
         let row = try #require(await core.state().relays.rows.first)
-        #expect(row.status.label == "read-only" && row.status.errorText?.isEmpty == false)
+        #expect(row.status.label == "read-only" && row.status.errorText?.isEmpty == false,
+                "after the first send (\(first)) the relay is \(row.status.label): \(row.status.errorText ?? "no error text")")
         #expect(await core.state().relays.summary == "1 / 1", "read-only counts in the header figure")
         // … and the next send is refused at once.
         let started = ContinuousClock.now

@@ -181,6 +181,19 @@ public actor LinkstrAppCore {
         loop?.cancel()
     }
 
+    /// The pool's relay statuses. A relay that was up in this foreground run and drops gets a
+    /// toast; failures during the initial connection stay quiet (the status row shows them).
+    /// Applying the same statuses twice changes nothing.
+    private func applyRelayStatuses(_ statuses: [String: RelayStatus]) {
+        for (url, status) in statuses {
+            if status == .connected { everConnected.insert(url) }
+            if case .failed = status, everConnected.contains(url), relayStatuses[url] == .connected {
+                toast = "relay offline: \(url)"
+            }
+        }
+        relayStatuses = statuses
+    }
+
     private func handle(_ job: Job) async {
         switch job {
         case .action(let action, let reply):
@@ -190,6 +203,10 @@ public actor LinkstrAppCore {
             } catch {
                 result = .failed("\(error)")
                 toast = "\(error)"
+                // A refused send may have just turned a relay read-only. The pool reports that
+                // through the inbox, behind this job: take it now, so the state a caller reads
+                // after the failure already shows why.
+                applyRelayStatuses(await pool.statuses)
             }
             refresh()
             reply?.resume(returning: result)
@@ -197,15 +214,7 @@ public actor LinkstrAppCore {
             await receive(event, relay: relay, subscription: subscription)
             refresh()
         case .relayStatuses(let statuses):
-            // A relay that was up in this foreground run and drops gets a toast; failures during
-            // the initial connection stay quiet (the status row shows them).
-            for (url, status) in statuses {
-                if status == .connected { everConnected.insert(url) }
-                if case .failed = status, everConnected.contains(url), relayStatuses[url] == .connected {
-                    toast = "relay offline: \(url)"
-                }
-            }
-            relayStatuses = statuses
+            applyRelayStatuses(statuses)
             refresh()
         case .barrier(let reply):
             reply.resume()
