@@ -62,9 +62,13 @@ public enum GatewayApplication {
         metrics.onScrape {
             if let depth = try? await queue.depth() { metrics.queue(queued: depth.queued, due: depth.due) }
         }
-        services.append(MaintenanceService(store: store, queue: queue, logger: logger))
-        if let worker { services.append(worker) }
-        if let watcher { services.append(watcher) }
+        // The services that query our tables start once the migrations are in (see StartGate);
+        // the PostgreSQL client and the APNs connections run from the start.
+        let migrated = StartGate()
+        if !migrateOnStart { migrated.open() }
+        services.append(StartsAfterGate(gate: migrated, service: MaintenanceService(store: store, queue: queue, logger: logger)))
+        if let worker { services.append(StartsAfterGate(gate: migrated, service: worker)) }
+        if let watcher { services.append(StartsAfterGate(gate: migrated, service: watcher)) }
         var app = Application(
             router: buildRouter(api: api),
             configuration: .init(address: .hostname(configuration.listenHost, port: configuration.listenPort), serverName: "linkstr-push"),
@@ -73,6 +77,7 @@ public enum GatewayApplication {
         if migrateOnStart {
             app.beforeServerStarts {
                 try await migrator.migrate(client: client, logger: logger)
+                migrated.open()
             }
         }
         return app
