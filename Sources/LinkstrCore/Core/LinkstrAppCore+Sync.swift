@@ -69,8 +69,10 @@ extension LinkstrAppCore {
             backfills[relay]?.events.append(wrap)
         case (let id, .endOfStoredEvents) where backfills[relay]?.subscriptionID == id:
             guard let backfill = backfills.removeValue(forKey: relay) else { return }
-            await pool.unsubscribe(id, on: relay)
+            // The page's work is queued before the await below: the actor is re-entered there, and
+            // with neither a backfill nor history work the relay would read as complete for a moment.
             startHistory(backfill.events, relay: relay, then: .nextPage(backfill.pager))
+            await pool.unsubscribe(id, on: relay)
         default:
             break
         }
@@ -95,8 +97,12 @@ extension LinkstrAppCore {
         await pool.subscribe(RelayPool.Subscription(id: id) { [Filter(authors: Array(authors), kinds: [EventKind.metadata])] }, on: relay)
     }
 
-    /// Asks `relay` for the page of our gift wraps at or before `until`.
+    /// Asks `relay` for the page of our gift wraps at or before `until`, taking over from the
+    /// finished page's history work in one step (no await between): the actor is re-entered at
+    /// every await, and with neither a backfill nor history work the relay would read as
+    /// complete for a moment.
     private func requestBackfill(relay: String, until: Int64, pager: HistoryPager) async {
+        historyWork[relay] = nil
         guard let me = account?.keys.publicKey else { return }
         backfillCounter += 1
         let id = "linkstr-backfill-\(backfillCounter)"
@@ -143,22 +149,25 @@ extension LinkstrAppCore {
             inbox.yield(.historyStep(relay: relay))
             return
         }
-        historyWork[relay] = nil
         var pager: HistoryPager
+        var firstPage = false
         switch work.next {
         case .firstPage(let first):
             pager = first
+            firstPage = true
             if restoring {
                 do { try self.account?.store.setValue("1", for: "restored") } catch { toast = "\(error)" }
             }
-            await requestProfiles(on: relay)
         case .nextPage(let current):
             pager = current
         }
         // A full page means there is more: page backwards from its oldest event.
         if let oldest = work.oldest, let newest = work.newest, let until = pager.next(afterPageOf: work.count, oldest: oldest, newest: newest) {
             await requestBackfill(relay: relay, until: until, pager: pager)
+        } else {
+            historyWork[relay] = nil
         }
+        if firstPage { await requestProfiles(on: relay) }
     }
 
     /// Opens live `wraps` (on every core) and applies them.
