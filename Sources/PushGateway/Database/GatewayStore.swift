@@ -170,22 +170,22 @@ public struct GatewayStore: Sendable {
                 return applied
             }
         }
+        func refused(_ error: PSQLError) -> RegistrationBatcher.Outcome {
+            logStorageFailure(error, logger)
+            return .failure(APIError.storage)
+        }
         do {
             return try await write(group).map { .success($0) }
         } catch let error as PSQLError where error.serverInfo != nil {
             // PostgreSQL refused the statement (it is reachable): an outcome, not a thrown
             // failure, so the batcher does not fail the registrations queued behind this group.
-            guard group.count > 1 else {
-                logStorageFailure(error, logger)
-                return [.failure(APIError.storage)]
-            }
+            guard group.count > 1 else { return [refused(error)] }
             var outcomes: [RegistrationBatcher.Outcome] = []
             for registration in group {
                 do {
                     outcomes.append(.success(try await write([registration])[0]))
                 } catch let error as PSQLError {
-                    logStorageFailure(error, logger)
-                    outcomes.append(.failure(APIError.storage))
+                    outcomes.append(refused(error))
                 }
             }
             return outcomes

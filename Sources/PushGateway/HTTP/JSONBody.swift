@@ -21,9 +21,12 @@ enum JSONBody {
 struct RequestFields {
     let object: [String: JSONValue]
 
-    /// Text PostgreSQL cannot store (NUL) or APNs headers cannot carry: no linkstr id has it.
-    static func controlCharacters(_ key: String) -> APIError {
-        .badRequest("invalid json body: \(key) must not contain control characters")
+    /// `value` trimmed. Text with a control character is a 400: PostgreSQL cannot store NUL and
+    /// APNs headers cannot carry CR or LF, and no linkstr id has one.
+    private static func cleaned(_ value: String, key: String) throws(APIError) -> String {
+        let trimmed = value.trimmingWhitespace()
+        guard !trimmed.containsControlCharacters else { throw .badRequest("invalid json body: \(key) must not contain control characters") }
+        return trimmed
     }
 
     /// A trimmed string, or nil when absent, null or blank. A non-string, or one with a control
@@ -32,8 +35,7 @@ struct RequestFields {
         switch object[key] {
         case nil, .null?: return nil
         case .string(let value)?:
-            let trimmed = value.trimmingWhitespace()
-            guard !trimmed.containsControlCharacters else { throw Self.controlCharacters(key) }
+            let trimmed = try Self.cleaned(value, key: key)
             return trimmed.isEmpty ? nil : trimmed
         default: throw .badRequest("invalid json body: \(key) must be a string")
         }
@@ -57,9 +59,7 @@ struct RequestFields {
             values.reserveCapacity(items.count)
             for item in items {
                 guard case .string(let value) = item else { throw .badRequest("invalid json body: \(key) must be an array of strings") }
-                let trimmed = value.trimmingWhitespace()
-                guard !trimmed.containsControlCharacters else { throw Self.controlCharacters(key) }
-                values.append(trimmed)
+                values.append(try Self.cleaned(value, key: key))
             }
             return values
         default: throw .badRequest("invalid json body: \(key) must be an array of strings")
