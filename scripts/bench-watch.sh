@@ -82,20 +82,13 @@ PIDS+=($GATEWAY_PID)
 # Where the CPU went while wraps streamed: from the load tool's "streaming" (the wraps are made
 # and signed before) to its last delivery read ("sustained"), the gateway, PostgreSQL (every
 # backend) and the sandbox.
-PROCESSES="gateway=$GATEWAY_PID sandbox=$SANDBOX_PID postgres=pg:$WORK/pg"
-cpu_sample() { local entry out=""; for entry in $PROCESSES; do out+="${entry%%=*}=$(cpu_seconds "${entry#*=}") "; done; echo "$out"; }
 while kill -0 "$LOAD_PID" 2>/dev/null && ! grep -q "^streaming" "$WORK/load.log"; do sleep 0.05; done
-STREAM_START=$SECONDS; CPU_BEFORE="$(cpu_sample)"
+cpu_window_start "gateway=$GATEWAY_PID sandbox=$SANDBOX_PID postgres=pg:$WORK/pg"
 while kill -0 "$LOAD_PID" 2>/dev/null && ! grep -q "^sustained" "$WORK/load.log"; do sleep 0.05; done
-STREAM_SECONDS=$((SECONDS - STREAM_START)); CPU_AFTER="$(cpu_sample)"
+split="$(cpu_window_line streaming)"
 status=0
 wait "$LOAD_PID" || status=$?
 cat "$WORK/load.log"
-split="CPU while streaming (seconds; $((STREAM_SECONDS * $(nproc))) available on $(nproc) cores):"
-for entry in $CPU_AFTER; do
-    name="${entry%%=*}"; before="$(tr ' ' '\n' <<<"$CPU_BEFORE" | grep "^$name=" | cut -d= -f2)"
-    split+=" $name $(awk -v a="${entry#*=}" -v b="$before" 'BEGIN { printf "%.1f", a - b }')"
-done
 echo "$split"
 if [[ "${PGSTATS:-}" == 1 ]]; then
     psql -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "SELECT calls, round(total_exec_time) AS total_ms, round(mean_exec_time::numeric, 2) AS mean_ms,

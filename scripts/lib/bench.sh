@@ -34,21 +34,36 @@ cpu_seconds() {
     awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz }'
 }
 
-# Runs a load phase and prints where the machine's CPU went during it:
+# Where the machine's CPU went over a window, per process of a spec
+# ("gateway=PID sandbox=PID postgres=pg:DIR"): cpu_window_start SPEC opens the window,
+# cpu_window_line LABEL closes it and prints
+# "CPU during LABEL (seconds; N available on C cores): gateway X sandbox Y postgres Z".
+declare -gA CPU_WINDOW_BEFORE=()
+CPU_WINDOW_SPEC=""
+CPU_WINDOW_START=0
+cpu_window_start() {
+    local entry
+    CPU_WINDOW_SPEC="$1"; CPU_WINDOW_START=$SECONDS; CPU_WINDOW_BEFORE=()
+    for entry in $CPU_WINDOW_SPEC; do CPU_WINDOW_BEFORE[${entry%%=*}]="$(cpu_seconds "${entry#*=}")"; done
+}
+cpu_window_line() {
+    local entry line="CPU during $1 (seconds; $(( (SECONDS - CPU_WINDOW_START) * $(nproc) )) available on $(nproc) cores):"
+    for entry in $CPU_WINDOW_SPEC; do
+        line+=" ${entry%%=*} $(awk -v a="$(cpu_seconds "${entry#*=}")" -v b="${CPU_WINDOW_BEFORE[${entry%%=*}]}" 'BEGIN { printf "%.1f", a - b }')"
+    done
+    echo "$line"
+}
+
+# Runs a load phase and prints where the machine's CPU went during it, the load tool's included:
 #   cpu_split LABEL "gateway=PID sandbox=PID postgres=pg:DIR" command...
 cpu_split() {
     local label="$1" spec="$2"; shift 2
-    local -A before=()
-    local entry times saved start=$SECONDS
-    for entry in $spec; do before[${entry%%=*}]="$(cpu_seconds "${entry#*=}")"; done
+    local times saved
+    cpu_window_start "$spec"
     times="$(mktemp)"
     exec {saved}>&2
     { TIMEFORMAT="%U %S"; time "$@" 2>&$saved; } 2>"$times"
     exec {saved}>&-
-    local line="CPU during $label (seconds; $(( (SECONDS - start) * $(nproc) )) available on $(nproc) cores):"
-    for entry in $spec; do
-        line+=" ${entry%%=*} $(awk -v a="$(cpu_seconds "${entry#*=}")" -v b="${before[${entry%%=*}]}" 'BEGIN { printf "%.1f", a - b }')"
-    done
-    echo "$line, load tool $(awk '{ printf "%.1f", $1 + $2 }' "$times")"
+    echo "$(cpu_window_line "$label"), load tool $(awk '{ printf "%.1f", $1 + $2 }' "$times")"
     rm -f "$times"
 }
