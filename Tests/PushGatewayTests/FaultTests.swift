@@ -18,8 +18,8 @@ import Testing
     }
 
     /// PostgreSQL stopped for 20 s and started again: the gateway reports not-ready, keeps serving
-    /// `/healthz`, refuses what it cannot store with a clear error, recovers without a restart,
-    /// and every registration it accepted is there.
+    /// `/healthz`, refuses what it cannot store with a clear error, recovers without a restart
+    /// (registrations and deliveries both), and every registration it accepted is there.
     @Test func theDatabaseGoingAwayForTwentySecondsLosesNothingAccepted() async throws {
         let cluster = try PostgresCluster()
         try await cluster.start()
@@ -47,6 +47,12 @@ import Testing
             #expect(try await GatewayHarness.eventually(within: 30) { try await gateway.get("/readyz").status == 200 }, "recovered without a restart")
             #expect(try await gateway.send(keys, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(after)) == 202)
             #expect(try await Self.devices(cluster) == [before, after])
+            // Delivery resumed too: its loops were mid-statement when the database went away.
+            let sender = Keys.generate()
+            let push = #"{"notification_type":"new_post","event_id":"after-outage","conversation_id":"c1","recipient_pubkeys":["\#(keys.publicKey.hex)"]}"#
+            #expect(try await gateway.send(sender, "POST", "/v1/push", json: push) == 202)
+            #expect(try await GatewayHarness.eventually(within: 15) { Set(sandbox.delivered().map(\.deviceToken)) == [before, after] },
+                    "both devices get the push sent after the outage")
             let (exited, log) = await gateway.terminate(within: 30)
             #expect(exited && !log.contains("did not finish in time"),
                     "and it still shuts down gracefully, without being cut at SHUTDOWN_TIMEOUT_SECONDS; the end of its log:\n\(log.suffix(6_000))")

@@ -16,7 +16,7 @@ public struct DeviceRecord: Sendable, Equatable {
 /// request's single-use authorization key, so a replayed request changes nothing and a failed
 /// one leaves the key unused.
 public struct GatewayStore: Sendable {
-    public let client: PostgresClient
+    public let database: Database
     public let logger: Logger
     /// How far `created_at` may be from now (`AUTH_MAX_SKEW_SECONDS`): replay keys are kept
     /// until an event could no longer pass that check.
@@ -30,7 +30,7 @@ public struct GatewayStore: Sendable {
     let registrations: RegistrationBatcher
 
     public init(client: PostgresClient, logger: Logger, replayWindowSeconds: Int64 = 300) {
-        self.client = client
+        self.database = Database(client)
         self.logger = logger
         self.replayWindowSeconds = replayWindowSeconds
         self.registrations = RegistrationBatcher { group in
@@ -40,7 +40,7 @@ public struct GatewayStore: Sendable {
 
     /// Runs `body` in a transaction after recording `auth`'s replay key; a key seen before is a 401.
     func authorized<Result: Sendable>(
-        _ auth: VerifiedHTTPAuth, _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
+        _ auth: VerifiedHTTPAuth, _ body: @escaping @Sendable (DatabaseConnection) async throws -> Result
     ) async throws -> Result {
         let pubkey = auth.pubkey.hex
         let key = auth.replayKey
@@ -53,15 +53,15 @@ public struct GatewayStore: Sendable {
             while true {
                 attempt += 1
                 do {
-                    return try await client.withTransaction(logger: logger) { connection in
+                    return try await database.withTransaction(logger: logger) { connection in
                         let inserted = try await connection.query("""
                             INSERT INTO auth_replays (pubkey, replay_key, expires_at) VALUES (\(pubkey), \(key), \(expires))
                             ON CONFLICT DO NOTHING RETURNING 1
-                            """, logger: logger).collect().count
+                            """, logger: logger).count
                         guard inserted == 1 else { throw APIError.replayed }
                         return try await body(connection)
                     }
-                } catch let error as PostgresTransactionError where attempt < 3 && Self.isTransient(error) {
+                } catch let error as PSQLError where attempt < 3 && Self.isTransient(error) {
                     continue
                 }
             }
@@ -79,8 +79,7 @@ public struct GatewayStore: Sendable {
     func countsStatement<Statement: PostgresPreparedStatement>(_ statement: Statement) async throws -> [Int] where Statement.Row == [Int] {
         try await storage {
             try await Self.retryingTransient {
-                for try await row in try await client.execute(statement, logger: logger) { return row }
-                return []
+                try await database.execute(statement, logger: logger).first ?? []
             }
         }
     }
@@ -107,11 +106,6 @@ public struct GatewayStore: Sendable {
         return ["23503", "40P01", "40001"].contains(state)
     }
 
-    static func isTransient(_ error: PostgresTransactionError) -> Bool {
-        guard let psql = (error.closureError ?? error.commitError) as? PSQLError, let state = psql.serverInfo?[.sqlState] else { return false }
-        return ["23503", "40P01", "40001"].contains(state)
-    }
-
     /// Maps anything that is not already an API error to a plain 500, logging only the error type
     /// and PostgreSQL's SQLSTATE code, never values.
     ///
@@ -127,17 +121,8 @@ public struct GatewayStore: Sendable {
             return try await withDeadline(Self.storageTimeout, body)
         } catch let error as APIError {
             throw error
-        } catch let error as PostgresTransactionError where error.closureError is APIError {
-            // A rejection decided inside the transaction (a replayed key); it was rolled back.
-            throw error.closureError as! APIError
         } catch let error as PSQLError {
             Self.logStorageFailure(error, logger)
-            throw APIError.storage
-        } catch let error as PostgresTransactionError {
-            let inner = error.closureError ?? error.commitError ?? error.beginError
-            if let psql = inner as? PSQLError { Self.logStorageFailure(psql, logger) } else {
-                logger.error("storage failure", metadata: ["error.type": "\(type(of: inner))"])
-            }
             throw APIError.storage
         } catch {
             logger.error("storage failure", metadata: ["error.type": "\(type(of: error))"])
@@ -161,10 +146,11 @@ public struct GatewayStore: Sendable {
     static func applyRegistrations(
         _ group: [PendingRegistration], client: PostgresClient, logger: Logger
     ) async throws -> [RegistrationBatcher.Outcome] {
+        let database = Database(client)
         @Sendable func write(_ registrations: [PendingRegistration]) async throws -> [Bool] {
             try await retryingTransient {
                 var applied = [Bool](repeating: false, count: registrations.count)
-                for try await (position, wasApplied) in try await client.execute(RegisterDevicesStatement(registrations: registrations), logger: logger) {
+                for (position, wasApplied) in try await database.execute(RegisterDevicesStatement(registrations: registrations), logger: logger) {
                     applied[position - 1] = wasApplied
                 }
                 return applied
@@ -200,7 +186,7 @@ public struct GatewayStore: Sendable {
         return try await authorized(auth) { connection in
             let removed = try await connection.query(
                 "DELETE FROM devices WHERE device_token = \(deviceToken) AND pubkey = \(pubkey) RETURNING 1", logger: logger
-            ).collect().count
+            ).count
             try await Self.dropOrphanedArchive(pubkey, connection, logger)
             return removed > 0
         }
@@ -213,7 +199,7 @@ public struct GatewayStore: Sendable {
         let pubkey = auth.pubkey.hex
         let logger = self.logger
         return try await authorized(auth) { connection in
-            let hasDevice = try await connection.query("SELECT 1 FROM devices WHERE pubkey = \(pubkey) LIMIT 1 FOR SHARE", logger: logger).collect().count > 0
+            let hasDevice = try await connection.query("SELECT 1 FROM devices WHERE pubkey = \(pubkey) LIMIT 1 FOR SHARE", logger: logger).count > 0
             guard hasDevice else { return false }
             if let known = request.known {
                 guard !known.isEmpty else { return true }
@@ -260,7 +246,7 @@ public struct GatewayStore: Sendable {
         let logger = self.logger
         return try await authorized(auth) { connection in
             var records: [DeviceRecord] = []
-            for try await (token, environment, topic, watch, registered) in try await connection.query("""
+            for (token, environment, topic, watch, registered) in try await connection.query("""
                 SELECT device_token, apns_environment, topic, relay_watch, registered_at FROM devices
                 WHERE pubkey = \(pubkey) ORDER BY registered_at, device_token
                 """, logger: logger).decode((String, String, String, Bool, Date).self) {
@@ -276,7 +262,7 @@ public struct GatewayStore: Sendable {
         let pubkey = auth.pubkey.hex
         let logger = self.logger
         return try await authorized(auth) { connection in
-            let devices = try await connection.query("DELETE FROM devices WHERE pubkey = \(pubkey) RETURNING 1", logger: logger).collect().count
+            let devices = try await connection.query("DELETE FROM devices WHERE pubkey = \(pubkey) RETURNING 1", logger: logger).count
             try await connection.query("DELETE FROM push_jobs WHERE pubkey = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM archived_conversations WHERE pubkey = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM push_dedupe WHERE recipient = \(pubkey)", logger: logger)
@@ -298,7 +284,7 @@ public struct GatewayStore: Sendable {
                 SELECT \(pubkey), id, \(expires) FROM unnest(\(request.eventIDs)::text[]) AS id ORDER BY id
                 ON CONFLICT (pubkey, event_id) DO UPDATE SET expires_at = EXCLUDED.expires_at
                 RETURNING 1
-                """, logger: logger).collect().count
+                """, logger: logger).count
         }
     }
 
@@ -318,7 +304,7 @@ public struct GatewayStore: Sendable {
                 "DELETE FROM seen_wraps WHERE seen_at < \(seenCutoff) RETURNING 1",
                 "DELETE FROM watch_instances WHERE heartbeat_at < \(staleInstances) RETURNING 1",
             ] {
-                removed += try await client.query(statement, logger: logger).collect().count
+                removed += try await database.query(statement, logger: logger).count
             }
             return removed
         }
@@ -328,7 +314,7 @@ public struct GatewayStore: Sendable {
         logger.error("storage failure", metadata: ["db.code": "\(error.serverInfo?[.sqlState] ?? "none")", "db.error": "\(error.code)"])
     }
 
-    static func dropOrphanedArchive(_ pubkey: String, _ connection: PostgresConnection, _ logger: Logger) async throws {
+    static func dropOrphanedArchive(_ pubkey: String, _ connection: DatabaseConnection, _ logger: Logger) async throws {
         try await connection.query("""
             DELETE FROM archived_conversations WHERE pubkey = \(pubkey)
             AND NOT EXISTS (SELECT 1 FROM devices WHERE pubkey = \(pubkey))

@@ -51,7 +51,7 @@ public struct Migrator: Sendable {
     /// Applies what is pending; returns the versions applied now.
     @discardableResult
     public func migrate(client: PostgresClient, logger: Logger) async throws -> [Int] {
-        try await client.withConnection { connection in
+        try await Database(client).withConnection { connection in
             _ = try await connection.query("SELECT pg_advisory_lock(\(Self.advisoryLockKey))", logger: logger)
             do {
                 let applied = try await migrateLocked(connection, logger: logger)
@@ -64,13 +64,13 @@ public struct Migrator: Sendable {
         }
     }
 
-    private func migrateLocked(_ connection: PostgresConnection, logger: Logger) async throws -> [Int] {
+    private func migrateLocked(_ connection: DatabaseConnection, logger: Logger) async throws -> [Int] {
         try await connection.query("""
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
             """, logger: logger)
         var done = Set<Int>()
-        for try await version in try await connection.query("SELECT version FROM schema_migrations", logger: logger).decode(Int.self) {
+        for version in try await connection.query("SELECT version FROM schema_migrations", logger: logger).decode(Int.self) {
             done.insert(version)
         }
         var applied: [Int] = []
@@ -96,9 +96,10 @@ public struct Migrator: Sendable {
 
     /// The highest applied version, or nil when the table does not exist yet.
     public static func currentVersion(client: PostgresClient, logger: Logger) async throws -> Int? {
-        let exists = try await client.query("SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger).decode(Bool.self)
-        for try await present in exists where !present { return nil }
-        for try await version in try await client.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", logger: logger).decode(Int.self) {
+        let database = Database(client)
+        let exists = try await database.query("SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger).decode(Bool.self)
+        guard exists.first == true else { return nil }
+        for version in try await database.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", logger: logger).decode(Int.self) {
             return version
         }
         return nil

@@ -6,12 +6,12 @@ public import PostgresNIO
 /// What the relay watcher keeps in PostgreSQL: the gateway's key, shard leases, watched pubkeys
 /// by shard, seen wraps and the pushes they become, and suppressions.
 public struct WatchStore: Sendable {
-    public let client: PostgresClient
+    public let database: Database
     public let logger: Logger
     public let settings: WatchSettings
 
     public init(client: PostgresClient, settings: WatchSettings, logger: Logger) {
-        self.client = client
+        self.database = Database(client)
         self.settings = settings
         self.logger = logger
     }
@@ -23,8 +23,8 @@ public struct WatchStore: Sendable {
     public func gatewayKey() async throws -> SecretKey {
         if let key = settings.gatewayKey { return key }
         let candidate = SecretKey.generate().exportHex()
-        try await client.query("INSERT INTO gateway_identity (secret_key) VALUES (\(candidate)) ON CONFLICT DO NOTHING", logger: logger)
-        for try await hex in try await client.query("SELECT secret_key FROM gateway_identity", logger: logger).decode(String.self) {
+        try await database.query("INSERT INTO gateway_identity (secret_key) VALUES (\(candidate)) ON CONFLICT DO NOTHING", logger: logger)
+        for hex in try await database.query("SELECT secret_key FROM gateway_identity", logger: logger).decode(String.self) {
             return try SecretKey(hex: hex)
         }
         throw WatchStoreError.missingIdentity
@@ -34,7 +34,7 @@ public struct WatchStore: Sendable {
 
     /// Creates the shard rows (once per shard count).
     public func prepareShards() async throws {
-        try await client.query("""
+        try await database.query("""
             INSERT INTO watch_shards (shard) SELECT generate_series(0, \(settings.shards - 1)) ON CONFLICT DO NOTHING
             """, logger: logger)
     }
@@ -44,28 +44,28 @@ public struct WatchStore: Sendable {
     /// to that share. Returns the shards it holds afterwards.
     public func heartbeat(instance: String) async throws -> Set<Int> {
         let lease = Double(settings.leaseSeconds)
-        try await client.query("""
+        try await database.query("""
             INSERT INTO watch_instances (instance_id, heartbeat_at) VALUES (\(instance), now())
             ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = now()
             """, logger: logger)
         var live = 1
-        for try await count in try await client.query("""
+        for count in try await database.query("""
             SELECT count(*)::int FROM watch_instances WHERE heartbeat_at > now() - make_interval(secs => \(lease))
             """, logger: logger).decode(Int.self) { live = max(1, count) }
         var held = Set<Int>()
-        for try await shard in try await client.query("""
+        for shard in try await database.query("""
             UPDATE watch_shards SET expires_at = now() + make_interval(secs => \(lease)) WHERE owner = \(instance) RETURNING shard
             """, logger: logger).decode(Int.self) { held.insert(shard) }
         let fairShare = (settings.shards + live - 1) / live
         if held.count > fairShare {
             let extra = Array(held.sorted().suffix(held.count - fairShare))
-            try await client.query("""
+            try await database.query("""
                 UPDATE watch_shards SET owner = NULL, expires_at = '-infinity' WHERE owner = \(instance) AND shard = ANY(\(extra))
                 """, logger: logger)
             held.subtract(extra)
         } else if held.count < fairShare {
             let wanted = fairShare - held.count
-            for try await shard in try await client.query("""
+            for shard in try await database.query("""
                 UPDATE watch_shards SET owner = \(instance), expires_at = now() + make_interval(secs => \(lease))
                 WHERE shard IN (SELECT shard FROM watch_shards WHERE (owner IS NULL OR expires_at < now()) AND shard < \(settings.shards)
                                 ORDER BY shard LIMIT \(wanted) FOR UPDATE SKIP LOCKED)
@@ -78,14 +78,14 @@ public struct WatchStore: Sendable {
     /// Gives every lease of `instance` back at once (graceful shutdown), so another instance
     /// takes its shards on its next heartbeat instead of after the lease expiry.
     public func release(instance: String) async throws {
-        try await client.query("UPDATE watch_shards SET owner = NULL, expires_at = '-infinity' WHERE owner = \(instance)", logger: logger)
-        try await client.query("DELETE FROM watch_instances WHERE instance_id = \(instance)", logger: logger)
+        try await database.query("UPDATE watch_shards SET owner = NULL, expires_at = '-infinity' WHERE owner = \(instance)", logger: logger)
+        try await database.query("DELETE FROM watch_instances WHERE instance_id = \(instance)", logger: logger)
     }
 
     /// Shard → owner for `/admin/status`.
     public func shardOwners() async throws -> [Int: String] {
         var owners: [Int: String] = [:]
-        for try await (shard, owner) in try await client.query(
+        for (shard, owner) in try await database.query(
             "SELECT shard, owner FROM watch_shards WHERE owner IS NOT NULL AND expires_at > now()", logger: logger
         ).decode((Int, String).self) { owners[shard] = owner }
         return owners
@@ -97,7 +97,7 @@ public struct WatchStore: Sendable {
     public func watchedPubkeys(inShards shards: Set<Int>) async throws -> Set<String> {
         guard !shards.isEmpty else { return [] }
         var result = Set<String>()
-        for try await pubkey in try await client.query("""
+        for pubkey in try await database.query("""
             SELECT DISTINCT pubkey FROM devices
             WHERE relay_watch AND linkstr_watch_shard(pubkey, \(settings.shards)::int) = ANY(\(Array(shards)))
             """, logger: logger).decode(String.self) { result.insert(pubkey) }
@@ -108,7 +108,7 @@ public struct WatchStore: Sendable {
     public func watchedSubset(of pubkeys: [String]) async throws -> Set<String> {
         guard !pubkeys.isEmpty else { return [] }
         var result = Set<String>()
-        for try await pubkey in try await client.query("""
+        for pubkey in try await database.query("""
             SELECT DISTINCT pubkey FROM devices WHERE relay_watch AND pubkey = ANY(\(pubkeys))
             """, logger: logger).decode(String.self) { result.insert(pubkey) }
         return result
@@ -119,7 +119,7 @@ public struct WatchStore: Sendable {
     /// Records that `pubkeys` are served live by `relay`.
     public func markLive(_ pubkeys: [String], relay: String) async throws {
         guard !pubkeys.isEmpty else { return }
-        try await client.query("""
+        try await database.query("""
             INSERT INTO watch_live (pubkey, relay) SELECT p, \(relay) FROM unnest(\(pubkeys)::text[]) AS p ORDER BY p
             ON CONFLICT DO NOTHING
             """, logger: logger)
@@ -128,14 +128,14 @@ public struct WatchStore: Sendable {
     /// Forgets `pubkeys` (no longer watched), on every relay.
     public func forgetLive(_ pubkeys: [String]) async throws {
         guard !pubkeys.isEmpty else { return }
-        try await client.query("DELETE FROM watch_live WHERE pubkey = ANY(\(pubkeys))", logger: logger)
+        try await database.query("DELETE FROM watch_live WHERE pubkey = ANY(\(pubkeys))", logger: logger)
     }
 
     /// Which of `pubkeys` some instance already served live from `relay`.
     public func livePubkeys(_ pubkeys: [String], relay: String) async throws -> Set<String> {
         guard !pubkeys.isEmpty else { return [] }
         var result = Set<String>()
-        for try await pubkey in try await client.query(
+        for pubkey in try await database.query(
             "SELECT pubkey FROM watch_live WHERE relay = \(relay) AND pubkey = ANY(\(pubkeys))", logger: logger
         ).decode(String.self) { result.insert(pubkey) }
         return result
@@ -166,7 +166,7 @@ public struct WatchStore: Sendable {
         // A device removed mid-statement (23503) or a deadlock rolls the statement back as a whole.
         return try await GatewayStore.retryingTransient {
             var result = RecordResult(claimed: 0, jobs: 0, merged: 0)
-            for try await row in try await client.execute(statement, logger: logger) {
+            for row in try await database.execute(statement, logger: logger) {
                 result.claimed = row.claimed
                 result.jobs = row.queued
                 result.merged = row.merged

@@ -23,11 +23,11 @@ public struct ClaimedJob: Sendable, Equatable {
 /// `FOR UPDATE SKIP LOCKED` and a lease: a worker that dies mid-send leaves its jobs to be
 /// claimed again when the lease ends, so delivery is at-least-once and nothing is lost.
 public struct DeliveryQueue: Sendable {
-    public let client: PostgresClient
+    public let database: Database
     public let logger: Logger
 
     public init(client: PostgresClient, logger: Logger) {
-        self.client = client
+        self.database = Database(client)
         self.logger = logger
     }
 
@@ -36,7 +36,7 @@ public struct DeliveryQueue: Sendable {
         // The head of the queue in index order (migrations/0002), locked; jobs raced by a token
         // move or an archive update since they were queued are deleted, never sent; the rest are
         // leased and returned with their device.
-        let rows = try await client.query("""
+        let rows = try await database.query("""
             WITH due AS (
                 SELECT j.id FROM push_jobs j
                 WHERE j.next_attempt_at <= now() AND (j.locked_until IS NULL OR j.locked_until < now()) AND j.expires_at > now()
@@ -58,9 +58,9 @@ public struct DeliveryQueue: Sendable {
                       j.relay, j.wrap_count
             """, logger: logger)
         var jobs: [ClaimedJob] = []
-        for try await (id, apnsID, token, pubkey, environment, topic, updatedAt, type, eventID, conversationID, emoji, postID, attempts, expiresAt,
+        for (id, apnsID, token, pubkey, environment, topic, updatedAt, type, eventID, conversationID, emoji, postID, attempts, expiresAt,
                        relay, wrapCount)
-            in rows.decode((Int64, UUID, String, String, String, String, Date, String, String, String, String?, String?, Int, Date, String?, Int).self) {
+            in try rows.decode((Int64, UUID, String, String, String, String, Date, String, String, String, String?, String?, Int, Date, String?, Int).self) {
             guard let environment = APNsEnvironment(rawValue: environment), let type = NotificationType(rawValue: type) else { continue }
             jobs.append(ClaimedJob(
                 id: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic, deviceUpdatedAt: updatedAt,
@@ -74,14 +74,14 @@ public struct DeliveryQueue: Sendable {
     /// Delivered, or dropped for good. Fenced by the attempt count: a worker whose lease ran out
     /// (and whose job was claimed again) cannot touch the newer claim.
     public func finish(_ job: ClaimedJob) async throws {
-        try await client.query("DELETE FROM push_jobs WHERE id = \(job.id) AND attempts = \(job.attempts)", logger: logger)
+        try await database.query("DELETE FROM push_jobs WHERE id = \(job.id) AND attempts = \(job.attempts)", logger: logger)
     }
 
     /// Finishes many jobs in one statement, each fenced by its attempt count.
     public func finish(_ jobs: [ClaimedJob]) async throws {
         guard !jobs.isEmpty else { return }
         let ids = jobs.map(\.id), attempts = jobs.map(\.attempts)
-        try await client.query("""
+        try await database.query("""
             DELETE FROM push_jobs j USING unnest(\(ids)::bigint[], \(attempts)::int[]) AS done(id, attempts)
             WHERE j.id = done.id AND j.attempts = done.attempts
             """, logger: logger)
@@ -89,7 +89,7 @@ public struct DeliveryQueue: Sendable {
 
     /// Back to the queue after `delaySeconds`, keeping the error for operators.
     public func reschedule(_ job: ClaimedJob, delaySeconds: Double, error: String) async throws {
-        try await client.query("""
+        try await database.query("""
             UPDATE push_jobs SET next_attempt_at = now() + make_interval(secs => \(delaySeconds)), locked_until = NULL, last_error = \(error)
             WHERE id = \(job.id) AND attempts = \(job.attempts)
             """, logger: logger)
@@ -101,9 +101,9 @@ public struct DeliveryQueue: Sendable {
     @discardableResult
     public func removeDevice(token: String, notUpdatedAfter: Date) async throws -> Bool {
         let logger = self.logger
-        return try await client.withTransaction(logger: logger) { connection in
+        return try await database.withTransaction(logger: logger) { connection in
             var owner: String?
-            for try await pubkey in try await connection.query(
+            for pubkey in try await connection.query(
                 "DELETE FROM devices WHERE device_token = \(token) AND updated_at <= \(notUpdatedAfter) RETURNING pubkey", logger: logger
             ).decode(String.self) {
                 owner = pubkey
@@ -118,7 +118,7 @@ public struct DeliveryQueue: Sendable {
     /// Jobs in the queue, and how many of them are due now.
     public func depth() async throws -> (queued: Int, due: Int) {
         var result = (queued: 0, due: 0)
-        for try await row in try await client.query(
+        for row in try await database.query(
             "SELECT count(*)::int, (count(*) FILTER (WHERE next_attempt_at <= now()))::int FROM push_jobs", logger: logger
         ).decode((Int, Int).self) {
             result = (row.0, row.1)
@@ -129,6 +129,6 @@ public struct DeliveryQueue: Sendable {
     /// Deletes jobs past their expiry; returns how many.
     @discardableResult
     public func dropExpired() async throws -> Int {
-        try await client.query("DELETE FROM push_jobs WHERE expires_at <= now() RETURNING 1", logger: logger).collect().count
+        try await database.query("DELETE FROM push_jobs WHERE expires_at <= now() RETURNING 1", logger: logger).count
     }
 }

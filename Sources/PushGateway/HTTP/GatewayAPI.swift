@@ -158,7 +158,7 @@ public struct GatewayAPI: Sendable {
         do {
             let store = store
             let version = try await withDeadline(Self.readinessTimeout) {
-                try await Migrator.currentVersion(client: store.client, logger: store.logger)
+                try await Migrator.currentVersion(client: store.database.client, logger: store.logger)
             }
             guard let version, version >= latestMigration else {
                 return JSONBody.response(.serviceUnavailable, ["status": "not ready", "error": "database not migrated"])
@@ -178,7 +178,7 @@ public struct GatewayAPI: Sendable {
         guard Self.constantTimeEquals(presented, "Bearer \(adminToken)") else { throw APIError.unauthorized("admin token required", code: "admin_token") }
         let (devices, watching, queued, due) = try await store.storage {
             var counts = (0, 0, 0, 0)
-            for try await row in try await store.client.query("""
+            for row in try await store.database.query("""
                 SELECT (SELECT count(*) FROM devices)::int, (SELECT count(*) FROM devices WHERE relay_watch)::int,
                        (SELECT count(*) FROM push_jobs)::int, (SELECT count(*) FROM push_jobs WHERE next_attempt_at <= now())::int
                 """, logger: store.logger).decode((Int, Int, Int, Int).self) {

@@ -219,8 +219,8 @@ public actor RelayWatcher: Service {
     private func listenLoop() async {
         while !Task.isCancelled {
             do {
-                try await store.client.withConnection { connection in
-                    try await connection.listen(on: "linkstr_watch") { notifications in
+                try await store.database.withConnection { connection in
+                    try await connection.underlying.listen(on: "linkstr_watch") { notifications in
                         // Whatever changed while no LISTEN was active.
                         self.requestResync()
                         for try await notification in notifications {

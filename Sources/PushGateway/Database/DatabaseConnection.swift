@@ -1,0 +1,55 @@
+public import Logging
+public import PostgresNIO
+
+/// A leased PostgreSQL connection whose statements cannot hang: each one is sent from the
+/// connection's event loop right after checking, in the same event-loop turn, that the connection
+/// is still open. A closed one fails the statement with `DatabaseConnectionClosed` at once.
+///
+/// Why: postgres-nio 1.33.2 writes a statement to its channel without a write promise. When the
+/// pool leases a connection whose channel closed a moment before (PostgreSQL restarting), and the
+/// channel's handlers are already gone, the write is dropped and the statement's promise is never
+/// completed: the caller waits forever and does not react to cancellation. A delivery loop stuck
+/// there sends nothing until the process is killed (`DatabaseRestartTests`). SwiftNIO removes a
+/// channel's handlers only in an event-loop turn after the one in which it went inactive, so a
+/// statement written in the turn where `isClosed` was false reaches the handler, which answers it
+/// even if the connection closes next.
+public struct DatabaseConnection: Sendable {
+    /// For what needs the connection itself (LISTEN); its own statements are not guarded.
+    public let underlying: PostgresConnection
+    private let executor: EventLoopTaskExecutor
+
+    init(_ connection: PostgresConnection) {
+        underlying = connection
+        executor = EventLoopTaskExecutor.of(connection.eventLoop)
+    }
+
+    /// Runs `query` and returns all its rows.
+    @discardableResult
+    public func query(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
+        try await sentFromEventLoop {
+            try await underlying.query(query, logger: logger).collect()
+        }
+    }
+
+    /// Runs a prepared statement (prepared on this connection on first use) and returns its rows.
+    public func execute<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws -> [Statement.Row] {
+        try await sentFromEventLoop {
+            var rows: [Statement.Row] = []
+            for try await row in try await underlying.execute(statement, logger: logger) { rows.append(row) }
+            return rows
+        }
+    }
+
+    /// `send` must write its statement before its first suspension, as postgres-nio's `query` and
+    /// `execute` do.
+    private func sentFromEventLoop<Result>(_ send: () async throws -> Result) async throws -> Result {
+        try await withTaskExecutorPreference(executor) {
+            assert(underlying.eventLoop.inEventLoop, "a guarded statement must be sent from its connection's event loop")
+            guard !underlying.isClosed else { throw DatabaseConnectionClosed() }
+            return try await send()
+        }
+    }
+}
+
+/// The connection was closed before the statement was sent: nothing of it reached PostgreSQL.
+public struct DatabaseConnectionClosed: Error, Equatable {}
