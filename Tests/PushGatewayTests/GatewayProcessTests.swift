@@ -154,9 +154,15 @@ import TestSupport
             }
             // The next instance delivers it once the lease has lapsed.
             try await SandboxFixture.with { sandbox in
-                let next = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: ["DELIVERY_LEASE_SECONDS": "2"])
+                let next = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: ["DELIVERY_LEASE_SECONDS": "2", "LOG_LEVEL": "debug"])
                 defer { next.kill() }
-                #expect(try await GatewayHarness.eventually(within: 60) { sandbox.delivered().count == 1 })
+                let jobBefore = try await TestDatabase.rows(database, "SELECT attempts, next_attempt_at - now() AS due_in, locked_until - now() AS locked_for, last_error FROM push_jobs")
+                let delivered = try await GatewayHarness.eventually(within: 60) { sandbox.delivered().count == 1 }
+                let nextLog = (try? String(contentsOfFile: next.logPath, encoding: .utf8)) ?? ""
+                #expect(delivered, """
+                    the next instance delivers it; the job then: \(jobBefore); the sandbox saw \(sandbox.state.records().map(\.status)); \
+                    the next instance's log:\n\(nextLog.suffix(5_000))
+                    """)
                 #expect(try await GatewayHarness.eventually { try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 0 })
                 #expect(await next.stop())
             }

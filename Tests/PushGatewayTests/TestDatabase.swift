@@ -50,6 +50,14 @@ enum TestDatabase {
         for try await value in try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(Int.self) { return value }
         return 0
     }
+
+    /// The rows of `sql` as JSON text, for failure messages.
+    static func rows(_ client: PostgresClient, _ sql: String) async throws -> [String] {
+        var rows: [String] = []
+        let query = PostgresQuery(unsafeSQL: "SELECT row_to_json(r)::text FROM (\(sql)) r")
+        for try await row in try await client.query(query, logger: logger).decode(String.self) { rows.append(row) }
+        return rows
+    }
 }
 
 struct TestSetupError: Error, CustomStringConvertible {
