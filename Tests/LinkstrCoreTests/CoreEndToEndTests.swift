@@ -253,7 +253,11 @@ import Testing
         }
         let publisher = try await Self.makeCore(relay: relay)
         #expect(await Self.eventually { await publisher.state().relays.connectedOrReadOnly == 1 })
-        try await publisher.pool.publish(wraps)
+        // In chunks: 600 OKs awaited at once from the Python relay, on a machine busy with the
+        // rest of the suite, once ran past the per-event OK timeout.
+        for start in stride(from: 0, to: wraps.count, by: 100) {
+            try await publisher.pool.publish(Array(wraps[start..<min(start + 100, wraps.count)]))
+        }
         await publisher.shutdown()
 
         let core = try await Self.makeCore(relay: relay, identity: .importIdentity(bob.secretKey.exportNsec()), pageSize: 1_000, stepSize: 20)
@@ -278,7 +282,8 @@ import Testing
         }
         #expect(await Self.eventually(within: 60) { await core.historyComplete })
         #expect(await core.perform(.openSession(session)) == .done)
-        #expect(await core.state().feed?.posts.count == 599)
+        let restored = await core.state().feed?.posts.count, complete = await core.historyComplete
+        #expect(restored == 599, "restored \(restored ?? -1) of 599 posts; history complete: \(complete)")
         #expect(await core.state().sessions.rows.count == 2)
         let newest = now - 999 + 598
         await core.shutdown()

@@ -371,3 +371,44 @@ extension FaultTests {
         }
     }
 }
+
+extension FaultTests {
+    /// The database host going silent, with no reset (a network partition; scripts/interop/
+    /// freeze_proxy.py between the gateway and PostgreSQL): `/readyz` still answers 503 within its
+    /// timeout and a registration gets its 500 within the storage timeout, instead of hanging on
+    /// a statement that will not be answered. Once the network is back, so is the gateway.
+    @Test func aSilentDatabaseGetsQuickAnswersNotHungRequests() async throws {
+        try await TestDatabase.with { url, client in
+            let proxyPort = try LoopbackPort.free()
+            let proxy = try ChildProcess(executable: RustNostrPeer.python, arguments: [
+                RustNostrPeer.repositoryRoot.appendingPathComponent("scripts/interop/freeze_proxy.py").path, String(proxyPort), String(url.port),
+            ], unblockSignals: true)
+            defer { proxy.kill() }
+            #expect(await eventually { LoopbackPort.accepts(proxyPort) }, "the proxy listens")
+            let proxied = { var proxied = url; proxied.port = proxyPort; return proxied }()
+            try await SandboxFixture.with { sandbox in
+                let gateway = try await GatewayProcess.start(database: proxied, sandbox: sandbox)
+                defer { gateway.kill() }
+                let keys = Keys.generate()
+                let first = "ab" + String(repeating: "07", count: 31), second = "ac" + String(repeating: "08", count: 31)
+                #expect(try await gateway.send(keys, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(first)) == 202)
+
+                proxy.signal(SIGUSR1)
+                try await Task.sleep(for: .milliseconds(300))  // the proxy handles the signal on its loop
+                var started = ContinuousClock.now
+                #expect(try await gateway.get("/readyz").status == 503)
+                #expect(ContinuousClock.now - started < .seconds(3), "readyz answered within its timeout: \(ContinuousClock.now - started)")
+                started = ContinuousClock.now
+                #expect(try await gateway.send(keys, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(second)) == 500)
+                #expect(ContinuousClock.now - started < .seconds(8), "the registration was refused within the storage timeout: \(ContinuousClock.now - started)")
+                #expect(try await gateway.get("/healthz").status == 200)
+
+                proxy.signal(SIGUSR2)
+                #expect(try await GatewayHarness.eventually(within: 30) { try await gateway.get("/readyz").status == 200 }, "recovered")
+                #expect(try await gateway.send(keys, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(second)) == 202)
+                #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM devices") == 2)
+                #expect(await gateway.stop(within: 30))
+            }
+        }
+    }
+}

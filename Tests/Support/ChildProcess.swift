@@ -12,12 +12,18 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Starts `executable` with `arguments`; stdin is /dev/null, stdout and stderr go to `logPath`
     /// (appended) or /dev/null.
-    public init(executable: String, arguments: [String], logPath: String? = nil, environment: [String: String]? = nil) throws {
+    public init(executable: String, arguments: [String], logPath: String? = nil, environment: [String: String]? = nil, unblockSignals: Bool = false) throws {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+        // `unblockSignals`: an empty signal mask, for a child a test signals (SIGUSR1 to
+        // freeze_proxy.py). Otherwise the child inherits the mask of the spawning thread, a
+        // dispatch worker that blocks most signals, and such a signal stays pending forever.
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | (unblockSignals ? POSIX_SPAWN_SETSIGMASK : 0)))
         posix_spawnattr_setpgroup(&attributes, 0)
+        var noSignalsBlocked = sigset_t()
+        sigemptyset(&noSignalsBlocked)
+        posix_spawnattr_setsigmask(&attributes, &noSignalsBlocked)
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
