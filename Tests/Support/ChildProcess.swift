@@ -21,9 +21,11 @@ public final class ChildProcess: @unchecked Sendable {
         // dispatch worker that blocks most signals, and such a signal stays pending forever.
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | (unblockSignals ? POSIX_SPAWN_SETSIGMASK : 0)))
         posix_spawnattr_setpgroup(&attributes, 0)
-        var noSignalsBlocked = sigset_t()
-        sigemptyset(&noSignalsBlocked)
-        posix_spawnattr_setsigmask(&attributes, &noSignalsBlocked)
+        if unblockSignals {
+            var noSignalsBlocked = sigset_t()
+            sigemptyset(&noSignalsBlocked)
+            posix_spawnattr_setsigmask(&attributes, &noSignalsBlocked)
+        }
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)

@@ -38,7 +38,9 @@ public struct Database: Sendable {
     }
 
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws, and its
-    /// error (or the commit's) thrown as it is. A connection found closed at BEGIN is replaced.
+    /// error (or the commit's) thrown as it is. A connection found closed before one of the
+    /// transaction's statements was sent (COMMIT included) committed nothing, so the whole
+    /// transaction runs again on another connection.
     public func withTransaction<Result>(logger: Logger, _ body: (DatabaseConnection) async throws -> Result) async throws -> Result {
         try await retryingClosedConnection(logger: logger) {
             try await withConnection { connection in

@@ -30,11 +30,12 @@ public struct GatewayStore: Sendable {
     let registrations: RegistrationBatcher
 
     public init(client: PostgresClient, logger: Logger, replayWindowSeconds: Int64 = 300) {
-        self.database = Database(client)
+        let database = Database(client)
+        self.database = database
         self.logger = logger
         self.replayWindowSeconds = replayWindowSeconds
         self.registrations = RegistrationBatcher { group in
-            try await Self.storage(logger: logger) { try await Self.applyRegistrations(group, client: client, logger: logger) }
+            try await Self.storage(logger: logger) { try await Self.applyRegistrations(group, database: database, logger: logger) }
         }
     }
 
@@ -144,9 +145,8 @@ public struct GatewayStore: Sendable {
     /// Writes a group of registrations in one statement. A group PostgreSQL refuses as a whole is
     /// written again one registration at a time, so one bad registration fails only itself.
     static func applyRegistrations(
-        _ group: [PendingRegistration], client: PostgresClient, logger: Logger
+        _ group: [PendingRegistration], database: Database, logger: Logger
     ) async throws -> [RegistrationBatcher.Outcome] {
-        let database = Database(client)
         @Sendable func write(_ registrations: [PendingRegistration]) async throws -> [Bool] {
             try await retryingTransient {
                 var applied = [Bool](repeating: false, count: registrations.count)
