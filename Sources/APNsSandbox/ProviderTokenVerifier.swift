@@ -44,6 +44,9 @@ public final class ProviderTokenVerifier: Sendable {
 
     private let keys: [String: ProviderKey]
     private let verified = Mutex<[String: Int64]>([:])
+    /// The last header verified: a provider shares one token across every request, so one string
+    /// comparison usually answers, without copying and hashing the ~250-byte token per request.
+    private let lastVerified = Mutex<(authorization: String, issuedAt: Int64)?>(nil)
 
     public init(keys: [ProviderKey]) {
         self.keys = Dictionary(keys.map { ($0.keyID, $0) }, uniquingKeysWith: { first, _ in first })
@@ -53,6 +56,9 @@ public final class ProviderTokenVerifier: Sendable {
     public func verify(authorization: String?, now: Int64) -> Verdict {
         guard let authorization, !authorization.isEmpty else { return .rejected("MissingProviderToken") }
         guard authorization.hasPrefix("bearer ") else { return .rejected("InvalidProviderToken") }
+        if let last = lastVerified.withLock({ $0 }), last.authorization == authorization {
+            return Self.ageVerdict(issuedAt: last.issuedAt, now: now)
+        }
         let token = String(authorization.dropFirst("bearer ".count))
         let issuedAt: Int64
         if let cached = verified.withLock({ $0[token] }) {
@@ -67,8 +73,13 @@ public final class ProviderTokenVerifier: Sendable {
                 cache[token] = issuedAt
             }
         }
-        if issuedAt > now + Self.futureSkew { return .rejected("InvalidProviderToken") }
-        if now - issuedAt > Self.maximumAge { return .rejected("ExpiredProviderToken") }
+        lastVerified.withLock { $0 = (authorization, issuedAt) }
+        return Self.ageVerdict(issuedAt: issuedAt, now: now)
+    }
+
+    private static func ageVerdict(issuedAt: Int64, now: Int64) -> Verdict {
+        if issuedAt > now + futureSkew { return .rejected("InvalidProviderToken") }
+        if now - issuedAt > maximumAge { return .rejected("ExpiredProviderToken") }
         return .valid(issuedAt: issuedAt)
     }
 

@@ -227,7 +227,8 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
         connection.streamClosed()
         var headers = HPACKHeaders()
         headers.add(name: ":status", value: String(status))
-        for (name, value) in extra { headers.add(name: name, value: value) }
+        // apns-id and apns-unique-id are unique to the answer: kept out of the HPACK dynamic table.
+        for (name, value) in extra { headers.add(name: name, value: value, indexing: .nonIndexable) }
         if let text {
             headers.add(name: "content-type", value: "application/json")
             headers.add(name: "content-length", value: String(text.utf8.count))

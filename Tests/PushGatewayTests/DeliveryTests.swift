@@ -59,6 +59,21 @@ import Testing
         }
     }
 
+    /// The gateway's sessions run without JIT: with tens of thousands of devices, the generic
+    /// plans' estimates passed its thresholds and every 500-recipient push compiled for seconds.
+    @Test func theGatewaysSessionsRunWithoutJIT() async throws {
+        try await TestDatabase.with { url, _ in
+            let client = GatewayApplication.postgresClient(url, logger: TestDatabase.logger)
+            let settings = try await withThrowingTaskGroup(of: [String].self) { group in
+                group.addTask { await client.run(); return [] }
+                let rows = try await Database(client).query("SELECT current_setting('jit')", logger: TestDatabase.logger)
+                group.cancelAll()
+                return try rows.decode((String).self)
+            }
+            #expect(settings == ["off"])
+        }
+    }
+
     @Test func aLostLeaseIsClaimedAgainWithTheSameAPNsID() async throws {
         try await TestDatabase.with { _, client in
             try await Self.seed(client, devices: Self.devices(1))
@@ -136,6 +151,46 @@ import Testing
                 """) == 1, "backs off the first delay plus up to 20 % jitter")
             #expect(try await !exists("push_jobs", devices[5].token), "sender bugs are dropped, not retried")
             #expect(try await worker.runOnce() == 0, "nothing else is due yet")
+        }
+    }
+
+    /// `POST /v1/push` with direct delivery: the jobs come back leased to the instance that queued
+    /// them, stay out of every claim (their next_attempt_at is the lease's end, so the claim's
+    /// index scan stops before them) and, if that instance dies, are anyone's once the lease ends.
+    @Test func aPushQueuedLeasedIsClaimedByNobodyUntilItsLeaseRunsOut() async throws {
+        try await TestDatabase.with { _, client in
+            let devices = Self.devices(2)
+            try await Self.seed(client, devices: devices, jobsPerDevice: 0)
+            let database = Database(client)
+            func enqueue(_ event: String, lease: Int?) async throws -> [EnqueuePushStatement.Row] {
+                try await database.execute(EnqueuePushStatement(
+                    sender: Keys.generate().publicKey.hex, replayKey: "key-\(event)", replayExpires: Date().addingTimeInterval(600),
+                    recipients: devices.map(\.pubkey), eventID: event, notificationType: .newPost, conversationID: "C1", emoji: nil, postID: nil,
+                    lifetimeSeconds: 900, skipRelayWatchDevices: false, leaseSeconds: lease), logger: TestDatabase.logger)
+            }
+            let rows = try await enqueue("ev-direct", lease: 1)
+            let leased = rows.compactMap(\.leased)
+            #expect(rows.allSatisfy { $0.fresh && $0.recipients == 2 && $0.jobs == 2 })
+            #expect(Set(leased.map(\.deviceToken)) == Set(devices.map(\.token)))
+            #expect(leased.allSatisfy {
+                $0.attempts == 1 && $0.topic == "app.test" && $0.environment == .sandbox
+                    && $0.notification == APNsNotification(type: .newPost, eventID: "ev-direct", conversationID: "C1")
+            })
+            #expect(try await TestDatabase.count(client, """
+                SELECT count(*)::int FROM push_jobs WHERE attempts = 1 AND next_attempt_at = locked_until AND next_attempt_at > now()
+                """) == 2, "due when the lease ends")
+            let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
+            #expect(try await queue.claim(limit: 10).isEmpty, "leased to the instance that queued them")
+
+            try await Task.sleep(for: .milliseconds(1500))  // that instance "died"; the lease runs out
+            let again = try await queue.claim(limit: 10)
+            #expect(Set(again.map(\.apnsID)) == Set(leased.map(\.apnsID)), "the same jobs, the same apns-id")
+            #expect(again.allSatisfy { $0.attempts == 2 })
+
+            // Without a lease the jobs are queued due now, for the delivery loops.
+            let queued = try await enqueue("ev-queued", lease: nil)
+            #expect(queued.count == 1 && queued[0].leased == nil && queued[0].jobs == 2)
+            #expect(try await queue.claim(limit: 10).count == 2)
         }
     }
 

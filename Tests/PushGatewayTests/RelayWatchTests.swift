@@ -414,6 +414,36 @@ import TestSupport
         }
     }
 
+    /// A wrap's job queued already leased (direct delivery): due only when the lease ends, so
+    /// the claim query's index scan stops before it, while the device's coalescing window still
+    /// starts now, not at the lease's end.
+    @Test func aLeasedWatchJobIsDueAtItsLeaseEndAndCoalescesFromNow() async throws {
+        try await GatewayHarness.run(watch: WatchSettings(relays: [], chunkSize: 500, coalesceSeconds: 5, shards: 8, leaseSeconds: 30)) { gateway in
+            let bob = Keys.generate()
+            try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xBB))
+            let store = WatchStore(client: gateway.database, settings: gateway.configuration.watch, logger: TestDatabase.logger)
+            let first = try await store.record([WrapSighting(wrapID: String(repeating: "d4", count: 32), recipient: bob.publicKey.hex,
+                                                             relay: "wss://a", phase: .realtime)], leaseSeconds: 60)
+            #expect(first.jobs == 1 && first.leased.count == 1 && first.leased.first?.attempts == 1)
+            #expect(try await gateway.count("""
+                SELECT count(*)::int FROM push_jobs WHERE next_attempt_at = locked_until
+                  AND next_attempt_at BETWEEN now() + interval '59 seconds' AND now() + interval '61 seconds'
+                """) == 1, "due at the lease's end")
+            #expect(try await DeliveryQueue(client: gateway.database, logger: TestDatabase.logger).claim(limit: 10).isEmpty)
+            #expect(try await gateway.count("""
+                SELECT count(*)::int FROM watch_coalesce WHERE next_at BETWEEN now() + interval '4 seconds' AND now() + interval '6 seconds'
+                """) == 1, "the coalescing window runs from now")
+
+            let second = try await store.record([WrapSighting(wrapID: String(repeating: "e5", count: 32), recipient: bob.publicKey.hex,
+                                                              relay: "wss://a", phase: .realtime)], leaseSeconds: 60)
+            #expect(second.jobs == 1 && second.leased.isEmpty, "inside the window: queued for the window's end, not leased")
+            #expect(try await gateway.count("""
+                SELECT count(*)::int FROM push_jobs WHERE locked_until IS NULL AND attempts = 0
+                  AND next_attempt_at BETWEEN now() + interval '4 seconds' AND now() + interval '6 seconds'
+                """) == 1)
+        }
+    }
+
     @Test func aBurstIsCoalescedIntoFewerPushesCarryingTheCount() async throws {
         let relay = try RelayFixture()
         try await relay.start()

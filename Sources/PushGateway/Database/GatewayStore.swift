@@ -74,17 +74,6 @@ public struct GatewayStore: Sendable {
         (auth.replayKey, Date(timeIntervalSince1970: TimeInterval(auth.event.createdAt + replayWindowSeconds + 60)))
     }
 
-    /// Runs one prepared statement (its own transaction) whose single row is integer counts, and
-    /// returns them. A transient failure (foreign-key race, deadlock, serialization) rolls the whole
-    /// statement back, replay key included, so it is run again, up to three times.
-    func countsStatement<Statement: PostgresPreparedStatement>(_ statement: Statement) async throws -> [Int] where Statement.Row == [Int] {
-        try await storage {
-            try await Self.retryingTransient {
-                try await database.execute(statement, logger: logger).first ?? []
-            }
-        }
-    }
-
     /// Runs `body` (one statement, its own transaction) up to three times while PostgreSQL rolls
     /// it back for a transient reason (`isTransient`): the whole statement was undone, replay keys
     /// and claims included, so running it again is safe.
@@ -214,7 +203,11 @@ public struct GatewayStore: Sendable {
                     SELECT \(pubkey), unnest(\(request.archived)::text[]) ON CONFLICT DO NOTHING
                     """, logger: logger)
                 try await connection.query(
-                    "DELETE FROM push_jobs WHERE pubkey = \(pubkey) AND conversation_id = ANY(\(request.archived))", logger: logger)
+                    // Through the owner's devices: push_jobs has no index on (pubkey, conversation).
+                    """
+                    DELETE FROM push_jobs WHERE device_token IN (SELECT device_token FROM devices WHERE pubkey = \(pubkey))
+                      AND pubkey = \(pubkey) AND conversation_id = ANY(\(request.archived))
+                    """, logger: logger)
             }
             return true
         }
@@ -223,21 +216,26 @@ public struct GatewayStore: Sendable {
     public struct EnqueueResult: Sendable, Equatable {
         public var recipientCount: Int
         public var candidateDevices: Int
+        /// The jobs queued already leased, for the caller to send (only with a `leaseSeconds`).
+        public var leased: [ClaimedJob] = []
     }
 
     /// Dedupes per (event, type, recipient), skips the sender, recipients without devices and
     /// archived conversations, and queues one job per remaining device, all in one statement.
     /// `skipRelayWatchDevices`: while the relay watcher runs, devices it serves get no typed push.
-    public func enqueue(_ request: PushRequest, auth: VerifiedHTTPAuth, skipRelayWatchDevices: Bool = false) async throws -> EnqueueResult {
-        let sender = auth.pubkey.hex
-        let lifetime = Self.jobLifetimeSeconds
+    /// With `leaseSeconds`, the jobs are queued already claimed by this instance and returned.
+    public func enqueue(_ request: PushRequest, auth: VerifiedHTTPAuth, skipRelayWatchDevices: Bool = false,
+                        leaseSeconds: Int? = nil) async throws -> EnqueueResult {
         let (key, expires) = replayKey(auth)
-        let counts = try await countsStatement(EnqueuePushStatement(
-            sender: sender, replayKey: key, replayExpires: expires, recipients: request.recipients, eventID: request.eventID,
-            notificationType: request.type.rawValue, conversationID: request.conversationID, emoji: request.emoji, postID: request.postID,
-            lifetimeSeconds: lifetime, skipRelayWatchDevices: skipRelayWatchDevices))
-        guard counts.count == 3, counts[0] == 1 else { throw APIError.replayed }
-        return EnqueueResult(recipientCount: counts[1], candidateDevices: counts[2])
+        let statement = EnqueuePushStatement(
+            sender: auth.pubkey.hex, replayKey: key, replayExpires: expires, recipients: request.recipients, eventID: request.eventID,
+            notificationType: request.type, conversationID: request.conversationID, emoji: request.emoji, postID: request.postID,
+            lifetimeSeconds: Self.jobLifetimeSeconds, skipRelayWatchDevices: skipRelayWatchDevices, leaseSeconds: leaseSeconds)
+        let rows = try await storage {
+            try await Self.retryingTransient { try await database.execute(statement, logger: logger) }
+        }
+        guard let first = rows.first, first.fresh else { throw APIError.replayed }
+        return EnqueueResult(recipientCount: first.recipients, candidateDevices: first.jobs, leased: rows.compactMap(\.leased))
     }
 
     /// The caller's devices (read-only: the replay key is still consumed, as for every signed call).
@@ -263,6 +261,9 @@ public struct GatewayStore: Sendable {
         let logger = self.logger
         return try await authorized(auth) { connection in
             let devices = try await connection.query("DELETE FROM devices WHERE pubkey = \(pubkey) RETURNING 1", logger: logger).count
+            // The devices' jobs went with them (ON DELETE CASCADE). This catches a job queued for
+            // a token that moved to another pubkey meanwhile (delivery would drop it): a scan of
+            // the queue, which is small and erasures rare, so push_jobs needs no pubkey index.
             try await connection.query("DELETE FROM push_jobs WHERE pubkey = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM archived_conversations WHERE pubkey = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM push_dedupe WHERE recipient = \(pubkey)", logger: logger)

@@ -13,7 +13,9 @@ import PostgresNIO
 ///    than the device's `watch_coalesce.next_at`, which moves `coalesce` seconds past it.
 /// 4. with `leaseDue`, jobs due at once are inserted already claimed (leased, attempt 1) and
 ///    returned with their device, for the caller to send right away; if it dies first, the lease
-///    runs out and any worker claims them, as with any job.
+///    runs out and any worker claims them, as with any job. Such a job's `next_attempt_at` is its
+///    lease's end, so the claim query's index scan stops before it instead of stepping over
+///    every job in flight (see `DeliveryQueue.claim`).
 /// Rows are (wrap id, recipient, relay, live, realtime); history rows (`live` false) only claim.
 struct RecordWrapsStatement: PostgresPreparedStatement {
     static let sql = """
@@ -56,14 +58,16 @@ struct RecordWrapsStatement: PostgresPreparedStatement {
         ), jobs AS (
             INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay, wrap_count,
                                    next_attempt_at, expires_at, locked_until, attempts)
-            SELECT gen_random_uuid(), device_token, pubkey, 'gift_wrap', wrap_id, '', relay, wraps, at, at + make_interval(secs => $6),
+            SELECT gen_random_uuid(), device_token, pubkey, 'gift_wrap', wrap_id, '', relay, wraps,
+                   CASE WHEN $7 AND at <= now() THEN now() + make_interval(secs => $8) ELSE at END, at + make_interval(secs => $6),
                    CASE WHEN $7 AND at <= now() THEN now() + make_interval(secs => $8) END,
                    CASE WHEN $7 AND at <= now() THEN 1 ELSE 0 END
             FROM scheduled
             RETURNING id, apns_id, device_token, pubkey, event_id, relay, wrap_count, attempts, expires_at, next_attempt_at, locked_until
         ), coalesced AS (
             INSERT INTO watch_coalesce (device_token, next_at)
-            SELECT device_token, next_attempt_at + make_interval(secs => $5) FROM jobs
+            -- A leased job was due now; its next_attempt_at is its lease's end.
+            SELECT device_token, (CASE WHEN locked_until IS NULL THEN next_attempt_at ELSE now() END) + make_interval(secs => $5) FROM jobs
             ON CONFLICT (device_token) DO UPDATE SET next_at = EXCLUDED.next_at
             RETURNING 1
         ), counts AS (

@@ -23,6 +23,9 @@ public struct GatewayAPI: Sendable {
     /// `/readyz` and `/admin/status` report it.
     let watcher: RelayWatcher?
     let wakeup: WakeupSignal?
+    /// Sends the jobs a push queues already claimed, skipping the claim round trip; nil when this
+    /// instance does not deliver (or `DELIVERY_DIRECT_LIMIT=0`).
+    let directDelivery: DirectDelivery?
     /// Per-instance limits (`RATE_LIMIT_IP`, `RATE_LIMIT_PUBKEY`); nil when off.
     let ipLimiter: RateLimiter?
     let pubkeyLimiter: RateLimiter?
@@ -30,9 +33,10 @@ public struct GatewayAPI: Sendable {
 
     /// `store` should be built with `configuration.authMaxSkewSeconds` as its replay window.
     public init(store: GatewayStore, configuration: GatewayConfiguration, latestMigration: Int, metrics: GatewayMetrics = GatewayMetrics(),
-                watcher: RelayWatcher? = nil, wakeup: WakeupSignal? = nil, startedAt: Date = Date()) {
+                watcher: RelayWatcher? = nil, wakeup: WakeupSignal? = nil, directDelivery: DirectDelivery? = nil, startedAt: Date = Date()) {
         self.store = store
         self.wakeup = wakeup
+        self.directDelivery = directDelivery
         self.watcher = watcher
         self.metrics = metrics
         self.verifier = HTTPAuthVerifier(maxSkewSeconds: configuration.authMaxSkewSeconds, publicBaseURL: configuration.publicURL)
@@ -104,11 +108,14 @@ public struct GatewayAPI: Sendable {
 
     public func push(_ request: inout Request) async throws -> Response {
         let (auth, push) = try await signed(&request, parse: PushRequest.parse)
-        // Queued for the delivery loops, not leased and sent from here as the relay watcher does
-        // (`DirectDelivery`): with a large devices table, 500-job inserts racing the deletes of
-        // jobs sent moments earlier cost PostgreSQL several times more (docs/performance.md).
-        let result = try await store.enqueue(push, auth: auth, skipRelayWatchDevices: watcher != nil)
-        if result.candidateDevices > 0 { wakeup?.signal() }
+        // Queued already claimed and sent from here while direct delivery has room (no claim
+        // round trip); otherwise queued for the delivery loops, which the wake-up starts.
+        let result = try await store.enqueue(push, auth: auth, skipRelayWatchDevices: watcher != nil, leaseSeconds: directDelivery?.lease())
+        if !result.leased.isEmpty {
+            directDelivery?.start(result.leased)
+        } else if result.candidateDevices > 0 {
+            wakeup?.signal()
+        }
         return JSONBody.response(.accepted, [
             "status": "accepted", "recipient_count": .integer(Int64(result.recipientCount)),
             "candidate_devices": .integer(Int64(result.candidateDevices)),
