@@ -8,7 +8,7 @@ public struct DeliverySettings: Sendable, Equatable {
     /// `DELIVERY_LOOPS` (default 4): claim-and-send loops per instance, so one slow round does not
     /// stall the queue.
     public var loops: Int = 4
-    /// `DELIVERY_DIRECT_LIMIT` (default 1024, 0 turns it off): relay-watch jobs this instance
+    /// `DELIVERY_DIRECT_LIMIT` (default 1024, 0 turns it off): jobs (relay watch, `POST /v1/push`) this instance
     /// queues already claimed and sends at once, at most this many in flight (`DirectDelivery`);
     /// beyond it new jobs wait in the queue for the loops.
     public var directLimit: Int = 1024

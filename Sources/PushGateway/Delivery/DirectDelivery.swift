@@ -2,8 +2,9 @@ import Synchronization
 
 /// Jobs this instance has just queued already claimed (leased, attempt 1, in the same statement
 /// that queued them), handed straight to its delivery worker: they skip the claim query, which
-/// saves PostgreSQL a lock, an update and a join per job. The relay watcher queues this way
-/// (small batches, one job per device); `POST /v1/push` does not (see `GatewayAPI.push`).
+/// saves PostgreSQL a lock, an update and a join per job. The relay watcher and `POST /v1/push`
+/// queue this way. A leased job's `next_attempt_at` is its lease's end, so the claim query's
+/// index scan never steps over jobs in flight here.
 ///
 /// Bounded: while about `limit` jobs are in flight here, new jobs are queued unleased and wait
 /// in PostgreSQL for the delivery loops, so a burst waits on disk, not in memory. If the process
