@@ -6,7 +6,7 @@ import PostgresNIO
 /// after `replay` depends on the key being new. The sender is never a recipient; devices whose
 /// owner archived the conversation get no job.
 ///
-/// With `leaseDue`, the jobs are inserted already claimed (leased, attempt 1) and returned with
+/// With `leaseSeconds`, the jobs are inserted already claimed (leased, attempt 1) and returned with
 /// their device, for this instance to send at once (`DirectDelivery`), as the relay watcher
 /// does; their `next_attempt_at` is the lease's end, so the claim query's index scan stops before
 /// them, and if this instance dies first they become due when the lease runs out.
@@ -37,9 +37,9 @@ struct EnqueuePushStatement: PostgresPreparedStatement {
             INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, emoji, post_id, expires_at,
                                    next_attempt_at, locked_until, attempts)
             SELECT gen_random_uuid(), device_token, pubkey, $6, $5, $7, $8, $9, now() + make_interval(secs => $10),
-                   CASE WHEN $12 THEN now() + make_interval(secs => $13) ELSE now() END,
-                   CASE WHEN $12 THEN now() + make_interval(secs => $13) END,
-                   CASE WHEN $12 THEN 1 ELSE 0 END
+                   -- $12, the lease, is NULL when the jobs are queued for the delivery loops.
+                   coalesce(now() + make_interval(secs => $12), now()), now() + make_interval(secs => $12),
+                   CASE WHEN $12 IS NULL THEN 0 ELSE 1 END
             FROM targets
             RETURNING id, apns_id, device_token, attempts, expires_at, locked_until
         ), counts AS (
@@ -70,7 +70,7 @@ struct EnqueuePushStatement: PostgresPreparedStatement {
     var leaseSeconds: Int?
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 13)
+        var bindings = PostgresBindings(capacity: 12)
         bindings.append(sender)
         bindings.append(replayKey)
         bindings.append(replayExpires)
@@ -82,8 +82,7 @@ struct EnqueuePushStatement: PostgresPreparedStatement {
         bindings.append(postID)
         bindings.append(Double(lifetimeSeconds))
         bindings.append(skipRelayWatchDevices)
-        bindings.append(leaseSeconds != nil)
-        bindings.append(Double(leaseSeconds ?? 0))
+        bindings.append(leaseSeconds.map(Double.init))
         return bindings
     }
 
@@ -97,15 +96,11 @@ struct EnqueuePushStatement: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row {
         let (fresh, recipients, jobs, id, apnsID, token, pubkey, environment, topic, updatedAt, attempts, expiresAt) =
             try row.decode((Int, Int, Int, Int64?, UUID?, String?, String?, String?, String?, Date?, Int?, Date?).self)
-        var leased: ClaimedJob?
-        if let id, let apnsID, let token, let pubkey, let environment = environment.flatMap(APNsEnvironment.init(rawValue:)), let topic,
-           let updatedAt, let attempts, let expiresAt {
-            leased = ClaimedJob(
-                id: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic, deviceUpdatedAt: updatedAt,
-                notification: APNsNotification(type: notificationType, eventID: eventID, conversationID: conversationID, emoji: emoji,
-                                               postID: postID, relay: nil, count: 1, recipient: nil),
-                attempts: attempts, expiresAt: expiresAt)
-        }
+        let leased = ClaimedJob(
+            leasedID: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic, deviceUpdatedAt: updatedAt,
+            attempts: attempts, expiresAt: expiresAt) { _ in
+                APNsNotification(type: notificationType, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID)
+            }
         return Row(fresh: fresh == 1, recipients: recipients, jobs: jobs, leased: leased)
     }
 }

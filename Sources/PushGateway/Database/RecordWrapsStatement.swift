@@ -52,16 +52,19 @@ struct RecordWrapsStatement: PostgresPreparedStatement {
             WHERE j.device_token = t.device_token AND j.notification_type = 'gift_wrap' AND j.attempts = 0 AND j.locked_until IS NULL
             RETURNING j.device_token
         ), scheduled AS (
-            SELECT t.device_token, t.pubkey, t.wrap_id, t.relay, t.wraps, greatest(now(), coalesce(w.next_at, now())) AS at
-            FROM targets t LEFT JOIN watch_coalesce w ON w.device_token = t.device_token
-            WHERE NOT EXISTS (SELECT 1 FROM merged m WHERE m.device_token = t.device_token)
+            -- leased_until: set when the job is due now and the caller sends it at once.
+            SELECT s.*, CASE WHEN $7 AND s.at <= now() THEN now() + make_interval(secs => $8) END AS leased_until
+            FROM (
+                SELECT t.device_token, t.pubkey, t.wrap_id, t.relay, t.wraps, greatest(now(), coalesce(w.next_at, now())) AS at
+                FROM targets t LEFT JOIN watch_coalesce w ON w.device_token = t.device_token
+                WHERE NOT EXISTS (SELECT 1 FROM merged m WHERE m.device_token = t.device_token)
+            ) s
         ), jobs AS (
             INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay, wrap_count,
                                    next_attempt_at, expires_at, locked_until, attempts)
             SELECT gen_random_uuid(), device_token, pubkey, 'gift_wrap', wrap_id, '', relay, wraps,
-                   CASE WHEN $7 AND at <= now() THEN now() + make_interval(secs => $8) ELSE at END, at + make_interval(secs => $6),
-                   CASE WHEN $7 AND at <= now() THEN now() + make_interval(secs => $8) END,
-                   CASE WHEN $7 AND at <= now() THEN 1 ELSE 0 END
+                   coalesce(leased_until, at), at + make_interval(secs => $6), leased_until,
+                   CASE WHEN leased_until IS NULL THEN 0 ELSE 1 END
             FROM scheduled
             RETURNING id, apns_id, device_token, pubkey, event_id, relay, wrap_count, attempts, expires_at, next_attempt_at, locked_until
         ), coalesced AS (
@@ -116,13 +119,11 @@ struct RecordWrapsStatement: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row {
         let (claimed, queued, merged, id, apnsID, token, pubkey, environment, topic, updatedAt, wrapID, relay, count, attempts, expiresAt) =
             try row.decode((Int, Int, Int, Int64?, UUID?, String?, String?, String?, String?, Date?, String?, String?, Int?, Int?, Date?).self)
-        var job: ClaimedJob?
-        if let id, let apnsID, let token, let pubkey, let environment = environment.flatMap(APNsEnvironment.init(rawValue:)), let topic,
-           let updatedAt, let wrapID, let attempts, let expiresAt {
-            job = ClaimedJob(
-                id: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic, deviceUpdatedAt: updatedAt,
-                notification: .giftWrap(wrapID: wrapID, relay: relay ?? "", count: count ?? 1, recipient: pubkey), attempts: attempts, expiresAt: expiresAt)
-        }
+        let job = ClaimedJob(
+            leasedID: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic, deviceUpdatedAt: updatedAt,
+            attempts: attempts, expiresAt: expiresAt) { pubkey in
+                wrapID.map { .giftWrap(wrapID: $0, relay: relay ?? "", count: count ?? 1, recipient: pubkey) }
+            }
         return Row(claimed: claimed, queued: queued, merged: merged, job: job)
     }
 }

@@ -19,6 +19,19 @@ public struct ClaimedJob: Sendable, Equatable {
     public var expiresAt: Date
 }
 
+extension ClaimedJob {
+    /// A job a statement queued already leased (`EnqueuePushStatement`, `RecordWrapsStatement`),
+    /// from the row's left-joined job and device columns: nil on the row that carries no job,
+    /// where they are all NULL. `notification` builds the payload from the recipient's pubkey.
+    init?(leasedID id: Int64?, apnsID: UUID?, deviceToken: String?, pubkey: String?, environment: String?, topic: String?,
+          deviceUpdatedAt: Date?, attempts: Int?, expiresAt: Date?, notification: (String) -> APNsNotification?) {
+        guard let id, let apnsID, let deviceToken, let pubkey, let environment = environment.flatMap(APNsEnvironment.init(rawValue:)),
+              let topic, let deviceUpdatedAt, let attempts, let expiresAt, let notification = notification(pubkey) else { return nil }
+        self.init(id: id, apnsID: apnsID, deviceToken: deviceToken, pubkey: pubkey, environment: environment, topic: topic,
+                  deviceUpdatedAt: deviceUpdatedAt, notification: notification, attempts: attempts, expiresAt: expiresAt)
+    }
+}
+
 /// The durable queue in PostgreSQL. Workers on any number of instances claim due jobs with
 /// `FOR UPDATE SKIP LOCKED` and a lease: a worker that dies mid-send leaves its jobs to be
 /// claimed again when the lease ends, so delivery is at-least-once and nothing is lost.
