@@ -112,6 +112,29 @@ import Testing
         }
     }
 
+    /// push_jobs has no foreign key on its device since migration 0008: a device's jobs still go
+    /// with it (a trigger), and a job queued for a device deleted in the same instant (which the
+    /// key used to refuse, failing the whole batch) is dropped by the claim, never sent.
+    @Test func aDevicesJobsGoWithItAndAJobLeftByARaceIsDroppedUnsent() async throws {
+        try await TestDatabase.with { _, client in
+            let devices = Self.devices(3)
+            try await Self.seed(client, devices: devices, jobsPerDevice: 2)
+            try await client.query("DELETE FROM devices WHERE device_token = \(devices[0].token)", logger: TestDatabase.logger)
+            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs WHERE device_token = '\(devices[0].token)'") == 0)
+            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs") == 4, "the other devices' jobs stay")
+
+            // The race: a batch read the device before its deletion committed and queued after.
+            try await client.query("""
+                INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, expires_at)
+                VALUES (gen_random_uuid(), \(devices[0].token), \(devices[0].pubkey), 'new_post', 'late', 'C1', now() + interval '15 minutes')
+                """, logger: TestDatabase.logger)
+            let claimed = try await DeliveryQueue(client: client, logger: TestDatabase.logger).claim(limit: 10)
+            #expect(Set(claimed.map(\.deviceToken)) == [devices[1].token, devices[2].token] && claimed.count == 4)
+            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs WHERE device_token = '\(devices[0].token)'") == 0,
+                    "deleted by the claim, not left to expire")
+        }
+    }
+
     @Test func workerAppliesEveryOutcome() async throws {
         try await TestDatabase.with { _, client in
             let devices = Self.devices(6)

@@ -29,10 +29,11 @@ struct RecordWrapsStatement: PostgresPreparedStatement {
             FROM input GROUP BY wrap_id ORDER BY wrap_id
             ON CONFLICT DO NOTHING RETURNING wrap_id
         ), taken_over AS (
-            -- Rows that existed before this statement (new ones are invisible to it); under
-            -- concurrency the row lock and the re-checked condition let one statement win.
+            -- Rows that existed before this statement (new ones are invisible to it, so the wraps
+            -- just inserted are left out instead of probed for nothing); under concurrency the
+            -- row lock and the re-checked condition let one statement win.
             UPDATE seen_wraps s SET history_until = NULL
-            FROM (SELECT DISTINCT wrap_id FROM input WHERE realtime) r
+            FROM (SELECT wrap_id FROM input WHERE realtime EXCEPT SELECT wrap_id FROM inserted) r
             WHERE s.wrap_id = r.wrap_id AND s.history_until > now()
             RETURNING s.wrap_id
         ), claim AS (
@@ -47,9 +48,12 @@ struct RecordWrapsStatement: PostgresPreparedStatement {
               AND NOT EXISTS (SELECT 1 FROM push_suppressions s WHERE s.pubkey = i.recipient AND s.event_id = i.wrap_id AND s.expires_at > now())
             ORDER BY d.device_token, i.wrap_id
         ), merged AS (
+            -- The array condition makes the jobs a probe of push_jobs_device_idx per target: a
+            -- plain join was planned (generically) as a hash join over a scan of the whole queue.
             UPDATE push_jobs j SET event_id = t.wrap_id, relay = t.relay, wrap_count = j.wrap_count + t.wraps
             FROM targets t
-            WHERE j.device_token = t.device_token AND j.notification_type = 'gift_wrap' AND j.attempts = 0 AND j.locked_until IS NULL
+            WHERE j.device_token = ANY (ARRAY(SELECT device_token FROM targets)) AND j.device_token = t.device_token
+              AND j.notification_type = 'gift_wrap' AND j.attempts = 0 AND j.locked_until IS NULL
             RETURNING j.device_token
         ), scheduled AS (
             -- leased_until: set when the job is due now and the caller sends it at once.
