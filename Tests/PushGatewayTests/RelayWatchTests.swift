@@ -118,6 +118,12 @@ import TestSupport
                 #expect(Self.giftWrapDeliveries(sandbox).count == 1, "the second relay's copy was a duplicate")
                 let metrics = String(decoding: await gateway.metrics.exposition(), as: UTF8.self)
                 #expect(metrics.contains("linkstr_watch_duplicates_total 1"))
+                // Both relays delivered it; its signature was checked once.
+                let samples = { (name: String) in
+                    metrics.split(separator: "\n").filter { $0.hasPrefix(name + "{") }.compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }.reduce(0, +)
+                }
+                #expect(samples("linkstr_watch_events_total") == 2)
+                #expect(samples("linkstr_watch_signature_checks_total") == 1)
             }
         }
     }

@@ -82,9 +82,12 @@ public final class GatewayMetrics: Sendable {
 
     /// The per-relay event counters, made once per subscription and incremented per event (a
     /// lookup per event would cost more than the increment).
-    public func watchRelayCounters(relay: String) -> (events: CoreMetrics.Counter, invalid: CoreMetrics.Counter) {
+    /// `signatureChecks`: events whose signature was checked here; a copy of a wrap another relay
+    /// already delivered is not checked again, so with several relays it stays below `events`.
+    public func watchRelayCounters(relay: String) -> (events: CoreMetrics.Counter, invalid: CoreMetrics.Counter, signatureChecks: CoreMetrics.Counter) {
         (Counter(label: "linkstr_watch_events_total", dimensions: [("relay", relay)], factory: factory),
-         Counter(label: "linkstr_watch_invalid_events_total", dimensions: [("relay", relay)], factory: factory))
+         Counter(label: "linkstr_watch_invalid_events_total", dimensions: [("relay", relay)], factory: factory),
+         Counter(label: "linkstr_watch_signature_checks_total", dimensions: [("relay", relay)], factory: factory))
     }
 
     public func watchRecorded(duplicates: Int, queued: Int, coalesced: Int) {

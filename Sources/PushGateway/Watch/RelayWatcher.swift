@@ -60,6 +60,8 @@ public actor RelayWatcher: Service {
     /// statements never coalesce for the same device at once (they would both see no pending
     /// job and both queue one).
     private let batchers: [WrapBatcher]
+    /// Every relay forwards the same wraps: each id's signature is checked once, not once per relay.
+    private let verifiedWraps = VerifiedEventCache()
     private var resyncRequested = false
     /// Chunks a relay closed (`CLOSED`): how often in a row (for the backoff), and when to issue
     /// them again; `retryAt` is nil once re-issued, until an EOSE shows the relay took the chunk.
@@ -297,7 +299,15 @@ public actor RelayWatcher: Service {
             switch item {
             case .event(let event):
                 counters.events.increment()
-                guard event.kind == EventKind.giftWrap, event.isValid else {
+                guard event.kind == EventKind.giftWrap else {
+                    counters.invalid.increment()
+                    continue
+                }
+                switch verifiedWraps.check(event) {
+                case .verified: counters.signatureChecks.increment()
+                case .alreadyVerified: break
+                case .invalid(let error):
+                    if error == .invalidSignature { counters.signatureChecks.increment() }
                     counters.invalid.increment()
                     continue
                 }
