@@ -94,6 +94,17 @@ if [[ "${PGSTATS:-}" == 1 ]]; then
     psql -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "SELECT calls, round(total_exec_time) AS total_ms, round(mean_exec_time::numeric, 2) AS mean_ms,
         rows, left(regexp_replace(query, '\s+', ' ', 'g'), 60) AS statement FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 8"
 fi
+# Where the time went, from the gateway's own histograms (bucket upper bounds): received from
+# the relay to committed in the queue, and the APNs request itself (answered 200).
+curl -s "http://$LISTEN_ADDR/metrics" | awk '
+    function quantile(name, q,   i) { for (i = 1; i <= n[name]; i++) if (count[name, i] >= q * total[name]) return bound[name, i]; return "?" }
+    /^linkstr_watch_relay_to_queue_seconds_bucket|^linkstr_apns_send_duration_seconds_bucket{status="200"/ {
+        name = ($0 ~ /relay_to_queue/) ? "relay-to-queue" : "APNs request"
+        match($0, /le="[^"]+"/); le = substr($0, RSTART + 4, RLENGTH - 5)
+        n[name]++; bound[name, n[name]] = (le == "+Inf") ? "inf" : le * 1000; count[name, n[name]] += $NF
+        if (le == "+Inf") total[name] += $NF
+    }
+    END { for (name in n) printf "gateway histogram %s ms: p50 <= %s  p99 <= %s\n", name, quantile(name, 0.5), quantile(name, 0.99) }'
 grep -E "VmHWM|VmRSS" "/proc/$GATEWAY_PID/status" | sed 's/^/gateway /'
 if [[ $status -ne 0 ]]; then echo "--- gateway log (last 20 lines)"; tail -20 "$WORK/gateway.log"; fi
 exit $status
