@@ -42,7 +42,18 @@ public struct NostrEvent: Sendable, Hashable {
     /// Checks the id against the fields, then the BIP-340 signature over the id. Both are needed:
     /// a valid signature over a stale id says nothing about the content.
     public func verify() throws(EventVerificationError) {
+        try verifyID()
+        try verifySignature()
+    }
+
+    /// The first half of `verify`: the id is the hash of the fields.
+    public func verifyID() throws(EventVerificationError) {
         guard computedID == id else { throw .idMismatch }
+    }
+
+    /// The second half of `verify`: the BIP-340 signature over the id. Says something about the
+    /// content only once `verifyID` passed.
+    public func verifySignature() throws(EventVerificationError) {
         guard pubkey.verify(sig, message: id.bytes) else { throw .invalidSignature }
     }
 

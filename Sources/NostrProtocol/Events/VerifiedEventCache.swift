@@ -16,8 +16,6 @@ public final class VerifiedEventCache: Sendable {
         /// The id matched and was verified before (another relay's copy).
         case alreadyVerified
         case invalid(EventVerificationError)
-
-        public var isValid: Bool { if case .invalid = self { false } else { true } }
     }
 
     private struct Key: Hashable {
@@ -42,13 +40,18 @@ public final class VerifiedEventCache: Sendable {
         self.capacity = max(capacity, 1)
     }
 
+    /// `NostrEvent.verify`, with its signature half skipped for an id verified before.
     public func check(_ event: NostrEvent) -> Outcome {
-        guard event.computedID == event.id else { return .invalid(.idMismatch) }
-        let key = Key(event.id)
-        if state.withLock({ $0.members.contains(key) }) { return .alreadyVerified }
-        guard event.pubkey.verify(event.sig, message: event.id.bytes) else { return .invalid(.invalidSignature) }
-        remember(key)
-        return .verified
+        do {
+            try event.verifyID()
+            let key = Key(event.id)
+            if state.withLock({ $0.members.contains(key) }) { return .alreadyVerified }
+            try event.verifySignature()
+            remember(key)
+            return .verified
+        } catch {
+            return .invalid(error)
+        }
     }
 
     public var count: Int { state.withLock { $0.members.count } }

@@ -261,9 +261,10 @@ public struct GatewayStore: Sendable {
         let logger = self.logger
         return try await authorized(auth) { connection in
             let devices = try await connection.query("DELETE FROM devices WHERE pubkey = \(pubkey) RETURNING 1", logger: logger).count
-            // The devices' jobs went with them (ON DELETE CASCADE). This catches a job queued for
-            // a token that moved to another pubkey meanwhile (delivery would drop it): a scan of
-            // the queue, which is small and erasures rare, so push_jobs needs no pubkey index.
+            // The devices' jobs went with them (the `devices_drop_jobs` trigger, migration 0008).
+            // This catches a job queued for a token that moved to another pubkey meanwhile
+            // (delivery would drop it): a scan of the queue, which is small and erasures rare, so
+            // push_jobs needs no pubkey index.
             try await connection.query("DELETE FROM push_jobs WHERE pubkey = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM archived_conversations WHERE pubkey = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM push_dedupe WHERE recipient = \(pubkey)", logger: logger)
