@@ -135,6 +135,35 @@ import Testing
         }
     }
 
+    /// A job queued already leased for direct delivery is not in the device index (migration
+    /// 0009), so its device's removal leaves it while it is in flight; if it comes back (a retry,
+    /// or its instance died and the lease ran out), the claim drops it unsent.
+    @Test func aDirectJobWhoseDeviceWentIsDroppedWhenItComesBack() async throws {
+        try await TestDatabase.with { _, client in
+            let devices = Self.devices(2)
+            try await Self.seed(client, devices: devices, jobsPerDevice: 0)
+            for device in devices {
+                try await client.query("""
+                    INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, expires_at,
+                                           next_attempt_at, locked_until, attempts, direct)
+                    VALUES (gen_random_uuid(), \(device.token), \(device.pubkey), 'new_post', 'ev', 'C1', now() + interval '15 minutes',
+                            now() + interval '60 seconds', now() + interval '60 seconds', 1, true)
+                    """, logger: TestDatabase.logger)
+            }
+            try await client.query("DELETE FROM devices WHERE device_token = \(devices[0].token)", logger: TestDatabase.logger)
+            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs") == 2, "in flight: left to its sender")
+
+            // Both leases run out, as when the instance sending them dies.
+            try await client.query(
+                "UPDATE push_jobs SET locked_until = now() - interval '1 second', next_attempt_at = now() - interval '1 second'",
+                logger: TestDatabase.logger)
+            let claimed = try await DeliveryQueue(client: client, logger: TestDatabase.logger).claim(limit: 10)
+            #expect(claimed.map(\.deviceToken) == [devices[1].token], "only the job whose device is still there is sent")
+            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs WHERE device_token = '\(devices[0].token)'") == 0,
+                    "the orphan is deleted by the claim")
+        }
+    }
+
     @Test func workerAppliesEveryOutcome() async throws {
         try await TestDatabase.with { _, client in
             let devices = Self.devices(6)

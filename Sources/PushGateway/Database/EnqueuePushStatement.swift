@@ -35,11 +35,11 @@ struct EnqueuePushStatement: PostgresPreparedStatement {
               AND NOT (d.relay_watch AND $11)
         ), jobs AS (
             INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, emoji, post_id, expires_at,
-                                   next_attempt_at, locked_until, attempts)
+                                   next_attempt_at, locked_until, attempts, direct)
             SELECT gen_random_uuid(), device_token, pubkey, $6, $5, $7, $8, $9, now() + make_interval(secs => $10),
                    -- $12, the lease, is NULL when the jobs are queued for the delivery loops.
                    coalesce(now() + make_interval(secs => $12), now()), now() + make_interval(secs => $12),
-                   CASE WHEN $12 IS NULL THEN 0 ELSE 1 END
+                   CASE WHEN $12 IS NULL THEN 0 ELSE 1 END, $12 IS NOT NULL
             FROM targets
             RETURNING id, apns_id, device_token, attempts, expires_at, locked_until
         ), counts AS (

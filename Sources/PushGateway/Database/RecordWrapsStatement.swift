@@ -48,12 +48,13 @@ struct RecordWrapsStatement: PostgresPreparedStatement {
               AND NOT EXISTS (SELECT 1 FROM push_suppressions s WHERE s.pubkey = i.recipient AND s.event_id = i.wrap_id AND s.expires_at > now())
             ORDER BY d.device_token, i.wrap_id
         ), merged AS (
-            -- The array condition makes the jobs a probe of push_jobs_device_idx per target: a
-            -- plain join was planned (generically) as a hash join over a scan of the whole queue.
+            -- The array condition makes the jobs a probe of push_jobs_queued_device_idx per target:
+            -- a plain join was planned (generically) as a hash join over a scan of the whole queue.
+            -- Only queued jobs can take a merge (`NOT direct` also lets the partial index serve).
             UPDATE push_jobs j SET event_id = t.wrap_id, relay = t.relay, wrap_count = j.wrap_count + t.wraps
             FROM targets t
             WHERE j.device_token = ANY (ARRAY(SELECT device_token FROM targets)) AND j.device_token = t.device_token
-              AND j.notification_type = 'gift_wrap' AND j.attempts = 0 AND j.locked_until IS NULL
+              AND NOT j.direct AND j.notification_type = 'gift_wrap' AND j.attempts = 0 AND j.locked_until IS NULL
             RETURNING j.device_token
         ), scheduled AS (
             -- leased_until: set when the job is due now and the caller sends it at once.
@@ -65,10 +66,10 @@ struct RecordWrapsStatement: PostgresPreparedStatement {
             ) s
         ), jobs AS (
             INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay, wrap_count,
-                                   next_attempt_at, expires_at, locked_until, attempts)
+                                   next_attempt_at, expires_at, locked_until, attempts, direct)
             SELECT gen_random_uuid(), device_token, pubkey, 'gift_wrap', wrap_id, '', relay, wraps,
                    coalesce(leased_until, at), at + make_interval(secs => $6), leased_until,
-                   CASE WHEN leased_until IS NULL THEN 0 ELSE 1 END
+                   CASE WHEN leased_until IS NULL THEN 0 ELSE 1 END, leased_until IS NOT NULL
             FROM scheduled
             RETURNING id, apns_id, device_token, pubkey, event_id, relay, wrap_count, attempts, expires_at, next_attempt_at, locked_until
         ), coalesced AS (

@@ -35,7 +35,9 @@ struct RegisterDevicesStatement: PostgresPreparedStatement {
         ), moved AS (
             SELECT device_token, previous_pubkey FROM previous WHERE previous_pubkey <> new_pubkey
         ), moved_jobs AS (
-            DELETE FROM push_jobs j USING moved WHERE j.device_token = moved.device_token
+            -- Queued jobs only (the partial index); a direct one in flight is dropped by the claim
+            -- if it comes back (migration 0009).
+            DELETE FROM push_jobs j USING moved WHERE j.device_token = moved.device_token AND NOT j.direct
         ), orphaned_archive AS (
             DELETE FROM archived_conversations a WHERE a.pubkey IN (SELECT previous_pubkey FROM moved)
               AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.pubkey = a.pubkey AND d.device_token NOT IN (SELECT device_token FROM moved))
