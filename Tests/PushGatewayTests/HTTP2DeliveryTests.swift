@@ -1,6 +1,7 @@
 import APNsSandbox
 import Foundation
 import HTTPTypes
+import NIOHPACK
 import NostrProtocol
 @testable import PushGateway
 import Synchronization
@@ -113,6 +114,28 @@ import Testing
                 #expect(statistics.peakConcurrentStreams <= 3)
                 #expect(statistics.peakConcurrentStreams >= 2, "streams are multiplexed, not sent one by one")
             }
+        }
+    }
+
+    /// Per-request header values stay out of the HPACK dynamic table; repeated ones go in. A
+    /// relay-watch alert's collapse id (its recipient) is per request, a typed push's (its event,
+    /// shared by every device of the request) is not.
+    @Test func onlyRepeatedHeaderValuesEnterTheHPACKTable() async throws {
+        try await SandboxFixture.with { sandbox in
+            let sender = try HTTP2APNsSender(configuration: sandbox.apns, logger: TestDatabase.logger)
+            func indexing(_ notification: APNsNotification) -> [String: HPACKIndexing] {
+                let job = ClaimedJob(
+                    id: 1, apnsID: UUID(), deviceToken: Self.token(prefix: "0405", 0xD2), pubkey: "p", environment: .sandbox,
+                    topic: SandboxFixture.topic, deviceUpdatedAt: Date(), notification: notification, attempts: 1,
+                    expiresAt: Date().addingTimeInterval(900))
+                let headers = APNsConnectionPool.headers(sender.request(job, payload: "{}", token: "token"))
+                return Dictionary(headers.map { ($0.name, $0.indexable) }, uniquingKeysWith: { first, _ in first })
+            }
+            let watch = indexing(.giftWrap(wrapID: String(repeating: "a", count: 64), relay: "wss://r", count: 1, recipient: String(repeating: "b", count: 64)))
+            #expect(watch[":path"] == .nonIndexable && watch["apns-id"] == .nonIndexable && watch["apns-collapse-id"] == .nonIndexable)
+            #expect(watch["authorization"] == .indexable && watch["apns-topic"] == .indexable)
+            let typed = indexing(APNsNotification(type: .newPost, eventID: "e", conversationID: "c"))
+            #expect(typed["apns-id"] == .nonIndexable && typed["apns-collapse-id"] == .indexable && typed["authorization"] == .indexable)
         }
     }
 

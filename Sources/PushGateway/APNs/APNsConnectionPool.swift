@@ -112,7 +112,7 @@ final class APNsConnectionPool: APNsTransport {
         var slot: Int
     }
 
-    private static func headers(_ request: APNsRequest) -> HPACKHeaders {
+    static func headers(_ request: APNsRequest) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.reserveCapacity(request.headers.count + 4)
         headers.add(name: ":method", value: "POST")
@@ -123,7 +123,7 @@ final class APNsConnectionPool: APNsTransport {
         headers.add(name: ":path", value: request.path, indexing: .nonIndexable)
         headers.add(name: ":authority", value: request.endpoint.authority)
         for (name, value) in request.headers {
-            headers.add(name: name, value: value, indexing: name == "apns-id" ? .nonIndexable : .indexable)
+            headers.add(name: name, value: value, indexing: request.uniqueHeaders.contains(name) ? .nonIndexable : .indexable)
         }
         return headers
     }

@@ -28,6 +28,10 @@ struct APNsRequest: Sendable {
     var path: String
     var headers: [(String, String)]
     var body: ByteBuffer
+    /// Headers whose value is (nearly) never sent again on the connection. They stay out of the
+    /// HPACK dynamic table: indexed, each would evict older entries, among them the provider
+    /// token, which both ends would then Huffman-code again.
+    var uniqueHeaders: [String] = ["apns-id"]
 }
 
 public enum APNsTransportKind: String, Sendable {

@@ -167,14 +167,18 @@ public final class HTTP2APNsSender: APNsSender {
         return result
     }
 
-    private func request(_ job: ClaimedJob, payload: String, token: String) -> APNsRequest {
+    func request(_ job: ClaimedJob, payload: String, token: String) -> APNsRequest {
         var headers: [(String, String)] = [("authorization", "bearer " + token), ("apns-id", job.apnsID.uuidString.lowercased())]
         headers += job.notification.headers(topic: job.topic, expiration: Int64(job.expiresAt.timeIntervalSince1970))
         let body = ByteBuffer(string: payload)
         headers += [("content-type", "application/json"), ("content-length", String(body.readableBytes))]
         return APNsRequest(
             endpoint: job.environment == .production ? production : sandbox, slot: Int(job.id.magnitude % UInt64(Int.max)),
-            path: "/3/device/" + job.deviceToken, headers: headers, body: body)
+            path: "/3/device/" + job.deviceToken, headers: headers, body: body,
+            // A relay-watch alert's collapse id is its recipient, and coalescing sends a device
+            // at most one every few seconds; a typed push's is its event id, the same for every
+            // device of the request.
+            uniqueHeaders: job.notification.type == .giftWrap ? ["apns-id", "apns-collapse-id"] : ["apns-id"])
     }
 
     private func outcome(_ response: Result<APNsStreamResponse, any Error>, job: ClaimedJob) -> APNsSendResult {
