@@ -31,7 +31,7 @@ struct APNsRequest: Sendable {
     /// Headers whose value is (nearly) never sent again on the connection. They stay out of the
     /// HPACK dynamic table: indexed, each would evict older entries, among them the provider
     /// token, which both ends would then Huffman-code again.
-    var uniqueHeaders: [String] = ["apns-id"]
+    var uniqueHeaders: [String]
 }
 
 public enum APNsTransportKind: String, Sendable {

@@ -175,11 +175,14 @@ public final class HTTP2APNsSender: APNsSender {
         return APNsRequest(
             endpoint: job.environment == .production ? production : sandbox, slot: Int(job.id.magnitude % UInt64(Int.max)),
             path: "/3/device/" + job.deviceToken, headers: headers, body: body,
-            // A relay-watch alert's collapse id is its recipient, and coalescing sends a device
-            // at most one every few seconds; a typed push's is its event id, the same for every
-            // device of the request.
-            uniqueHeaders: job.notification.type == .giftWrap ? ["apns-id", "apns-collapse-id"] : ["apns-id"])
+            uniqueHeaders: job.notification.type == .giftWrap ? Self.giftWrapUniqueHeaders : Self.typedUniqueHeaders)
     }
+
+    /// Every request's apns-id is its own. A relay-watch alert's collapse id is its recipient,
+    /// and coalescing sends a device at most one every few seconds; a typed push's is its event
+    /// id, the same for every device of the request. Made once: no array per push.
+    private static let typedUniqueHeaders = ["apns-id"]
+    private static let giftWrapUniqueHeaders = ["apns-id", "apns-collapse-id"]
 
     private func outcome(_ response: Result<APNsStreamResponse, any Error>, job: ClaimedJob) -> APNsSendResult {
         switch response {
