@@ -53,7 +53,8 @@ if [[ "${PGSTATS:-}" == 1 ]]; then
     # Per-statement figures (pg_stat_statements), printed at the end.
     psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'" >/dev/null
     pg_as_owner "$(pg_bin_dir)/pg_ctl" -D "$WORK/pg" -w restart >/dev/null
-    psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" -c "SELECT pg_stat_statements_reset()" >/dev/null
+    psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" \
+        -c "ALTER SYSTEM SET pg_stat_statements.track_planning = on" -c "SELECT pg_reload_conf()" -c "SELECT pg_stat_statements_reset()" >/dev/null
 fi
 APNS_KEY_FILE="$WORK/apns-key.p8"
 "$BIN/apns-sandbox" --port 0 --port-file "$WORK/sandbox.port" --ca-out "$WORK/sandbox-ca.pem" --log-level warning \
@@ -91,7 +92,7 @@ wait "$LOAD_PID" || status=$?
 cat "$WORK/load.log"
 echo "$split"
 if [[ "${PGSTATS:-}" == 1 ]]; then
-    psql -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "SELECT calls, round(total_exec_time) AS total_ms, round(mean_exec_time::numeric, 2) AS mean_ms,
+    psql -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "SELECT calls, plans, round(total_plan_time) AS plan_ms, round(total_exec_time) AS total_ms, round(mean_exec_time::numeric, 2) AS mean_ms,
         rows, left(regexp_replace(query, '\s+', ' ', 'g'), 60) AS statement FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 8"
 fi
 # Where the time went, from the gateway's own histograms (bucket upper bounds): received from

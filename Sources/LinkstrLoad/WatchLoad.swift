@@ -93,14 +93,23 @@ struct WatchLoad: AsyncParsableCommand {
             let records = try await client.records(afterSequence: before)
             var latencies: [Double] = []
             var lastReceived = 0.0
+            let first = sentAt.values.min() ?? 0
+            // By the second the wrap was sent in: where in the run the slow ones were.
+            var bySecond: [Int: [Double]] = [:]
             for record in records {
                 guard let wrapID = record["payload"]?["wrap_id"]?.stringValue, let sent = sentAt[wrapID],
                       case .integer(let received)? = record["received_at_ms"] else { continue }
                 latencies.append(Double(received) - sent)
+                bySecond[Int((sent - first) / 1000), default: []].append(Double(received) - sent)
                 lastReceived = max(lastReceived, Double(received))
             }
             latencies.sort()
-            let first = sentAt.values.min() ?? 0
+            let timeline = bySecond.keys.sorted().map { second -> String in
+                let values = bySecond[second]!.sorted()
+                func at(_ p: Double) -> Int { Int(values[min(values.count - 1, Int(Double(values.count) * p))]) }
+                return String(second) + ":" + String(at(0.5)) + "/" + String(at(0.99)) + "/" + String(Int(values.last!))
+            }
+            print("latency ms by second sent (p50/p99/max): " + timeline.joined(separator: " "))
             print("pushes for the streamed wraps delivered to the sandbox: \(latencies.count) of \(total)")
             if !latencies.isEmpty {
                 func percentile(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }

@@ -75,6 +75,10 @@ import TestSupport
                 // Carol registered the way today's app does: typed pushes only.
                 try await Self.registerWatching(gateway, carol, carolToken, watch: false)
                 #expect(try await Self.waitLive(gateway, pubkeys: 1), "bob's subscription reached EOSE")
+                // Where bob is live reaches the database from a loop of its own, off the consumer's path.
+                #expect(try await GatewayHarness.eventually {
+                    try await gateway.count("SELECT count(*)::int FROM watch_live WHERE pubkey = '\(bob.publicKey.hex)' AND relay = '\(relay.url)'") == 1
+                }, "bob recorded live on the relay for a later takeover")
 
                 let live = try Self.wrap(to: bob, "live")
                 try await Self.publish([live, try Self.wrap(to: carol), try Self.wrap(to: stranger)], to: relay)

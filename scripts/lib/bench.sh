@@ -1,11 +1,18 @@
 # Shared by the benchmark scripts: release builds of the three executables, a work directory, a
 # throwaway PostgreSQL cluster in it, and cleanup of everything started (append pids to PIDS).
 #   source scripts/lib/bench.sh; bench_start NAME   # sets BIN, WORK, DATABASE_URL
+# BENCH_BIN=DIR runs the executables already in DIR instead (no build): to alternate two builds
+# in one sitting, copy each build's three executables to a folder of its own.
 bench_start() {
     local name="$1"
-    say "building linkstr-push, apns-sandbox and linkstr-load (release)"
-    for product in linkstr-push apns-sandbox linkstr-load; do swift build -c release --product "$product"; done
-    BIN="$(swift build -c release --show-bin-path)"
+    if [[ -n "${BENCH_BIN:-}" ]]; then
+        say "using the executables in $BENCH_BIN (BENCH_BIN)"
+        BIN="$BENCH_BIN"
+    else
+        say "building linkstr-push, apns-sandbox and linkstr-load (release)"
+        for product in linkstr-push apns-sandbox linkstr-load; do swift build -c release --product "$product"; done
+        BIN="$(swift build -c release --show-bin-path)"
+    fi
     WORK="$(mktemp -d "/tmp/linkstr-$name.XXXXXX")"
     chmod 755 "$WORK"
     PIDS=()

@@ -93,11 +93,7 @@ public struct DeliveryQueue: Sendable {
     /// Finishes many jobs in one statement, each fenced by its attempt count.
     public func finish(_ jobs: [ClaimedJob]) async throws {
         guard !jobs.isEmpty else { return }
-        let ids = jobs.map(\.id), attempts = jobs.map(\.attempts)
-        try await database.query("""
-            DELETE FROM push_jobs j USING unnest(\(ids)::bigint[], \(attempts)::int[]) AS done(id, attempts)
-            WHERE j.id = done.id AND j.attempts = done.attempts
-            """, logger: logger)
+        _ = try await database.execute(FinishJobsStatement(ids: jobs.map(\.id), attempts: jobs.map(\.attempts)), logger: logger)
     }
 
     /// Back to the queue after `delaySeconds`, keeping the error for operators.

@@ -59,7 +59,14 @@ public actor RelayWatcher: Service {
     /// One batcher per ingest loop; a recipient's sightings always go to the same one, so two
     /// statements never coalesce for the same device at once (they would both see no pending
     /// job and both queue one).
-    private let batchers: [WrapBatcher]
+    private let batchers: [Batcher<WrapSighting>]
+    /// Pubkeys whose subscription reached EOSE on a relay, waiting to be written to `watch_live`.
+    private let liveMarks = Batcher<LiveMark>()
+
+    private struct LiveMark: Sendable {
+        var relay: String
+        var pubkeys: [String]
+    }
     /// Every relay forwards the same wraps: each id's signature is checked once, not once per relay.
     private let verifiedWraps = VerifiedEventCache()
     private var resyncRequested = false
@@ -90,7 +97,7 @@ public actor RelayWatcher: Service {
         self.resyncInterval = resyncInterval
         self.chunks = WatchChunks(size: store.settings.chunkSize)
         self.wakeMaintainer = WakeupSignal(interval: heartbeatInterval)
-        self.batchers = (0..<2).map { _ in WrapBatcher() }
+        self.batchers = (0..<2).map { _ in Batcher<WrapSighting>() }
     }
 
     // MARK: Service
@@ -109,12 +116,14 @@ public actor RelayWatcher: Service {
                 group.addTask { await self.countConnects(url, connection) }
             }
             for batcher in batchers { group.addTask { await self.ingestLoop(batcher) } }
+            group.addTask { await self.liveMarkLoop() }
             group.addTask { await cancelWhenGracefulShutdown { await self.maintainLoop() } }
             group.addTask { await cancelWhenGracefulShutdown { await self.listenLoop() } }
             // Until shutdown (graceful, or the task cancelled); the connections stop themselves.
             try? await gracefulShutdown()
             for consumer in consumers.values { await consumer.value }
             for batcher in batchers { batcher.close() }
+            liveMarks.close()
         }
         // Sends handed to direct delivery are drained by the delivery worker, which stops after
         // this service and before the APNs connections and the database pool.
@@ -351,14 +360,42 @@ public actor RelayWatcher: Service {
         }
     }
 
-    private func markLive(_ context: ConsumerContext) async {
+    /// The chunk's subscription reached EOSE on the relay: its pubkeys are live there. The
+    /// database learns it from `liveMarkLoop`, so the consumer goes on with the events after EOSE
+    /// at once.
+    private func markLive(_ context: ConsumerContext) {
         if let closed = closedChunks[context.chunk], closed.retryAt == nil { closedChunks[context.chunk] = nil }
         let live = context.pubkeys.filter(chunks.contains)
         livePubkeys[context.relay, default: []].formUnion(live)
-        do {
-            try await store.markLive(Array(live), relay: context.relay)
-        } catch {
-            logger.warning("could not record live pubkeys", metadata: Self.errorMetadata(error))
+        if !live.isEmpty { liveMarks.add(LiveMark(relay: context.relay, pubkeys: Array(live))) }
+    }
+
+    /// Writes the live marks in batches. A gateway that starts or re-subscribes gets one EOSE per
+    /// chunk and relay almost at once (200 for 100,000 pubkeys on one relay); as one insert each,
+    /// awaited by its consumer, they ran alongside the first live wraps and held each chunk's
+    /// wraps back until its own insert was through (pg_stat_statements: 65 ms per 500-row insert
+    /// in that storm). A mark that cannot be written after a few tries is dropped with a warning:
+    /// its only use is a later takeover, which would then treat the pubkeys' unclaimed wraps as
+    /// history.
+    private nonisolated func liveMarkLoop() async {
+        while let marks = await liveMarks.next(max: 64) {
+            var byRelay: [String: [String]] = [:]
+            for mark in marks { byRelay[mark.relay, default: []] += mark.pubkeys }
+            for (relay, pubkeys) in byRelay {
+                var attempt = 0
+                while true {
+                    attempt += 1
+                    do {
+                        try await store.markLive(pubkeys, relay: relay)
+                        break
+                    } catch {
+                        logger.warning("could not record live pubkeys",
+                                       metadata: Self.errorMetadata(error).merging(["watch.attempt": "\(attempt)"]) { $1 })
+                        if Task.isCancelled || attempt >= 5 { break }
+                        try? await Task.sleep(for: .milliseconds(100 * attempt * attempt))
+                    }
+                }
+            }
         }
     }
 
@@ -372,7 +409,7 @@ public actor RelayWatcher: Service {
 
     // MARK: Recording
 
-    private nonisolated func ingestLoop(_ batcher: WrapBatcher) async {
+    private nonisolated func ingestLoop(_ batcher: Batcher<WrapSighting>) async {
         let relayToQueue = metrics.watchRelayToQueueTimer()
         while let batch = await batcher.next(max: batchSize) {
             var attempt = 0

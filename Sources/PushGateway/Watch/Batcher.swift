@@ -1,29 +1,32 @@
 import Synchronization
 
-/// Sightings waiting to be recorded. Relay consumers add one at a time (a lock, not an actor hop:
-/// this runs once per wrap); ingest loops take what has gathered, up to a batch, in one go, so a
-/// burst costs one statement per batch, not per wrap.
-final class WrapBatcher: Sendable {
+/// Items waiting to be written to the database: producers add one at a time (a lock, not an actor
+/// hop: for gift-wrap sightings this runs once per wrap); a writer loop takes what has gathered,
+/// up to a batch, in one go, so a burst costs one statement per batch, not per item.
+final class Batcher<Element: Sendable>: Sendable {
     private struct State {
-        var pending: [WrapSighting] = []
+        var pending: [Element] = []
         var waiters: [CheckedContinuation<Void, Never>] = []
         var closed = false
     }
 
     private let state = Mutex(State())
 
-    func add(_ sighting: WrapSighting) {
+    private enum Step {
+        case batch([Element]), finished, wait
+    }
+
+    func add(_ element: Element) {
         let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in
-            state.pending.append(sighting)
+            state.pending.append(element)
             return state.waiters.isEmpty ? nil : state.waiters.removeFirst()
         }
         waiter?.resume()
     }
 
     /// The next batch; nil once closed and drained.
-    func next(max: Int) async -> [WrapSighting]? {
+    func next(max: Int) async -> [Element]? {
         while true {
-            enum Step { case batch([WrapSighting]), finished, wait }
             let step: Step = state.withLock { state in
                 if !state.pending.isEmpty {
                     let batch = Array(state.pending.prefix(max))
@@ -49,7 +52,7 @@ final class WrapBatcher: Sendable {
         }
     }
 
-    /// No more sightings will come; waiting loops drain what is left, then end.
+    /// Nothing more will be added; waiting loops drain what is left, then end.
     func close() {
         let waiting = state.withLock { state in
             state.closed = true

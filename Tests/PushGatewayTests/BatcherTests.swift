@@ -1,0 +1,39 @@
+@testable import PushGateway
+import Testing
+
+/// The batcher between producers (relay consumers) and a writer loop, as a value with no I/O.
+struct BatcherTests {
+    @Test func aWriterTakesWhatGatheredUpToItsBatchInOrder() async {
+        let batcher = Batcher<Int>()
+        for value in 1...5 { batcher.add(value) }
+        #expect(batcher.count == 5)
+        #expect(await batcher.next(max: 3) == [1, 2, 3])
+        #expect(await batcher.next(max: 3) == [4, 5])
+        #expect(batcher.count == 0)
+    }
+
+    @Test func aWaitingWriterWakesOnTheNextItem() async {
+        let batcher = Batcher<String>()
+        async let batch = batcher.next(max: 10)
+        // Let the writer reach its wait before anything arrives.
+        try? await Task.sleep(for: .milliseconds(50))
+        batcher.add("eose")
+        #expect(await batch == ["eose"])
+    }
+
+    @Test func closingDrainsWhatIsLeftThenEnds() async {
+        let batcher = Batcher<Int>()
+        batcher.add(7)
+        batcher.close()
+        #expect(await batcher.next(max: 10) == [7], "added before the close: still written")
+        #expect(await batcher.next(max: 10) == nil)
+    }
+
+    @Test func closingWakesAWaitingWriter() async {
+        let batcher = Batcher<Int>()
+        async let batch = batcher.next(max: 10)
+        try? await Task.sleep(for: .milliseconds(50))
+        batcher.close()
+        #expect(await batch == nil)
+    }
+}
