@@ -12,7 +12,7 @@ struct BatcherTests {
         #expect(batcher.count == 0)
     }
 
-    @Test func aWaitingWriterWakesOnTheNextItem() async {
+    @Test(.timeLimit(.minutes(1))) func aWaitingWriterWakesOnTheNextItem() async {
         let batcher = Batcher<String>()
         async let batch = batcher.next(max: 10)
         // Let the writer reach its wait before anything arrives.
@@ -29,7 +29,7 @@ struct BatcherTests {
         #expect(await batcher.next(max: 10) == nil)
     }
 
-    @Test func closingWakesAWaitingWriter() async {
+    @Test(.timeLimit(.minutes(1))) func closingWakesAWaitingWriter() async {
         let batcher = Batcher<Int>()
         async let batch = batcher.next(max: 10)
         try? await Task.sleep(for: .milliseconds(50))

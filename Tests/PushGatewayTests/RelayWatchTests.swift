@@ -102,6 +102,13 @@ import TestSupport
                 let metrics = String(decoding: await gateway.metrics.exposition(), as: UTF8.self)
                 #expect(metrics.contains("linkstr_watch_pushes_total{kind=\"queued\"} 1"))
                 #expect(metrics.contains("linkstr_watch_relay_to_queue_seconds_count 1"))
+
+                // Bob goes back to typed pushes only: no longer watched, so where he was live is
+                // forgotten (through the same ordered queue as the marks).
+                try await Self.registerWatching(gateway, bob, bobToken, watch: false)
+                #expect(try await GatewayHarness.eventually {
+                    try await gateway.count("SELECT count(*)::int FROM watch_live WHERE pubkey = '\(bob.publicKey.hex)'") == 0
+                }, "bob forgotten once unwatched")
             }
         }
     }
@@ -394,6 +401,30 @@ import TestSupport
                 #expect(Self.giftWrapDeliveries(sandbox).count == 1, "once")
                 #expect(try await gateway.count("SELECT count(*)::int FROM seen_wraps WHERE history_until IS NOT NULL") == 0, "the claim is the push's now")
             }
+        }
+    }
+
+    /// A live mark written late (it waited in the queue, or came from an instance that has
+    /// since lost the shard) never brings back a pubkey nothing watches, and a row a lost forget
+    /// left behind is swept by the maintenance prune.
+    @Test func liveMarksOnlyStickForWatchedPubkeys() async throws {
+        try await GatewayHarness.run(watch: WatchSettings(relays: [], chunkSize: 500, coalesceSeconds: 0, shards: 8, leaseSeconds: 30)) { gateway in
+            let bob = Keys.generate(), carol = Keys.generate(), erased = Keys.generate()
+            try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xE1))
+            try await Self.registerWatching(gateway, carol, HTTP2DeliveryTests.token(0xE2), watch: false)
+            let store = WatchStore(client: gateway.database, settings: gateway.configuration.watch, logger: TestDatabase.logger)
+            let pubkeys = [bob, carol, erased].map(\.publicKey.hex)
+            try await store.markLive(pubkeys, relay: "wss://a")
+            #expect(try await store.livePubkeys(pubkeys, relay: "wss://a") == [bob.publicKey.hex],
+                    "carol gets typed pushes only and the erased account has no device: neither is marked")
+
+            // A row no forget removed (inserted behind the store's back, as a lost forget leaves it).
+            _ = try await gateway.count("""
+                WITH i AS (INSERT INTO watch_live (pubkey, relay) VALUES ('\(erased.publicKey.hex)', 'wss://a') RETURNING 1) SELECT count(*)::int FROM i
+                """)
+            let gatewayStore = GatewayStore(client: gateway.database, logger: TestDatabase.logger)
+            #expect(try await gatewayStore.prune() >= 1)
+            #expect(try await store.livePubkeys(pubkeys, relay: "wss://a") == [bob.publicKey.hex], "swept; bob's row stays")
         }
     }
 

@@ -291,8 +291,8 @@ public struct GatewayStore: Sendable {
         }
     }
 
-    /// Deletes expired replay keys and suppressions, and dedupe rows and seen wraps past their
-    /// retention. Returns rows removed.
+    /// Deletes expired replay keys and suppressions, dedupe rows and seen wraps past their
+    /// retention, and live marks of pubkeys nothing watches. Returns rows removed.
     @discardableResult
     public func prune(now: Date = Date()) async throws -> Int {
         let dedupeCutoff = now.addingTimeInterval(-Self.dedupeRetention)
@@ -306,6 +306,16 @@ public struct GatewayStore: Sendable {
                 "DELETE FROM push_suppressions WHERE expires_at < \(now) RETURNING 1",
                 "DELETE FROM seen_wraps WHERE seen_at < \(seenCutoff) RETURNING 1",
                 "DELETE FROM watch_instances WHERE heartbeat_at < \(staleInstances) RETURNING 1",
+                // Live marks of pubkeys nothing watches: the watcher forgets them as they go, but
+                // a forget can be lost (the database away for longer than its retries, or the
+                // change made while no instance held the pubkey's shard). A row left behind would
+                // make a later registration take the pubkey's unclaimed wraps for live ones. Safe
+                // against a registration in flight: a row it marks is only visible once its
+                // device is.
+                """
+                DELETE FROM watch_live w
+                WHERE NOT EXISTS (SELECT 1 FROM devices d WHERE d.relay_watch AND d.pubkey = w.pubkey) RETURNING 1
+                """,
             ] {
                 removed += try await database.query(statement, logger: logger).count
             }

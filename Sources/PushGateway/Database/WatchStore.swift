@@ -116,11 +116,15 @@ public struct WatchStore: Sendable {
 
     // MARK: Live pubkeys per relay
 
-    /// Records that `pubkeys` are served live by `relay`.
+    /// Records that `pubkeys` are served live by `relay`, those still watched only: a mark written
+    /// late (it waited in the live-write queue, or another instance had the shard) must not bring
+    /// back a pubkey that was unregistered or erased meanwhile.
     public func markLive(_ pubkeys: [String], relay: String) async throws {
         guard !pubkeys.isEmpty else { return }
         try await database.query("""
-            INSERT INTO watch_live (pubkey, relay) SELECT p, \(relay) FROM unnest(\(pubkeys)::text[]) AS p ORDER BY p
+            INSERT INTO watch_live (pubkey, relay) SELECT p, \(relay) FROM unnest(\(pubkeys)::text[]) AS p
+            WHERE EXISTS (SELECT 1 FROM devices d WHERE d.relay_watch AND d.pubkey = p)
+            ORDER BY p
             ON CONFLICT DO NOTHING
             """, logger: logger)
     }

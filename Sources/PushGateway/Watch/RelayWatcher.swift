@@ -60,13 +60,9 @@ public actor RelayWatcher: Service {
     /// statements never coalesce for the same device at once (they would both see no pending
     /// job and both queue one).
     private let batchers: [Batcher<WrapSighting>]
-    /// Pubkeys whose subscription reached EOSE on a relay, waiting to be written to `watch_live`.
-    private let liveMarks = Batcher<LiveMark>()
-
-    private struct LiveMark: Sendable {
-        var relay: String
-        var pubkeys: [String]
-    }
+    /// Changes to `watch_live` (EOSE reached, pubkeys no longer watched), in the order they
+    /// happened, waiting for `liveWriteLoop`.
+    private let liveWrites = Batcher<LiveWrite>()
     /// Every relay forwards the same wraps: each id's signature is checked once, not once per relay.
     private let verifiedWraps = VerifiedEventCache()
     private var resyncRequested = false
@@ -116,14 +112,14 @@ public actor RelayWatcher: Service {
                 group.addTask { await self.countConnects(url, connection) }
             }
             for batcher in batchers { group.addTask { await self.ingestLoop(batcher) } }
-            group.addTask { await self.liveMarkLoop() }
+            group.addTask { await self.liveWriteLoop() }
             group.addTask { await cancelWhenGracefulShutdown { await self.maintainLoop() } }
             group.addTask { await cancelWhenGracefulShutdown { await self.listenLoop() } }
             // Until shutdown (graceful, or the task cancelled); the connections stop themselves.
             try? await gracefulShutdown()
             for consumer in consumers.values { await consumer.value }
             for batcher in batchers { batcher.close() }
-            liveMarks.close()
+            liveWrites.close()
         }
         // Sends handed to direct delivery are drained by the delivery worker, which stops after
         // this service and before the APNs connections and the database pool.
@@ -205,8 +201,8 @@ public actor RelayWatcher: Service {
         let watched = try await store.watchedPubkeys(inShards: heldShards)
         let current = Set(chunks.chunks.flatMap { $0 })
         let unwatched = current.subtracting(watched)
-        try await store.forgetLive(Array(unwatched))
         await apply(inserted: watched.subtracting(current), removed: unwatched)
+        forgetLive(unwatched)
     }
 
     /// A pubkey's devices changed (LISTEN); it is re-read with the next maintenance round.
@@ -222,9 +218,9 @@ public actor RelayWatcher: Service {
         guard !mine.isEmpty else { return }
         let watched = try await store.watchedSubset(of: Array(mine))
         let unwatched = mine.filter { !watched.contains($0) }
-        // No longer watched at all: a later registration starts from history again.
-        try await store.forgetLive(Array(unwatched))
         await apply(inserted: watched.filter { !chunks.contains($0) }, removed: unwatched.filter { chunks.contains($0) })
+        // No longer watched at all: a later registration starts from history again.
+        forgetLive(unwatched)
     }
 
     private func listenLoop() async {
@@ -361,37 +357,56 @@ public actor RelayWatcher: Service {
     }
 
     /// The chunk's subscription reached EOSE on the relay: its pubkeys are live there. The
-    /// database learns it from `liveMarkLoop`, so the consumer goes on with the events after EOSE
+    /// database learns it from `liveWriteLoop`, so the consumer goes on with the events after EOSE
     /// at once.
     private func markLive(_ context: ConsumerContext) {
         if let closed = closedChunks[context.chunk], closed.retryAt == nil { closedChunks[context.chunk] = nil }
         let live = context.pubkeys.filter(chunks.contains)
         livePubkeys[context.relay, default: []].formUnion(live)
-        if !live.isEmpty { liveMarks.add(LiveMark(relay: context.relay, pubkeys: Array(live))) }
+        if !live.isEmpty { liveWrites.add(.mark(relay: context.relay, pubkeys: Array(live))) }
     }
 
-    /// Writes the live marks in batches. A gateway that starts or re-subscribes gets one EOSE per
-    /// chunk and relay almost at once (200 for 100,000 pubkeys on one relay); as one insert each,
-    /// awaited by its consumer, they ran alongside the first live wraps and held each chunk's
-    /// wraps back until its own insert was through (pg_stat_statements: 65 ms per 500-row insert
-    /// in that storm). A mark that cannot be written after a few tries is dropped with a warning:
-    /// its only use is a later takeover, which would then treat the pubkeys' unclaimed wraps as
-    /// history.
-    private nonisolated func liveMarkLoop() async {
-        while let marks = await liveMarks.next(max: 64) {
-            var byRelay: [String: [String]] = [:]
-            for mark in marks { byRelay[mark.relay, default: []] += mark.pubkeys }
-            for (relay, pubkeys) in byRelay {
+    /// `pubkeys` are no longer watched: queued behind any mark still waiting for them. Callers
+    /// queue it after `apply` took the pubkeys out of `chunks`: `markLive` only marks pubkeys in
+    /// `chunks`, so no mark for them can be queued behind it (until a later read of the database
+    /// adds them back, watched again).
+    private func forgetLive(_ pubkeys: some Collection<String>) {
+        if !pubkeys.isEmpty { liveWrites.add(.forget(Array(pubkeys))) }
+    }
+
+    /// Writes the live marks and forgets in batches, in order. A gateway that starts or
+    /// re-subscribes gets one EOSE per chunk and relay almost at once (200 for 100,000 pubkeys on
+    /// one relay); as one insert each, awaited by its consumer, they ran alongside the first live
+    /// wraps and held each chunk's wraps back until its own insert was through
+    /// (pg_stat_statements: 65 ms per 500-row insert in that storm). A write that fails after a few
+    /// tries (two while shutting down, so a database that is gone does not hold the shutdown up) is
+    /// dropped with a warning: a lost mark means a later takeover treats the pubkeys' unclaimed
+    /// wraps as history; a lost forget is caught by the maintenance sweep (`GatewayStore.prune`
+    /// deletes rows of pubkeys nothing watches), and until then a mark for an unwatched pubkey
+    /// is refused by the insert itself.
+    private nonisolated func liveWriteLoop() async {
+        while let writes = await liveWrites.next(max: 64) {
+            for step in LiveWrite.plan(writes) {
                 var attempt = 0
-                while true {
+                retry: while true {
                     attempt += 1
                     do {
-                        try await store.markLive(pubkeys, relay: relay)
-                        break
+                        switch step {
+                        case .mark(let relay, let pubkeys): try await store.markLive(pubkeys, relay: relay)
+                        case .forget(let pubkeys): try await store.forgetLive(pubkeys)
+                        }
+                        break retry
                     } catch {
-                        logger.warning("could not record live pubkeys",
-                                       metadata: Self.errorMetadata(error).merging(["watch.attempt": "\(attempt)"]) { $1 })
-                        if Task.isCancelled || attempt >= 5 { break }
+                        let dropped = Task.isCancelled || attempt >= (Task.isShuttingDownGracefully ? 2 : 5)
+                        let kind: String
+                        switch step {
+                        case .mark: kind = "mark"
+                        case .forget: kind = "forget"
+                        }
+                        logger.warning("could not record live pubkeys", metadata: Self.errorMetadata(error).merging([
+                            "watch.attempt": "\(attempt)", "watch.live_write": "\(kind)", "watch.dropped": "\(dropped)",
+                        ]) { $1 })
+                        if dropped { break retry }
                         try? await Task.sleep(for: .milliseconds(100 * attempt * attempt))
                     }
                 }
