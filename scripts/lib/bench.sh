@@ -5,6 +5,7 @@
 # in one sitting, copy each build's three executables to a folder of its own.
 # Made absolute here, when the script sources this file and before it changes to the repository
 # root, so a relative BENCH_BIN means relative to where the script was run from.
+BENCH_PRODUCTS=(linkstr-push apns-sandbox linkstr-load)
 if [[ -n "${BENCH_BIN:-}" ]]; then
     bench_bin_given="$BENCH_BIN"
     BENCH_BIN="$(CDPATH='' cd -- "$bench_bin_given" 2>/dev/null && pwd)" || { echo "BENCH_BIN=$bench_bin_given is not a directory" >&2; exit 2; }
@@ -15,13 +16,13 @@ bench_start() {
     if [[ -n "${BENCH_BIN:-}" ]]; then
         # All three there, or stop now rather than half-way through a run.
         BIN="$BENCH_BIN"
-        for product in linkstr-push apns-sandbox linkstr-load; do
+        for product in "${BENCH_PRODUCTS[@]}"; do
             [[ -f "$BIN/$product" && -x "$BIN/$product" ]] || { echo "BENCH_BIN=$BIN has no executable $product" >&2; exit 2; }
         done
         say "using the executables in $BIN (BENCH_BIN)"
     else
         say "building linkstr-push, apns-sandbox and linkstr-load (release)"
-        for product in linkstr-push apns-sandbox linkstr-load; do swift build -c release --product "$product"; done
+        for product in "${BENCH_PRODUCTS[@]}"; do swift build -c release --product "$product"; done
         BIN="$(swift build -c release --show-bin-path)"
     fi
     WORK="$(mktemp -d "/tmp/linkstr-$name.XXXXXX")"

@@ -9,6 +9,14 @@ enum LiveWrite: Sendable, Equatable {
     /// `pubkeys` are no longer watched: forgotten on every relay.
     case forget([String])
 
+    /// For logs: which kind of write failed.
+    var kind: String {
+        switch self {
+        case .mark: "mark"
+        case .forget: "forget"
+        }
+    }
+
     /// The statements for `writes`, taken in order, with as few statements as order allows: marks
     /// gather per relay (first-seen relay order) until a forget; a forget drops the gathered marks
     /// it covers (they would be deleted right after being written), then writes them out before

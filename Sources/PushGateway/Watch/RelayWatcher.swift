@@ -398,13 +398,8 @@ public actor RelayWatcher: Service {
                         break retry
                     } catch {
                         let dropped = Task.isCancelled || attempt >= (Task.isShuttingDownGracefully ? 2 : 5)
-                        let kind: String
-                        switch step {
-                        case .mark: kind = "mark"
-                        case .forget: kind = "forget"
-                        }
                         logger.warning("could not record live pubkeys", metadata: Self.errorMetadata(error).merging([
-                            "watch.attempt": "\(attempt)", "watch.live_write": "\(kind)", "watch.dropped": "\(dropped)",
+                            "watch.attempt": "\(attempt)", "watch.live_write": "\(step.kind)", "watch.dropped": "\(dropped)",
                         ]) { $1 })
                         if dropped { break retry }
                         try? await Task.sleep(for: .milliseconds(100 * attempt * attempt))
