@@ -37,7 +37,9 @@ struct RegisterDevicesStatement: PostgresPreparedStatement {
         ), moved_jobs AS (
             -- Queued jobs only (the partial index); a direct one in flight is dropped by the claim
             -- if it comes back (migration 0009).
-            DELETE FROM push_jobs j USING moved WHERE j.device_token = moved.device_token AND NOT j.direct
+            -- The array condition keeps it a probe of that index under any statistics.
+            DELETE FROM push_jobs j USING moved
+            WHERE j.device_token = ANY (ARRAY(SELECT device_token FROM moved)) AND j.device_token = moved.device_token AND NOT j.direct
         ), orphaned_archive AS (
             DELETE FROM archived_conversations a WHERE a.pubkey IN (SELECT previous_pubkey FROM moved)
               AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.pubkey = a.pubkey AND d.device_token NOT IN (SELECT device_token FROM moved))

@@ -57,14 +57,16 @@ public struct DeliveryQueue: Sendable {
                 LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED
             ), raced AS (
+                -- The array conditions (here and below) keep the jobs read by primary key under
+                -- any statistics (see FinishJobsStatement).
                 DELETE FROM push_jobs j USING due
-                WHERE j.id = due.id
+                WHERE j.id = ANY (ARRAY(SELECT id FROM due)) AND j.id = due.id
                   AND (NOT EXISTS (SELECT 1 FROM devices d WHERE d.device_token = j.device_token AND d.pubkey = j.pubkey)
                        OR EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = j.pubkey AND a.conversation_id = j.conversation_id))
             )
             UPDATE push_jobs j SET locked_until = now() + make_interval(secs => \(leaseSeconds)), attempts = j.attempts + 1
             FROM due, devices d
-            WHERE j.id = due.id AND d.device_token = j.device_token AND d.pubkey = j.pubkey
+            WHERE j.id = ANY (ARRAY(SELECT id FROM due)) AND j.id = due.id AND d.device_token = j.device_token AND d.pubkey = j.pubkey
               AND NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = j.pubkey AND a.conversation_id = j.conversation_id)
             RETURNING j.id, j.apns_id, j.device_token, j.pubkey, d.apns_environment, d.topic, d.updated_at,
                       j.notification_type, j.event_id, j.conversation_id, j.emoji, j.post_id, j.attempts, j.expires_at,
