@@ -8,8 +8,11 @@
 -- included) instead of a probe of the primary key: 0.5-1 s a delete instead of 0.1 ms. The relay
 -- watcher's benchmark saw 10-50 s of backlog until the next ANALYZE (tests: QueuePlanTests).
 --
--- The claim still reads only the head of the queue: an index scan in `next_attempt_at` order,
--- and an incremental sort puts jobs due at the same instant in id order.
-CREATE INDEX push_jobs_claim_time_idx ON push_jobs (next_attempt_at);
+-- The claim reads the head of the queue in `next_attempt_at` order alone (no sort under any
+-- statistics); jobs due at the same instant come in index order.
+--
+-- The drop comes first: it takes the strongest lock at once. Building first (a SHARE lock) and
+-- then dropping would upgrade the lock while delivery loops wait behind it, a deadlock with any
+-- claim that started in between. Writes to the queue wait for the build either way.
 DROP INDEX push_jobs_claim_idx;
-ALTER INDEX push_jobs_claim_time_idx RENAME TO push_jobs_claim_idx;
+CREATE INDEX push_jobs_claim_idx ON push_jobs (next_attempt_at);

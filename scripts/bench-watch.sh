@@ -22,9 +22,9 @@
 #   COLD=1 RATE=1000 scripts/bench-watch.sh
 #   ROUNDS=5 scripts/bench-watch.sh     # five runs on the same database, then how many met p99 < 100 ms
 # The machine's speed swings from one minute to the next, so one run says little about a target:
-# ROUNDS=N streams N times, each with a fresh gateway and relay and every device's coalescing
-# window open again (the database, its steady state and the sandbox stay), and ends with every
-# round's p99 and how many were under 100 ms.
+# ROUNDS=N streams N times, each with a fresh gateway and relay, every device's coalescing window
+# open again, vacuumed and after a checkpoint (the database, its steady state and the sandbox
+# stay), and ends with every round's p99 and how many were under 100 ms.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/postgres.sh"
@@ -35,6 +35,8 @@ setup_all
 WATCHED="${WATCHED:-100000}"
 RATE="${RATE:-5000}"
 DURATION="${SECONDS_:-10}"
+ROUNDS="${ROUNDS:-1}"
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a positive integer" >&2; exit 2; }
 
 bench_start bench-watch
 export MIGRATIONS_DIR="$REPO_ROOT/migrations"
@@ -76,6 +78,8 @@ SANDBOX_PORT="$(cat "$WORK/sandbox.port")"
 # One round: a relay (the load tool) and a gateway watching it, wraps streamed, figures printed.
 # Sets ROUND_P99 (ms, empty when the load tool printed none); returns the load tool's status.
 watch_round() {
+    local status split log_offset gateway_status=0
+    log_offset="$(stat -c %s "$WORK/pg/server.log")"
     RELAY_PORT="$(pg_free_port)"
     say "linkstr-load is the relay on ws://127.0.0.1:$RELAY_PORT; streaming $RATE wraps/s for $DURATION s"
     stdbuf -oL "$BIN/linkstr-load" watch --port "$RELAY_PORT" --pubkeys "$WATCHED" --rate "$RATE" --seconds "$DURATION" \
@@ -119,16 +123,27 @@ watch_round() {
         }
         END { for (name in n) printf "gateway histogram %s ms: p50 <= %s  p99 <= %s\n", name, quantile(name, 0.5), quantile(name, 0.99) }'
     grep -E "VmHWM|VmRSS" "/proc/$GATEWAY_PID/status" | sed 's/^/gateway /'
-    grep -E "checkpoint starting: (wal|time)" "$WORK/pg/server.log" | sed 's/^/postgres /' || true
+    # Checkpoints PostgreSQL started on its own during this round.
+    tail -c "+$((log_offset + 1))" "$WORK/pg/server.log" | grep -E "checkpoint starting: (wal|time)" | sed 's/^/postgres /' || true
     if [[ $status -ne 0 ]]; then echo "--- gateway log (last 20 lines)"; tail -20 "$WORK/gateway.log"; fi
     ROUND_P99="$(sed -nE 's/^relay-to-APNs latency ms:.* p99 ([0-9.]+) .*/\1/p' "$WORK/load.log")"
-    # A graceful stop releases the gateway's shard leases for the next round's gateway.
+    # A graceful stop releases the gateway's shard leases for the next round's gateway; one that
+    # does not stop within 30 s is killed, and the round counts as failed.
     kill "$GATEWAY_PID" 2>/dev/null || true
+    for _ in $(seq 1 300); do kill -0 "$GATEWAY_PID" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$GATEWAY_PID" 2>/dev/null; then
+        echo "gateway did not stop within 30 s; killed" >&2
+        kill -9 "$GATEWAY_PID" 2>/dev/null || true
+        gateway_status=1
+    fi
     wait "$GATEWAY_PID" 2>/dev/null || true
-    return $status
+    local kept=() pid
+    for pid in "${PIDS[@]}"; do [[ $pid == "$GATEWAY_PID" ]] || kept+=("$pid"); done
+    PIDS=("${kept[@]}")
+    [[ $status -ne 0 ]] && return "$status"
+    return "$gateway_status"
 }
 
-ROUNDS="${ROUNDS:-1}"
 P99S=()
 UNDER=0
 FAILED=0
@@ -140,8 +155,10 @@ for round in $(seq 1 "$ROUNDS"); do
     if [[ $round -gt 1 ]]; then
         # The devices the last round pushed to are inside their coalescing window for a few
         # seconds; each round starts, like the first, with every window open.
+        # Like the first round, it starts vacuumed and after a checkpoint.
         psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr \
-            -c "UPDATE watch_coalesce SET next_at = now() - interval '1 hour' WHERE next_at > now() - interval '10 minutes'"
+            -c "UPDATE watch_coalesce SET next_at = now() - interval '1 hour' WHERE next_at > now() - interval '10 minutes'" \
+            -c "VACUUM ANALYZE watch_coalesce" -c "CHECKPOINT"
     fi
     watch_round || FAILED=$((FAILED + 1))
     P99S+=("${ROUND_P99:-none}")
@@ -150,4 +167,4 @@ done
 if [[ "$ROUNDS" -gt 1 ]]; then
     echo "rounds: p99 ms ${P99S[*]}; under 100 ms in $UNDER of $ROUNDS; $FAILED round(s) failed"
 fi
-[[ $FAILED -eq 0 ]]
+exit $(( FAILED > 0 ))

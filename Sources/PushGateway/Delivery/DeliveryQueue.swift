@@ -46,14 +46,15 @@ public struct DeliveryQueue: Sendable {
 
     /// Claims up to `limit` due, unexpired jobs for `leaseSeconds`.
     public func claim(limit: Int, leaseSeconds: Int = 30) async throws -> [ClaimedJob] {
-        // The head of the queue in index order (migrations/0002), locked; jobs raced by a token
+        // The head of the queue in index order (migrations 0002 and 0010: by due time alone, so no
+        // statistics can make it a sort of every due job), locked; jobs raced by a token
         // move or an archive update since they were queued are deleted, never sent; the rest are
         // leased and returned with their device.
         let rows = try await database.query("""
             WITH due AS (
                 SELECT j.id FROM push_jobs j
                 WHERE j.next_attempt_at <= now() AND (j.locked_until IS NULL OR j.locked_until < now()) AND j.expires_at > now()
-                ORDER BY j.next_attempt_at, j.id
+                ORDER BY j.next_attempt_at
                 LIMIT \(limit)
                 FOR UPDATE SKIP LOCKED
             ), raced AS (
