@@ -76,7 +76,8 @@ for _ in $(seq 1 100); do [[ -s "$WORK/sandbox.port" ]] && break; sleep 0.1; don
 SANDBOX_PORT="$(cat "$WORK/sandbox.port")"
 
 # One round: a relay (the load tool) and a gateway watching it, wraps streamed, figures printed.
-# Sets ROUND_P99 (ms, empty when the load tool printed none); returns the load tool's status.
+# Sets ROUND_P99 (ms, empty when the load tool printed none); returns the load tool's status, or
+# 1 when the gateway had to be killed.
 watch_round() {
     local status split log_offset gateway_status=0
     log_offset="$(stat -c %s "$WORK/pg/server.log")"

@@ -9,12 +9,15 @@ import Testing
 /// the whole table (or a whole index, dead entries and all) for every call until the next
 /// ANALYZE. The watcher benchmark saw that as finish deletes of 0.5–1 s and a 50 s backlog.
 @Suite(.serialized) struct QueuePlanTests {
+    /// The one device every job of these tests belongs to.
+    static let token = GatewayHarness.token(7)
+    static let pubkey = String(repeating: "ab", count: 32)
+
     /// A queue in that state: a burst's worth of jobs queued and gone but one, vacuumed and
     /// analyzed (one row in the statistics), then a new burst the statistics know nothing of.
     /// Returns the new burst's (id, attempts).
     static func drainedThenBusy(_ client: PostgresClient) async throws -> [(Int64, Int)] {
-        let token = GatewayHarness.token(7)
-        let pubkey = String(repeating: "ab", count: 32)
+        let (token, pubkey) = (Self.token, Self.pubkey)
         try await client.query("""
             INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch) VALUES (\(token), \(pubkey), 'sandbox', 'app.test', true)
             """, logger: TestDatabase.logger)
@@ -103,9 +106,9 @@ import Testing
             // And the statement does its work in that state.
             let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
             try await queue.finish(jobs.map { job in
-                ClaimedJob(id: job.0, apnsID: UUID(), deviceToken: GatewayHarness.token(7), pubkey: String(repeating: "ab", count: 32),
+                ClaimedJob(id: job.0, apnsID: UUID(), deviceToken: Self.token, pubkey: Self.pubkey,
                            environment: .sandbox, topic: "app.test", deviceUpdatedAt: Date(),
-                           notification: .giftWrap(wrapID: "w", relay: "ws://relay", count: 1, recipient: String(repeating: "ab", count: 32)),
+                           notification: .giftWrap(wrapID: "w", relay: "ws://relay", count: 1, recipient: Self.pubkey),
                            attempts: job.1, expiresAt: Date().addingTimeInterval(3600))
             })
             #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs") == 1, "the burst deleted, the old job left")
