@@ -13,9 +13,9 @@ import Testing
     static let token = GatewayHarness.token(7)
     static let pubkey = String(repeating: "ab", count: 32)
 
-    /// A queue in that state: a burst's worth of jobs queued and gone but one, vacuumed and
-    /// analyzed (one row in the statistics), then a new burst the statistics know nothing of.
-    /// Returns the new burst's (id, attempts).
+    /// A queue in that state: a burst's worth of jobs (direct and queued ones, so that every
+    /// index holds dead entries) gone but one, vacuumed and analyzed (one row in the statistics),
+    /// then a new burst the statistics know nothing of. Returns the new burst's (id, attempts).
     static func drainedThenBusy(_ client: PostgresClient) async throws -> [(Int64, Int)] {
         let (token, pubkey) = (Self.token, Self.pubkey)
         try await client.query("""
@@ -26,7 +26,7 @@ import Testing
                 INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay, next_attempt_at,
                                        expires_at, locked_until, attempts, direct)
                 SELECT gen_random_uuid(), \(token), \(pubkey), 'gift_wrap', md5(i::text), '', 'ws://relay', now() + interval '30 seconds',
-                       now() + interval '1 day', now() + interval '30 seconds', 1, true
+                       now() + interval '1 day', now() + interval '30 seconds', 1, i % 2 = 0
                 FROM generate_series(1, \(count)) AS i
                 """, logger: TestDatabase.logger)
         }
@@ -41,13 +41,26 @@ import Testing
             .decode((Int64, Int).self) {
             jobs.append((id, attempts))
         }
+        // The state these tests are about: one row on record, hundreds of pages on disk.
+        let (tuples, pages) = try await client.query("SELECT reltuples::float8, relpages FROM pg_class WHERE relname = 'push_jobs'",
+                                                     logger: TestDatabase.logger).collect()[0].decode((Double, Int32).self)
+        try #require(tuples <= 1, "autovacuum's view of a drained queue")
+        try #require(pages > 100)
         return jobs
     }
 
-    /// The generic plan (what a prepared statement settles on) of `sql` with `arguments`.
-    static func genericPlan(_ client: PostgresClient, _ sql: String, types: String, arguments: String) async throws -> String {
+    /// How PostgreSQL plans a prepared statement: a generic plan (the one it settles on after five
+    /// calls when that looks no worse) or a custom plan for the values at hand (every unnamed
+    /// statement, and a prepared one's first calls).
+    enum PlanMode: String, CaseIterable, Sendable {
+        case generic = "force_generic_plan"
+        case custom = "force_custom_plan"
+    }
+
+    /// The plan of `sql` with `arguments` (SQL literals) in `mode`, as EXPLAIN's JSON.
+    static func plan(_ client: PostgresClient, _ sql: String, types: String, arguments: String, mode: PlanMode) async throws -> Any {
         try await client.withConnection { connection in
-            try await connection.query("SET plan_cache_mode = force_generic_plan", logger: TestDatabase.logger)
+            try await connection.query(PostgresQuery(unsafeSQL: "SET plan_cache_mode = \(mode.rawValue)"), logger: TestDatabase.logger)
             try await connection.query(PostgresQuery(unsafeSQL: "PREPARE planned(\(types)) AS \(sql)"), logger: TestDatabase.logger)
             // The connection goes back to the pool as it came, whatever happens.
             // (Not DISCARD ALL: it would also drop statements PostgresNIO prepared on it.)
@@ -56,18 +69,110 @@ import Testing
                 try await connection.query("RESET plan_cache_mode", logger: TestDatabase.logger)
             }
             do {
-                var lines: [String] = []
-                for try await line in try await connection.query(PostgresQuery(unsafeSQL: "EXPLAIN EXECUTE planned(\(arguments))"), logger: TestDatabase.logger)
-                    .decode(String.self) {
-                    lines.append(line)
+                var json = ByteBuffer()
+                for try await text in try await connection.query(PostgresQuery(unsafeSQL: "EXPLAIN (FORMAT JSON) EXECUTE planned(\(arguments))"),
+                                                                 logger: TestDatabase.logger).decode(ByteBuffer.self) {
+                    json = text
                 }
                 try await reset()
-                return lines.joined(separator: "\n")
+                return try JSONSerialization.jsonObject(with: Data(json.readableBytesView))
             } catch {
                 try? await reset()
                 throw error
             }
         }
+    }
+
+    /// How a plan reads `push_jobs`: each index read with its condition, and every read that
+    /// takes no key (a sequential scan, or an index walked end to end).
+    struct JobReads: CustomStringConvertible {
+        var keyed: [(index: String, condition: String)] = []
+        var unkeyed: [String] = []
+
+        init(plan: Any) {
+            visit(plan)
+        }
+
+        private mutating func visit(_ value: Any) {
+            if let list = value as? [Any] {
+                list.forEach { visit($0) }
+                return
+            }
+            guard let node = value as? [String: Any] else { return }
+            if let inner = node["Plan"] {
+                visit(inner)
+                return
+            }
+            let type = node["Node Type"] as? String ?? "?"
+            let relation = node["Relation Name"] as? String
+            let index = node["Index Name"] as? String
+            if relation == "push_jobs" || index?.hasPrefix("push_jobs") == true {
+                switch type {
+                case "Index Scan", "Index Only Scan", "Bitmap Index Scan":
+                    if let condition = node["Index Cond"] as? String {
+                        keyed.append((index ?? "?", condition))
+                    } else {
+                        unkeyed.append("\(type) using \(index ?? "?") without a condition")
+                    }
+                case "Bitmap Heap Scan", "ModifyTable":
+                    break  // reads through its children / writes the rows its children found
+                default:
+                    unkeyed.append("\(type) on push_jobs")
+                }
+            }
+            (node["Plans"] as? [Any])?.forEach { visit($0) }
+        }
+
+        var description: String {
+            (keyed.map { "\($0.index): \($0.condition)" } + unkeyed).joined(separator: "; ")
+        }
+    }
+
+    /// A statement that reads jobs, with arguments for the burst's jobs and the reads of
+    /// push_jobs its plan must make: (index, the key column its condition names), in any order.
+    struct QueueStatement: Sendable, CustomTestStringConvertible {
+        let name: String
+        let sql: String
+        let types: String
+        let arguments: @Sendable (_ jobs: [(Int64, Int)]) -> String
+        let reads: [ExpectedRead]
+
+        var testDescription: String { name }
+
+        struct ExpectedRead: Sendable, Equatable, Comparable, CustomStringConvertible {
+            var index: String
+            var column: String
+            static func < (a: Self, b: Self) -> Bool { (a.index, a.column) < (b.index, b.column) }
+            var description: String { "\(index) by \(column)" }
+        }
+
+        static let pkey = ExpectedRead(index: "push_jobs_pkey", column: "id")
+        static let queuedByDevice = ExpectedRead(index: "push_jobs_queued_device_idx", column: "device_token")
+
+        static func literal(_ values: [String]) -> String { "'{\(values.joined(separator: ","))}'" }
+
+        static let all: [QueueStatement] = [
+            QueueStatement(name: "finishing jobs", sql: FinishJobsStatement.sql, types: "bigint[], int[]", arguments: { jobs in
+                "\(literal(jobs.map { String($0.0) })), \(literal(jobs.map { String($0.1) }))"
+            }, reads: [pkey]),
+            // The head of the queue by due time, then the raced delete and the lease update by id.
+            QueueStatement(name: "claiming jobs", sql: ClaimJobsQuery.sql, types: "bigint, bigint", arguments: { _ in "100, 30" },
+                           reads: [ExpectedRead(index: "push_jobs_claim_idx", column: "next_attempt_at"), pkey, pkey]),
+            // The merge into a device's queued job.
+            QueueStatement(name: "recording wraps", sql: RecordWrapsStatement.sql,
+                           types: "text[], text[], text[], bool[], float8, float8, bool, float8, bool[], float8", arguments: { _ in
+                "'{w1}', \(literal([QueuePlanTests.pubkey])), '{ws://relay}', '{true}', 60, 86400, true, 30, '{true}', 300"
+            }, reads: [queuedByDevice]),
+            // A moved token's queued jobs.
+            QueueStatement(name: "registering devices", sql: RegisterDevicesStatement.sql,
+                           types: "text[], text[], timestamptz[], text[], text[], text[], bool[]", arguments: { _ in
+                "\(literal([String(repeating: "cd", count: 32)])), '{replay}', '{2030-01-01T00:00:00Z}', \(literal([QueuePlanTests.token])), "
+                    + "'{sandbox}', '{app.test}', '{true}'"
+            }, reads: [queuedByDevice]),
+            QueueStatement(name: "archiving conversations", sql: ArchivedJobsDeletion.sql, types: "text, text[]", arguments: { _ in
+                "'\(QueuePlanTests.pubkey)', '{c1,c2}'"
+            }, reads: [queuedByDevice]),
+        ]
     }
 
     /// Migration 0010: an index whose second column is `id` was planned for look-ups by id alone
@@ -86,24 +191,28 @@ import Testing
         }
     }
 
-    @Test func finishingJobsReadsThemByKeyWhenTheStatisticsSayTheQueueIsEmpty() async throws {
+    /// Every read of push_jobs by every statement that reads it goes through the index it was
+    /// written for, with a key, in a generic and in a custom plan.
+    @Test(arguments: QueueStatement.all) func readsJobsByKeyWhenTheStatisticsSayTheQueueIsEmpty(_ statement: QueueStatement) async throws {
+        try await TestDatabase.with { _, client in
+            let jobs = try await Self.drainedThenBusy(client)
+            for mode in PlanMode.allCases {
+                let plan = try await Self.plan(client, statement.sql, types: statement.types, arguments: statement.arguments(jobs), mode: mode)
+                let reads = JobReads(plan: plan)
+                #expect(reads.unkeyed.isEmpty, "\(mode): \(reads)")
+                let made = reads.keyed.map { read in
+                    // The condition names its column first, as "(id = ANY (...))" or "(next_attempt_at <= now())".
+                    QueueStatement.ExpectedRead(index: read.index, column: String(read.condition.dropFirst().prefix { $0 != " " }))
+                }
+                #expect(made.sorted() == statement.reads.sorted(), "\(mode): \(reads)")
+            }
+        }
+    }
+
+    @Test func finishingJobsWorksWhenTheStatisticsSayTheQueueIsEmpty() async throws {
         try await TestDatabase.with { _, client in
             let jobs = try await Self.drainedThenBusy(client)
             #expect(jobs.count == 300)
-            // The state this test is about: one row on record, hundreds of pages on disk.
-            let (tuples, pages) = try await client.query("SELECT reltuples::float8, relpages FROM pg_class WHERE relname = 'push_jobs'",
-                                                         logger: TestDatabase.logger).collect()[0].decode((Double, Int32).self)
-            try #require(tuples <= 1, "autovacuum's view of a drained queue")
-            try #require(pages > 100)
-
-            let ids = jobs.map { String($0.0) }.joined(separator: ",")
-            let attempts = jobs.map { String($0.1) }.joined(separator: ",")
-            let plan = try await Self.genericPlan(client, FinishJobsStatement.sql, types: "bigint[], int[]",
-                                                  arguments: "'{\(ids)}', '{\(attempts)}'")
-            #expect(plan.contains("Index Cond: (id = ANY") && plan.contains("push_jobs_pkey"), "jobs probed by primary key:\n\(plan)")
-            #expect(!plan.contains("Seq Scan on push_jobs"), "no scan of the whole queue:\n\(plan)")
-
-            // And the statement does its work in that state.
             let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
             try await queue.finish(jobs.map { job in
                 ClaimedJob(id: job.0, apnsID: UUID(), deviceToken: Self.token, pubkey: Self.pubkey,

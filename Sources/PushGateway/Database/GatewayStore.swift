@@ -202,13 +202,7 @@ public struct GatewayStore: Sendable {
                     INSERT INTO archived_conversations (pubkey, conversation_id)
                     SELECT \(pubkey), unnest(\(request.archived)::text[]) ON CONFLICT DO NOTHING
                     """, logger: logger)
-                try await connection.query(
-                    // Through the owner's devices: push_jobs has no index on (pubkey, conversation). Queued
-                    // jobs only; a direct one in flight is dropped by the claim if it comes back.
-                    """
-                    DELETE FROM push_jobs WHERE device_token IN (SELECT device_token FROM devices WHERE pubkey = \(pubkey))
-                      AND NOT direct AND pubkey = \(pubkey) AND conversation_id = ANY(\(request.archived))
-                    """, logger: logger)
+                try await connection.query(ArchivedJobsDeletion(pubkey: pubkey, conversationIDs: request.archived).query, logger: logger)
             }
             return true
         }

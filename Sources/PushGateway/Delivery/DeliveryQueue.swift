@@ -46,33 +46,7 @@ public struct DeliveryQueue: Sendable {
 
     /// Claims up to `limit` due, unexpired jobs for `leaseSeconds`.
     public func claim(limit: Int, leaseSeconds: Int = 30) async throws -> [ClaimedJob] {
-        // The head of the queue in index order (migrations 0002 and 0010: by due time alone, so no
-        // statistics can make it a sort of every due job), locked; jobs raced by a token
-        // move or an archive update since they were queued are deleted, never sent; the rest are
-        // leased and returned with their device.
-        let rows = try await database.query("""
-            WITH due AS (
-                SELECT j.id FROM push_jobs j
-                WHERE j.next_attempt_at <= now() AND (j.locked_until IS NULL OR j.locked_until < now()) AND j.expires_at > now()
-                ORDER BY j.next_attempt_at
-                LIMIT \(limit)
-                FOR UPDATE SKIP LOCKED
-            ), raced AS (
-                -- The array conditions (here and below) keep the jobs read by primary key under
-                -- any statistics (see FinishJobsStatement).
-                DELETE FROM push_jobs j USING due
-                WHERE j.id = ANY (ARRAY(SELECT id FROM due)) AND j.id = due.id
-                  AND (NOT EXISTS (SELECT 1 FROM devices d WHERE d.device_token = j.device_token AND d.pubkey = j.pubkey)
-                       OR EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = j.pubkey AND a.conversation_id = j.conversation_id))
-            )
-            UPDATE push_jobs j SET locked_until = now() + make_interval(secs => \(leaseSeconds)), attempts = j.attempts + 1
-            FROM due, devices d
-            WHERE j.id = ANY (ARRAY(SELECT id FROM due)) AND j.id = due.id AND d.device_token = j.device_token AND d.pubkey = j.pubkey
-              AND NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = j.pubkey AND a.conversation_id = j.conversation_id)
-            RETURNING j.id, j.apns_id, j.device_token, j.pubkey, d.apns_environment, d.topic, d.updated_at,
-                      j.notification_type, j.event_id, j.conversation_id, j.emoji, j.post_id, j.attempts, j.expires_at,
-                      j.relay, j.wrap_count
-            """, logger: logger)
+        let rows = try await database.query(ClaimJobsQuery(limit: limit, leaseSeconds: leaseSeconds).query, logger: logger)
         var jobs: [ClaimedJob] = []
         for (id, apnsID, token, pubkey, environment, topic, updatedAt, type, eventID, conversationID, emoji, postID, attempts, expiresAt,
                        relay, wrapCount)
