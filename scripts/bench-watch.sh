@@ -21,6 +21,7 @@
 #   WATCHED=100000 RATE=5000 SECONDS_=10 HISTORY=1000000 scripts/bench-watch.sh
 #   COLD=1 RATE=1000 scripts/bench-watch.sh
 #   ROUNDS=5 scripts/bench-watch.sh     # five runs on the same database, then how many met p99 < 100 ms
+#   PGLOG=1 scripts/bench-watch.sh      # also each round's statements over 50 ms and autovacuums
 # The machine's speed swings from one minute to the next, so one run says little about a target:
 # ROUNDS=N streams N times, each with a fresh gateway and relay, every device's coalescing window
 # open again, vacuumed and after a checkpoint (the database, its steady state and the sandbox
@@ -60,6 +61,14 @@ if [[ "${COLD:-}" != 1 ]]; then
         -c "VACUUM ANALYZE" -c "CHECKPOINT"
 fi
 
+if [[ "${PGLOG:-}" == 1 ]]; then
+    # Statements over 50 ms logged with their plans (auto_explain), and every autovacuum and
+    # autoanalyze, each round's printed at its end: a plan that shifts mid-run, or maintenance
+    # competing with the stream, shows there.
+    psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "LOAD 'auto_explain'" \
+        -c "ALTER SYSTEM SET session_preload_libraries = 'auto_explain'" -c "ALTER SYSTEM SET auto_explain.log_min_duration = '50ms'" \
+        -c "ALTER SYSTEM SET log_autovacuum_min_duration = 0" -c "SELECT pg_reload_conf()" >/dev/null
+fi
 if [[ "${PGSTATS:-}" == 1 ]]; then
     # Per-statement figures (pg_stat_statements), printed at the end.
     psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'" >/dev/null
@@ -74,6 +83,14 @@ PIDS+=($!)
 SANDBOX_PID=$!
 for _ in $(seq 1 100); do [[ -s "$WORK/sandbox.port" ]] && break; sleep 0.1; done
 SANDBOX_PORT="$(cat "$WORK/sandbox.port")"
+
+# Returns once the load tool has printed a line starting with $1, or has exited. tail -F waits on
+# inotify: the loop of grep and sleep it replaces, 20 times a second, took about 4 % of the
+# machine while the wraps streamed (perf), CPU the gateway and PostgreSQL were short of. tail
+# ends at its next line or with the load tool.
+await_load_line() {
+    grep -q -m1 "^$1" < <(exec tail -n +1 -F --pid="$LOAD_PID" "$WORK/load.log" 2>/dev/null) || true
+}
 
 # One round: a relay (the load tool) and a gateway watching it, wraps streamed, figures printed.
 # Sets ROUND_P99 (ms, empty when the load tool printed none); returns the load tool's status, or
@@ -100,9 +117,9 @@ watch_round() {
     # Where the CPU went while wraps streamed: from the load tool's "streaming" (the wraps are made
     # and signed before) to its last delivery read ("sustained"), the gateway, PostgreSQL (every
     # backend) and the sandbox.
-    while kill -0 "$LOAD_PID" 2>/dev/null && ! grep -q "^streaming" "$WORK/load.log"; do sleep 0.05; done
+    await_load_line streaming
     cpu_window_start "gateway=$GATEWAY_PID sandbox=$SANDBOX_PID postgres=pg:$WORK/pg"
-    while kill -0 "$LOAD_PID" 2>/dev/null && ! grep -q "^sustained" "$WORK/load.log"; do sleep 0.05; done
+    await_load_line sustained
     split="$(cpu_window_line streaming)"
     status=0
     wait "$LOAD_PID" || status=$?
@@ -126,6 +143,18 @@ watch_round() {
     grep -E "VmHWM|VmRSS" "/proc/$GATEWAY_PID/status" | sed 's/^/gateway /'
     # Checkpoints PostgreSQL started on its own during this round.
     tail -c "+$((log_offset + 1))" "$WORK/pg/server.log" | grep -E "checkpoint starting: (wal|time)" | sed 's/^/postgres /' || true
+    if [[ "${PGLOG:-}" == 1 ]]; then
+        # Slow statements grouped by the start of their text: count, total and longest.
+        tail -c "+$((log_offset + 1))" "$WORK/pg/server.log" | awk '
+            /LOG:  duration: [0-9.]+ ms  plan:/ { match($0, /duration: [0-9.]+/); d = substr($0, RSTART + 10, RLENGTH - 10) + 0; slow++; next }
+            slow && d && /Query Text:/ { sub(/.*Query Text: /, ""); key = substr($0, 1, 50); n[key]++; total[key] += d; if (d > worst[key]) worst[key] = d; d = 0 }
+            /automatic (vacuum|analyze) of table/ { match($0, /automatic [a-z]+ of table "[^"]+"/); maintenance = maintenance " " substr($0, RSTART + 10, RLENGTH - 10) }
+            END {
+                printf "postgres statements over 50 ms: %d\n", slow
+                for (key in n) printf "postgres   %d x, %.0f ms in all, longest %.0f ms: %s\n", n[key], total[key], worst[key], key
+                if (maintenance != "") print "postgres autovacuum:" maintenance
+            }'
+    fi
     if [[ $status -ne 0 ]]; then echo "--- gateway log (last 20 lines)"; tail -20 "$WORK/gateway.log"; fi
     ROUND_P99="$(sed -nE 's/^relay-to-APNs latency ms:.* p99 ([0-9.]+) .*/\1/p' "$WORK/load.log")"
     # A graceful stop releases the gateway's shard leases for the next round's gateway; one that
