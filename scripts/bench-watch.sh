@@ -96,7 +96,7 @@ await_load_line() {
 # Sets ROUND_P99 (ms, empty when the load tool printed none); returns the load tool's status, or
 # 1 when the gateway had to be killed.
 watch_round() {
-    local status split log_offset gateway_status=0
+    local status split log_offset round_log gateway_status=0
     log_offset="$(stat -c %s "$WORK/pg/server.log")"
     RELAY_PORT="$(pg_free_port)"
     say "linkstr-load is the relay on ws://127.0.0.1:$RELAY_PORT; streaming $RATE wraps/s for $DURATION s"
@@ -141,11 +141,12 @@ watch_round() {
         }
         END { for (name in n) printf "gateway histogram %s ms: p50 <= %s  p99 <= %s\n", name, quantile(name, 0.5), quantile(name, 0.99) }'
     grep -E "VmHWM|VmRSS" "/proc/$GATEWAY_PID/status" | sed 's/^/gateway /'
-    # Checkpoints PostgreSQL started on its own during this round.
-    tail -c "+$((log_offset + 1))" "$WORK/pg/server.log" | grep -E "checkpoint starting: (wal|time)" | sed 's/^/postgres /' || true
+    # PostgreSQL's log of this round: the checkpoints it started on its own.
+    round_log="$(tail -c "+$((log_offset + 1))" "$WORK/pg/server.log")"
+    grep -E "checkpoint starting: (wal|time)" <<<"$round_log" | sed 's/^/postgres /' || true
     if [[ "${PGLOG:-}" == 1 ]]; then
         # Slow statements grouped by the start of their text: count, total and longest.
-        tail -c "+$((log_offset + 1))" "$WORK/pg/server.log" | awk '
+        awk '
             /LOG:  duration: [0-9.]+ ms  plan:/ { match($0, /duration: [0-9.]+/); d = substr($0, RSTART + 10, RLENGTH - 10) + 0; slow++; next }
             slow && d && /Query Text:/ { sub(/.*Query Text: /, ""); key = substr($0, 1, 50); n[key]++; total[key] += d; if (d > worst[key]) worst[key] = d; d = 0 }
             /automatic (vacuum|analyze) of table/ { match($0, /automatic [a-z]+ of table "[^"]+"/); maintenance = maintenance " " substr($0, RSTART + 10, RLENGTH - 10) }
@@ -153,7 +154,7 @@ watch_round() {
                 printf "postgres statements over 50 ms: %d\n", slow
                 for (key in n) printf "postgres   %d x, %.0f ms in all, longest %.0f ms: %s\n", n[key], total[key], worst[key], key
                 if (maintenance != "") print "postgres autovacuum:" maintenance
-            }'
+            }' <<<"$round_log"
     fi
     if [[ $status -ne 0 ]]; then echo "--- gateway log (last 20 lines)"; tail -20 "$WORK/gateway.log"; fi
     ROUND_P99="$(sed -nE 's/^relay-to-APNs latency ms:.* p99 ([0-9.]+) .*/\1/p' "$WORK/load.log")"
