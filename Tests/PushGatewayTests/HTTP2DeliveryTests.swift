@@ -128,7 +128,7 @@ import Testing
                     id: 1, apnsID: UUID(), deviceToken: Self.token(prefix: "0405", 0xD2), pubkey: "p", environment: .sandbox,
                     topic: SandboxFixture.topic, deviceUpdatedAt: Date(), notification: notification, attempts: 1,
                     expiresAt: Date().addingTimeInterval(900))
-                let headers = APNsConnectionPool.headers(sender.request(job, payload: "{}", token: "token"))
+                let headers = APNsConnectionPool.headers(sender.request(job, payload: "{}", authorization: HTTP2APNsSender.authorization("token")))
                 return Dictionary(headers.map { ($0.name, $0.indexable) }, uniquingKeysWith: { first, _ in first })
             }
             let watch = indexing(.giftWrap(wrapID: String(repeating: "a", count: 64), relay: "wss://r", count: 1, recipient: String(repeating: "b", count: 64)))

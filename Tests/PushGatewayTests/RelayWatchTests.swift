@@ -593,4 +593,37 @@ import TestSupport
         // `POST /v1/push` cannot ask for the watcher's type.
         #expect(throws: APIError.self) { try PushRequest.parse(Array(#"{"notification_type":"gift_wrap","event_id":"e","conversation_id":"c","recipient_pubkeys":["\#(recipient)"]}"#.utf8)) }
     }
+
+    /// The payload is written straight out (it runs once per push); it must be byte for byte what
+    /// the general serializer makes of the same fields, escaping included.
+    static let payloadCases: [(relay: String, count: Int)] = [
+        ("wss://relay.example", 1), ("ws://127.0.0.1:7777/a\"b\\c\n\u{01}é/", 12), (String(repeating: "r", count: 1024), 2),
+        (String(repeating: "r", count: 1025), 3), ("", 1_000_000),
+    ]
+
+    @Test(arguments: payloadCases.indices)
+    func theGiftWrapPayloadIsWhatTheSerializerWrites(payloadCase: Int) throws {
+        let (relay, count) = Self.payloadCases[payloadCase]
+        for wrapID in [String(repeating: "f", count: 64), "quote\" back\\slash \u{7f} \u{2028}"] {
+            let notification = APNsNotification.giftWrap(wrapID: wrapID, relay: relay, count: count, recipient: String(repeating: "b", count: 64))
+            var fields: [String: JSONValue] = [
+                "aps": ["alert": ["title": "linkstr", "body": "New activity"], "sound": "default", "mutable-content": 1],
+                "type": "gift_wrap", "wrap_id": .string(wrapID), "count": .integer(Int64(count)),
+            ]
+            if relay.utf8.count <= 1024 { fields["relay"] = .string(relay) }
+            #expect(notification.payload == JSONValue.object(fields).serialized)
+        }
+    }
+
+    /// The collapse id is the whole id when it fits (the usual 64 hex characters) and is cut on a
+    /// character boundary at 64 bytes otherwise.
+    @Test func theCollapseIDIsTheIDCutTo64Bytes() {
+        let hex = String(repeating: "c", count: 64)
+        #expect(APNsNotification.giftWrap(wrapID: "w", relay: "", count: 1, recipient: hex).collapseID == hex)
+        #expect(APNsNotification(type: .newPost, eventID: hex + "d", conversationID: "c").collapseID == hex)
+        // 21 three-byte characters are 63 bytes; the 22nd would pass 64 and is left out.
+        #expect(APNsNotification(type: .newPost, eventID: String(repeating: "€", count: 30), conversationID: "c").collapseID
+            == String(repeating: "€", count: 21))
+        #expect(APNsNotification(type: .newPost, eventID: "", conversationID: "c").collapseID == "")
+    }
 }

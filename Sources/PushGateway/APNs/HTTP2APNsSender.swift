@@ -93,7 +93,8 @@ public final class HTTP2APNsSender: APNsSender {
     /// job is sent once more at once.
     public func send(_ jobs: [ClaimedJob]) async -> [APNsSendResult] {
         var results = [APNsSendResult?](repeating: nil, count: jobs.count)
-        var tokens: [ObjectIdentifier: String] = [:]
+        // Per app: its provider token and the header made of it, once per round, not per push.
+        var tokens: [ObjectIdentifier: (token: String, authorization: String)] = [:]
         var requests: [APNsRequest] = []
         var sent: [(index: Int, token: String)] = []
         requests.reserveCapacity(jobs.count)
@@ -109,20 +110,21 @@ public final class HTTP2APNsSender: APNsSender {
                 results[index] = APNsSendResult(status: 0, reason: "PayloadTooLarge")
                 continue
             }
-            let token: String
+            let token: (token: String, authorization: String)
             if let known = tokens[ObjectIdentifier(app.tokens)] {
                 token = known
             } else {
                 do {
-                    token = try await app.tokens.token()
+                    let signed = try await app.tokens.token()
+                    token = (signed, Self.authorization(signed))
                 } catch {
                     results[index] = APNsSendResult(status: 0, reason: "ProviderTokenSigningFailed")
                     continue
                 }
                 tokens[ObjectIdentifier(app.tokens)] = token
             }
-            requests.append(request(job, payload: payload, token: token))
-            sent.append((index, token))
+            requests.append(request(job, payload: payload, authorization: token.authorization))
+            sent.append((index, token.token))
         }
         let started = ContinuousClock.now
         let responses = await transport.send(requests)
@@ -157,7 +159,7 @@ public final class HTTP2APNsSender: APNsSender {
         }
         let response: Result<APNsStreamResponse, any Error>
         do {
-            response = .success(try await transport.send(request(job, payload: payload, token: token)))
+            response = .success(try await transport.send(request(job, payload: payload, authorization: Self.authorization(token))))
         } catch {
             response = .failure(error)
         }
@@ -167,8 +169,11 @@ public final class HTTP2APNsSender: APNsSender {
         return result
     }
 
-    func request(_ job: ClaimedJob, payload: String, token: String) -> APNsRequest {
-        var headers: [(String, String)] = [("authorization", "bearer " + token), ("apns-id", job.apnsID.uuidString.lowercased())]
+    static func authorization(_ providerToken: String) -> String { "bearer " + providerToken }
+
+    /// `authorization` is the header's whole value (`authorization(_:)`).
+    func request(_ job: ClaimedJob, payload: String, authorization: String) -> APNsRequest {
+        var headers: [(String, String)] = [("authorization", authorization), ("apns-id", job.apnsID.uuidString.lowercased())]
         headers += job.notification.headers(topic: job.topic, expiration: Int64(job.expiresAt.timeIntervalSince1970))
         let body = ByteBuffer(string: payload)
         headers += [("content-type", "application/json"), ("content-length", String(body.readableBytes))]
