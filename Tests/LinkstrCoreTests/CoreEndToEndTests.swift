@@ -230,6 +230,78 @@ import Testing
         await bob.shutdown()
     }
 
+    /// Gift wraps are backdated up to two days, so the live subscription (`since` two days ago)
+    /// misses a wrap made just before it that was backdated the full two days, and anything older.
+    /// A short live page is no sign that history is complete: paging goes on below the window. A
+    /// later run pages only down to the floor the last complete run reached.
+    @Test func historyOlderThanTheLiveWindowIsPagedInDownToTheFloor() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        defer { relay.kill() }
+        let alice = Keys.generate(), bob = Keys.generate()
+        let session = "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"
+        let now = UnixTime.now()
+        /// A wrap of `payload` from Alice to Bob whose wrap (the time relays filter on) is dated `wrapAt`.
+        func wrap(_ payload: LinkstrPayload, at time: Int64, wrapAt: Int64) throws -> NostrEvent {
+            let seal = try GiftWrap.seal(LinkstrRumor.make(payload, sender: alice.publicKey, createdAt: time), author: alice, recipient: bob.publicKey,
+                                         createdAt: wrapAt)
+            return try GiftWrap.wrap(seal: seal, recipient: bob.publicKey, createdAt: wrapAt)
+        }
+        func root(_ index: Int, at time: Int64) -> LinkstrPayload {
+            LinkstrPayload(conversationID: session, kind: .root, url: "https://example.com/\(index)", timestamp: time)
+        }
+        let create = LinkstrPayload(conversationID: session, rootID: "OP", kind: .sessionCreate, timestamp: now - 900_000, sessionName: "Old",
+                                    memberPubkeys: [alice, bob].map(\.publicKey.hex))
+        // A week back, four days back, and two days and a minute back: all before the live window.
+        let wraps = [try wrap(create, at: now - 900_000, wrapAt: now - 604_800), try wrap(root(0, at: now - 800_000), at: now - 800_000, wrapAt: now - 345_600),
+                     try wrap(root(1, at: now - 700_000), at: now - 700_000, wrapAt: now - 172_860)]
+        let publisher = try await Self.makeCore(relay: relay)
+        #expect(await Self.eventually { await publisher.state().relays.connectedOrReadOnly == 1 })
+        try await publisher.pool.publish(wraps)
+
+        let bobDirectory = Self.temporaryDirectory()
+        // Pages of two: the floor shows in where a run stops asking, not in one page holding all.
+        let first = try await Self.makeCore(relay: relay, directory: bobDirectory, identity: .importIdentity(bob.secretKey.exportNsec()), pageSize: 2)
+        #expect(await Self.eventually(within: 20) { await first.historyComplete })
+        await first.settle()
+        #expect(await first.perform(.openSession(session)) == .done)
+        #expect(await first.state().feed?.posts.count == 2, "both roots from before the live window restored")
+        let floor = try #require(await first.historyFloor(relay.url), "a complete paging leaves the relay's floor")
+        let windowStart = UnixTime.now() - LinkstrAppCore.wrapBackdating
+        #expect(floor <= windowStart && floor > windowStart - 60)
+        await first.shutdown()
+
+        // While Bob is away: a wrap backdated below the next run's window but above the floor
+        // (two seconds pass first, so the next window starts above it) and, to show where paging
+        // stops, one dated below the floor. No real wrap can be the second: published after the
+        // last run, its backdating would be at most two days.
+        try await Task.sleep(for: .seconds(2))
+        try await publisher.pool.publish([try wrap(root(2, at: now - 600_000), at: now - 600_000, wrapAt: floor + 1),
+                                          try wrap(root(3, at: now - 500_000), at: now - 500_000, wrapAt: floor - 3_600)])
+        let second = try await Self.makeCore(relay: relay, directory: bobDirectory, identity: nil, pageSize: 2)
+        #expect(await Self.eventually(within: 20) {
+            let complete = await second.historyComplete, floorMoved = (await second.historyFloor(relay.url) ?? 0) > floor
+            return complete && floorMoved
+        })
+        await second.settle()
+        #expect(await second.perform(.openSession(session)) == .done)
+        let urls = Set(await second.state().feed?.posts.map(\.url) ?? [])
+        // Its first page below the window held the wrap above the floor and one below it: full,
+        // but at the floor, so no page further down was asked for.
+        #expect(urls == ["https://example.com/0", "https://example.com/1", "https://example.com/2"],
+                "the wrap above the floor paged in; paging stopped at the floor")
+        await second.shutdown()
+
+        // A new device has no floor: it pages to the beginning, the wrap below the floor included.
+        let fresh = try await Self.makeCore(relay: relay, identity: .importIdentity(bob.secretKey.exportNsec()), pageSize: 2)
+        #expect(await Self.eventually(within: 20) { await fresh.historyComplete })
+        await fresh.settle()
+        #expect(await fresh.perform(.openSession(session)) == .done)
+        #expect(await fresh.state().feed?.posts.count == 4)
+        await publisher.shutdown()
+        await fresh.shutdown()
+    }
+
     /// R14: history is applied in the order rule's order, in steps, and the user's own actions
     /// (here a send, which waits for the relay's OK) run between steps instead of after the restore.
     @Test func anActionDoesNotWaitForARestore() async throws {

@@ -34,6 +34,7 @@ extension LinkstrAppCore {
     /// Forgets everything one run of the relay connections built up (start, stop, logout).
     func resetRelayRun() {
         liveRelays = []
+        liveWindowStarts = [:]
         historyBuffers = [:]
         backfills = [:]
         historyWork = [:]
@@ -62,9 +63,13 @@ extension LinkstrAppCore {
             guard !liveRelays.contains(relay) else { return }
             // From here on this relay's events are live; its history is worked off in steps.
             liveRelays.insert(relay)
+            // The subscription's `since` was taken at subscribe time, before now: the stored events
+            // reach at least this far back (a later bound only means a second asked for twice).
+            liveWindowStarts[relay] = UnixTime.now() - Self.wrapBackdating
             let history = historyBuffers.removeValue(forKey: relay) ?? []
             startHistory(history, relay: relay, then: .firstPage(HistoryPager(limit: configuration.historyPageSize,
-                                                                                maxLimit: configuration.maxHistoryPageSize)))
+                                                                                maxLimit: configuration.maxHistoryPageSize,
+                                                                                floor: restoring ? nil : historyFloor(relay))))
         case (let id, .event(let wrap)) where backfills[relay]?.subscriptionID == id:
             backfills[relay]?.events.append(wrap)
         case (let id, .endOfStoredEvents) where backfills[relay]?.subscriptionID == id:
@@ -112,6 +117,20 @@ extension LinkstrAppCore {
             [Filter(kinds: [GiftWrap.wrapKind], tags: ["p": [me.hex]], until: until, limit: limit)]
         }, on: relay)
     }
+
+    /// Below this `created_at` the device already has `relay`'s history from an earlier run: the
+    /// live window's start in the last run whose paging on that relay completed. A wrap published
+    /// since then is backdated at most two days from its publication, which that run's live
+    /// subscription (while connected) or the next run's paging (down to here) covers.
+    func historyFloor(_ relay: String) -> Int64? {
+        (try? account?.store.value(Self.historyFloorKey(relay))).flatMap { $0.flatMap { Int64($0) } }
+    }
+
+    private func saveHistoryFloor(_ floor: Int64, relay: String) {
+        do { try account?.store.setValue(String(floor), for: Self.historyFloorKey(relay)) } catch { toast = "\(error)" }
+    }
+
+    static func historyFloorKey(_ relay: String) -> String { "history_floor " + relay }
 
     /// True while some relay is still paging history.
     public var isBackfilling: Bool { !backfills.isEmpty || !historyWork.isEmpty }
@@ -161,11 +180,21 @@ extension LinkstrAppCore {
         case .nextPage(let current):
             pager = current
         }
-        // A full page means there is more: page backwards from its oldest event.
-        if let oldest = work.oldest, let newest = work.newest, let until = pager.next(afterPageOf: work.count, oldest: oldest, newest: newest) {
+        // A full page means there is more: page backwards from its oldest event. Below the live
+        // window there may be more whatever the first page held, down to the relay's floor.
+        let until: Int64? = if firstPage {
+            pager.next(afterLivePageOf: work.count, oldest: work.oldest, newest: work.newest,
+                       windowStart: liveWindowStarts[relay] ?? UnixTime.now() - Self.wrapBackdating)
+        } else if let oldest = work.oldest, let newest = work.newest {
+            pager.next(afterPageOf: work.count, oldest: oldest, newest: newest)
+        } else {
+            nil
+        }
+        if let until {
             await requestBackfill(relay: relay, until: until, pager: pager)
         } else {
             historyWork[relay] = nil
+            if let windowStart = liveWindowStarts[relay] { saveHistoryFloor(windowStart, relay: relay) }
         }
         if firstPage { await requestProfiles(on: relay) }
     }
