@@ -267,27 +267,25 @@ import Testing
         #expect(await first.perform(.openSession(session)) == .done)
         #expect(await first.state().feed?.posts.count == 2, "both roots from before the live window restored")
         let floor = try #require(await first.historyFloor(relay.url), "a complete paging leaves the relay's floor")
-        let windowStart = UnixTime.now() - LinkstrAppCore.wrapBackdating
-        #expect(floor <= windowStart && floor > windowStart - 60)
+        let lowestWindowStart = UnixTime.now() - LinkstrAppCore.wrapBackdating - LinkstrAppCore.historyFloorMargin
+        #expect(floor <= lowestWindowStart && floor > lowestWindowStart - 60, "the window's start less the margin")
         await first.shutdown()
 
         // While Bob is away: a wrap backdated below the next run's window but above the floor
-        // (two seconds pass first, so the next window starts above it) and, to show where paging
-        // stops, one dated below the floor. No real wrap can be the second: published after the
-        // last run, its backdating would be at most two days.
-        try await Task.sleep(for: .seconds(2))
+        // and, to show where paging stops, one dated far below it (older than every other wrap).
+        // No real wrap can be the second: published after the last run, its backdating would be
+        // at most two days.
         try await publisher.pool.publish([try wrap(root(2, at: now - 600_000), at: now - 600_000, wrapAt: floor + 1),
-                                          try wrap(root(3, at: now - 500_000), at: now - 500_000, wrapAt: floor - 3_600)])
+                                          try wrap(root(3, at: now - 500_000), at: now - 500_000, wrapAt: floor - 500_000)])
         let second = try await Self.makeCore(relay: relay, directory: bobDirectory, identity: nil, pageSize: 2)
-        #expect(await Self.eventually(within: 20) {
-            let complete = await second.historyComplete, floorMoved = (await second.historyFloor(relay.url) ?? 0) > floor
-            return complete && floorMoved
-        })
+        #expect(await Self.eventually(within: 20) { await second.historyComplete })
+        #expect((await second.historyFloor(relay.url) ?? 0) >= floor, "the floor moves up with each completed run")
         await second.settle()
         #expect(await second.perform(.openSession(session)) == .done)
         let urls = Set(await second.state().feed?.posts.map(\.url) ?? [])
-        // Its first page below the window held the wrap above the floor and one below it: full,
-        // but at the floor, so no page further down was asked for.
+        // Pages of two below its window: the wraps dated two days and a minute back and at the
+        // floor, then the ones four days and a week back, past the floor: no page further down
+        // was asked for, and the oldest wrap stayed on the relay.
         #expect(urls == ["https://example.com/0", "https://example.com/1", "https://example.com/2"],
                 "the wrap above the floor paged in; paging stopped at the floor")
         await second.shutdown()

@@ -3,11 +3,28 @@ import Testing
 
 /// linkstr's backfill paging rule as a value.
 @Suite struct HistoryPagerTests {
-    @Test func aFullPageContinuesBelowItsOldestEventAndAShortOneEnds() {
+    /// Every page continues below its oldest event, a short one too (a relay may cap `limit`);
+    /// the end is a page with nothing older than its `until`.
+    @Test func pagingContinuesUntilAPageHoldsNothingOlder() {
         var pager = HistoryPager()
         #expect(pager.next(afterPageOf: 500, oldest: 1_000, newest: 2_000) == 1_000)
-        #expect(pager.limit == 500)
-        #expect(pager.next(afterPageOf: 499, oldest: 900, newest: 1_000) == nil)
+        #expect(pager.limit == 500 && pager.until == 1_000)
+        #expect(pager.next(afterPageOf: 300, oldest: 900, newest: 1_000) == 900, "a short page goes on")
+        #expect(pager.next(afterPageOf: 2, oldest: 900, newest: 900) == nil, "only the second asked for again: the end")
+        var empty = HistoryPager()
+        #expect(empty.next(afterPageOf: 500, oldest: 1_000, newest: 2_000) == 1_000)
+        #expect(empty.next(afterPageOf: 0, oldest: 0, newest: 0) == nil, "an empty page: the end")
+    }
+
+    /// A relay that ignores `until` answers with newer events every time: paging stops instead of
+    /// asking for the same page forever.
+    @Test func aRelayThatIgnoresUntilEndsThePaging() {
+        var same = HistoryPager()
+        #expect(same.next(afterPageOf: 500, oldest: 1_000, newest: 2_000) == 1_000)
+        #expect(same.next(afterPageOf: 500, oldest: 1_000, newest: 2_000) == nil, "the same page again")
+        var newer = HistoryPager()
+        #expect(newer.next(afterPageOf: 500, oldest: 1_000, newest: 2_000) == 1_000)
+        #expect(newer.next(afterPageOf: 500, oldest: 1_500, newest: 2_500) == nil, "newer events than asked for")
     }
 
     @Test func aFullPageWithinOneSecondDoublesTheLimitUpTo4000() {
@@ -26,19 +43,20 @@ import Testing
     @Test func aShortLivePageContinuesBelowTheWindow() {
         var pager = HistoryPager()
         #expect(pager.next(afterLivePageOf: 3, oldest: 5_000, newest: 6_000, windowStart: 4_000) == 4_000)
-        #expect(pager.next(afterLivePageOf: 0, oldest: nil, newest: nil, windowStart: 4_000) == 4_000)
-        #expect(pager.next(afterLivePageOf: 500, oldest: 5_000, newest: 6_000, windowStart: 4_000) == 5_000)
-        #expect(pager.limit == 500)
+        #expect(pager.until == 4_000)
+        var empty = HistoryPager()
+        #expect(empty.next(afterLivePageOf: 0, oldest: nil, newest: nil, windowStart: 4_000) == 4_000)
+        var full = HistoryPager()
+        #expect(full.next(afterLivePageOf: 500, oldest: 5_000, newest: 6_000, windowStart: 4_000) == 5_000)
+        #expect(full.limit == 500)
     }
 
-    /// The floor is where an earlier run's paging completed: nothing at or below it is asked for
-    /// again.
+    /// The floor is where an earlier run's paging completed: nothing below it is asked for again.
     @Test func pagingStopsAtTheFloor() {
         var below = HistoryPager(floor: 4_000)
         #expect(below.next(afterLivePageOf: 3, oldest: 5_000, newest: 6_000, windowStart: 4_500) == 4_500, "history between floor and window")
-        #expect(below.next(afterPageOf: 500, oldest: 4_200, newest: 4_500) == 4_200, "a full page above the floor goes on")
-        #expect(below.next(afterPageOf: 500, oldest: 4_000, newest: 4_200) == nil, "a page that reached the floor ends it")
-        #expect(below.next(afterPageOf: 499, oldest: 4_100, newest: 4_200) == nil, "a short page ends it as always")
+        #expect(below.next(afterPageOf: 500, oldest: 4_200, newest: 4_500) == 4_200, "a page above the floor goes on")
+        #expect(below.next(afterPageOf: 500, oldest: 3_999, newest: 4_200) == nil, "a page that passed the floor ends it")
         var atWindow = HistoryPager(floor: 4_500)
         #expect(atWindow.next(afterLivePageOf: 3, oldest: 5_000, newest: 6_000, windowStart: 4_500) == nil, "the floor covers the window's start")
         var fullLive = HistoryPager(floor: 5_500)

@@ -35,6 +35,7 @@ extension LinkstrAppCore {
     func resetRelayRun() {
         liveRelays = []
         liveWindowStarts = [:]
+        historyUnsaved = false
         historyBuffers = [:]
         backfills = [:]
         historyWork = [:]
@@ -72,6 +73,12 @@ extension LinkstrAppCore {
                                                                                 floor: restoring ? nil : historyFloor(relay))))
         case (let id, .event(let wrap)) where backfills[relay]?.subscriptionID == id:
             backfills[relay]?.events.append(wrap)
+        case (let id, .closed(let reason)) where backfills[relay]?.subscriptionID == id:
+            // The relay refused or ended the page (a subscription limit, a slow query): paging on
+            // this relay ends for this run, without a floor, so the next run asks again.
+            backfills[relay] = nil
+            logger.notice("relay closed a history page", metadata: ["relay.url": "\(relay)", "relay.reason": "\(reason.prefix(200))"])
+            await pool.unsubscribe(id, on: relay)
         case (let id, .endOfStoredEvents) where backfills[relay]?.subscriptionID == id:
             guard let backfill = backfills.removeValue(forKey: relay) else { return }
             // The page's work is queued before the await below: the actor is re-entered there, and
@@ -119,18 +126,35 @@ extension LinkstrAppCore {
     }
 
     /// Below this `created_at` the device already has `relay`'s history from an earlier run: the
-    /// live window's start in the last run whose paging on that relay completed. A wrap published
-    /// since then is backdated at most two days from its publication, which that run's live
-    /// subscription (while connected) or the next run's paging (down to here) covers.
+    /// live window's start in the last run whose paging on that relay completed, less a margin. A
+    /// wrap published since then is backdated at most two days from its publication, which that
+    /// run's live subscription (while connected) or the next run's paging (down to here) covers;
+    /// the margin (`historyFloorMargin`) covers a sender's clock running behind and a wrap
+    /// published a while after it was made. A floor above the current window's start (the
+    /// clock went back) is no floor.
     func historyFloor(_ relay: String) -> Int64? {
-        (try? account?.store.value(Self.historyFloorKey(relay))).flatMap { $0.flatMap { Int64($0) } }
+        guard let floor = historyFloors()[relay], floor <= UnixTime.now() - Self.wrapBackdating else { return nil }
+        return floor
     }
 
-    private func saveHistoryFloor(_ floor: Int64, relay: String) {
-        do { try account?.store.setValue(String(floor), for: Self.historyFloorKey(relay)) } catch { toast = "\(error)" }
+    static let historyFloorMargin: Int64 = 6 * 3600
+
+    /// Per relay URL, sealed in one account value like the relay list (a key per relay would
+    /// show the URLs in clear). Unreadable reads as none: every relay pages to the beginning.
+    private func historyFloors() -> [String: Int64] {
+        ((try? account?.store.decoded([String: Int64].self, for: Self.historyFloorsKey)) ?? nil) ?? [:]
     }
 
-    static func historyFloorKey(_ relay: String) -> String { "history_floor " + relay }
+    private func saveHistoryFloor(_ windowStart: Int64, relay: String) {
+        var floors = historyFloors()
+        // Relays no longer on the account drop out.
+        let current = Set(account?.relays.map(\.url) ?? [])
+        floors = floors.filter { current.contains($0.key) }
+        floors[relay] = windowStart - Self.historyFloorMargin
+        do { try account?.store.setEncoded(floors, for: Self.historyFloorsKey) } catch { toast = "\(error)" }
+    }
+
+    static let historyFloorsKey = "history_floors"
 
     /// True while some relay is still paging history.
     public var isBackfilling: Bool { !backfills.isEmpty || !historyWork.isEmpty }
@@ -194,7 +218,9 @@ extension LinkstrAppCore {
             await requestBackfill(relay: relay, until: until, pager: pager)
         } else {
             historyWork[relay] = nil
-            if let windowStart = liveWindowStarts[relay] { saveHistoryFloor(windowStart, relay: relay) }
+            // Only history that is all on disk moves the floor: a run whose saves failed pages
+            // the same range again next time.
+            if !historyUnsaved, let windowStart = liveWindowStarts[relay] { saveHistoryFloor(windowStart, relay: relay) }
         }
         if firstPage { await requestProfiles(on: relay) }
     }
@@ -234,7 +260,12 @@ extension LinkstrAppCore {
             }
         }
         self.account?.ledger = ledger
-        do { try saveLedger() } catch { toast = "\(error)" }
+        do {
+            try saveLedger()
+        } catch {
+            toast = "\(error)"
+            historyUnsaved = true
+        }
     }
 
     private func applyFollowList(_ event: NostrEvent) {

@@ -101,6 +101,9 @@ public actor LinkstrAppCore {
     /// `since`), taken when its EOSE arrived; history below it is paged, and once that is
     /// complete it becomes the relay's floor for the next run.
     var liveWindowStarts: [String: Int64] = [:]
+    /// A ledger save failed in this relay run: no relay's floor moves (its history may not all be
+    /// on disk).
+    var historyUnsaved = false
     /// Per relay: the backfill page in flight (its subscription id, pager and events so far).
     var backfills: [String: Backfill] = [:]
     var backfillCounter = 0
