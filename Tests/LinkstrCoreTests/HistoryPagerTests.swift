@@ -41,25 +41,25 @@ import Testing
     /// The live page only reaches back to the window's start: short or empty, paging goes on below
     /// it; full, it pages on from its oldest event like any page.
     @Test func aShortLivePageContinuesBelowTheWindow() {
-        var pager = HistoryPager()
-        #expect(pager.next(afterLivePageOf: 3, oldest: 5_000, newest: 6_000, windowStart: 4_000) == 4_000)
+        var pager = HistoryPager(windowStart: 4_000)
+        #expect(pager.next(afterLivePageOf: 3, oldest: 5_000, newest: 6_000) == 4_000)
         #expect(pager.until == 4_000)
-        var empty = HistoryPager()
-        #expect(empty.next(afterLivePageOf: 0, oldest: nil, newest: nil, windowStart: 4_000) == 4_000)
-        var full = HistoryPager()
-        #expect(full.next(afterLivePageOf: 500, oldest: 5_000, newest: 6_000, windowStart: 4_000) == 5_000)
+        var empty = HistoryPager(windowStart: 4_000)
+        #expect(empty.next(afterLivePageOf: 0, oldest: nil, newest: nil) == 4_000)
+        var full = HistoryPager(windowStart: 4_000)
+        #expect(full.next(afterLivePageOf: 500, oldest: 5_000, newest: 6_000) == 5_000)
         #expect(full.limit == 500)
     }
 
     /// The floor is where an earlier run's paging completed: nothing below it is asked for again.
     @Test func pagingStopsAtTheFloor() {
-        var below = HistoryPager(floor: 4_000)
-        #expect(below.next(afterLivePageOf: 3, oldest: 5_000, newest: 6_000, windowStart: 4_500) == 4_500, "history between floor and window")
+        var below = HistoryPager(floor: 4_000, windowStart: 4_500)
+        #expect(below.next(afterLivePageOf: 3, oldest: 5_000, newest: 6_000) == 4_500, "history between floor and window")
         #expect(below.next(afterPageOf: 500, oldest: 4_200, newest: 4_500) == 4_200, "a page above the floor goes on")
         #expect(below.next(afterPageOf: 500, oldest: 3_999, newest: 4_200) == nil, "a page that passed the floor ends it")
-        var atWindow = HistoryPager(floor: 4_500)
-        #expect(atWindow.next(afterLivePageOf: 3, oldest: 5_000, newest: 6_000, windowStart: 4_500) == nil, "the floor covers the window's start")
-        var fullLive = HistoryPager(floor: 5_500)
-        #expect(fullLive.next(afterLivePageOf: 500, oldest: 5_000, newest: 6_000, windowStart: 4_500) == nil, "a full live page past the floor")
+        var atWindow = HistoryPager(floor: 4_500, windowStart: 4_500)
+        #expect(atWindow.next(afterLivePageOf: 3, oldest: 5_000, newest: 6_000) == nil, "the floor covers the window's start")
+        var fullLive = HistoryPager(floor: 5_500, windowStart: 4_500)
+        #expect(fullLive.next(afterLivePageOf: 500, oldest: 5_000, newest: 6_000) == nil, "a full live page past the floor")
     }
 }

@@ -34,7 +34,6 @@ extension LinkstrAppCore {
     /// Forgets everything one run of the relay connections built up (start, stop, logout).
     func resetRelayRun() {
         liveRelays = []
-        liveWindowStarts = [:]
         historyUnsaved = false
         historyBuffers = [:]
         backfills = [:]
@@ -64,13 +63,14 @@ extension LinkstrAppCore {
             guard !liveRelays.contains(relay) else { return }
             // From here on this relay's events are live; its history is worked off in steps.
             liveRelays.insert(relay)
-            // The subscription's `since` was taken at subscribe time, before now: the stored events
-            // reach at least this far back (a later bound only means a second asked for twice).
-            liveWindowStarts[relay] = UnixTime.now() - Self.wrapBackdating
             let history = historyBuffers.removeValue(forKey: relay) ?? []
+            // The subscription's `since` was taken at subscribe time, before now: the stored events
+            // reach at least as far back as the window start (a later bound only means a second
+            // asked for twice).
             startHistory(history, relay: relay, then: .firstPage(HistoryPager(limit: configuration.historyPageSize,
                                                                                 maxLimit: configuration.maxHistoryPageSize,
-                                                                                floor: restoring ? nil : historyFloor(relay))))
+                                                                                floor: restoring ? nil : historyFloor(relay),
+                                                                                windowStart: UnixTime.now() - Self.wrapBackdating)))
         case (let id, .event(let wrap)) where backfills[relay]?.subscriptionID == id:
             backfills[relay]?.events.append(wrap)
         case (let id, .closed(let reason)) where backfills[relay]?.subscriptionID == id:
@@ -142,7 +142,7 @@ extension LinkstrAppCore {
     /// Per relay URL, sealed in one account value like the relay list (a key per relay would
     /// show the URLs in clear). Unreadable reads as none: every relay pages to the beginning.
     private func historyFloors() -> [String: Int64] {
-        ((try? account?.store.decoded([String: Int64].self, for: Self.historyFloorsKey)) ?? nil) ?? [:]
+        (try? account?.store.decoded([String: Int64].self, for: Self.historyFloorsKey)) ?? [:]
     }
 
     private func saveHistoryFloor(_ windowStart: Int64, relay: String) {
@@ -204,11 +204,10 @@ extension LinkstrAppCore {
         case .nextPage(let current):
             pager = current
         }
-        // A full page means there is more: page backwards from its oldest event. Below the live
-        // window there may be more whatever the first page held, down to the relay's floor.
+        // Page backwards from the oldest event; below the live window there may be more whatever
+        // the first page held, down to the relay's floor.
         let until: Int64? = if firstPage {
-            pager.next(afterLivePageOf: work.count, oldest: work.oldest, newest: work.newest,
-                       windowStart: liveWindowStarts[relay] ?? UnixTime.now() - Self.wrapBackdating)
+            pager.next(afterLivePageOf: work.count, oldest: work.oldest, newest: work.newest)
         } else if let oldest = work.oldest, let newest = work.newest {
             pager.next(afterPageOf: work.count, oldest: oldest, newest: newest)
         } else {
@@ -220,7 +219,7 @@ extension LinkstrAppCore {
             historyWork[relay] = nil
             // Only history that is all on disk moves the floor: a run whose saves failed pages
             // the same range again next time.
-            if !historyUnsaved, let windowStart = liveWindowStarts[relay] { saveHistoryFloor(windowStart, relay: relay) }
+            if !historyUnsaved, let windowStart = pager.windowStart { saveHistoryFloor(windowStart, relay: relay) }
         }
         if firstPage { await requestProfiles(on: relay) }
     }

@@ -97,10 +97,6 @@ public actor LinkstrAppCore {
     /// Per relay: wraps received before EOSE, ingested together as history when EOSE arrives.
     var historyBuffers: [String: [NostrEvent]] = [:]
     var liveRelays: Set<String> = []
-    /// Per relay: how far back the live subscription's stored events reached (at or after its
-    /// `since`), taken when its EOSE arrived; history below it is paged, and once that is
-    /// complete it becomes the relay's floor for the next run.
-    var liveWindowStarts: [String: Int64] = [:]
     /// A ledger save failed in this relay run: no relay's floor moves (its history may not all be
     /// on disk).
     var historyUnsaved = false

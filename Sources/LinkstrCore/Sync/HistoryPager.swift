@@ -13,22 +13,28 @@ public struct HistoryPager: Sendable, Equatable {
     public var limit: Int
     public let maxLimit: Int
     public let floor: Int64?
+    /// How far back the live subscription's stored events reach (its `since`, or later): where
+    /// paging below the window starts, and the relay's next floor once paging completes. Nil for
+    /// paging without a live window.
+    public let windowStart: Int64?
     /// The `until` of the page being asked for (nil before the first backfill page).
     public private(set) var until: Int64?
 
-    public init(limit: Int = 500, maxLimit: Int = 4000, floor: Int64? = nil) {
+    public init(limit: Int = 500, maxLimit: Int = 4000, floor: Int64? = nil, windowStart: Int64? = nil) {
         self.limit = limit
         self.maxLimit = max(limit, maxLimit)
         self.floor = floor
+        self.windowStart = windowStart
     }
 
     /// What to ask for after the live subscription's stored events: `count` of them, from
-    /// `oldest` to `newest` (nil when there were none), all at or after `windowStart`, the
-    /// subscription's `since` (or later). The next `until`, or nil when history is complete.
-    public mutating func next(afterLivePageOf count: Int, oldest: Int64?, newest: Int64?, windowStart: Int64) -> Int64? {
-        if let oldest, let newest, count >= limit {
+    /// `oldest` to `newest` (nil when there were none), all at or after `windowStart`. The next
+    /// `until`, or nil when history is complete.
+    public mutating func next(afterLivePageOf count: Int, oldest: Int64?, newest: Int64?) -> Int64? {
+        if let oldest, let newest, count >= limit || windowStart == nil {
             return next(afterPageOf: count, oldest: oldest, newest: newest)
         }
+        guard let windowStart else { return nil }
         // Everything at or after windowStart is in; what is older was never asked for.
         if let floor, floor >= windowStart { return nil }
         // `until` is inclusive: the window's first second is asked for again, dropped by wrap id.
