@@ -113,6 +113,31 @@ import TestSupport
         }
     }
 
+    /// A wrap names one recipient (NIP-59). One with two `p` tags would alert every pubkey it
+    /// lists for one signature, so it is ignored, for each of them.
+    @Test func aWrapWithMoreThanOnePTagIsIgnored() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        let bob = Keys.generate(), carol = Keys.generate()
+        try await SandboxFixture.with { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: Self.settings([relay])) { gateway in
+                try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xE1))
+                try await Self.registerWatching(gateway, carol, HTTP2DeliveryTests.token(0xE2))
+                #expect(try await Self.waitLive(gateway, pubkeys: 2))
+                let both = Keys.generate().sign(kind: EventKind.giftWrap, tags: [["p", bob.publicKey.hex], ["p", carol.publicKey.hex]], content: "x")
+                let live = try Self.wrap(to: bob, "after")
+                try await Self.publish([both, live], to: relay)
+                #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).count == 1 })
+                try await Task.sleep(for: .milliseconds(800))
+                let deliveries = Self.giftWrapDeliveries(sandbox)
+                #expect(deliveries.count == 1 && deliveries.first.flatMap { try? JSONValue(parsing: $0.payload)["wrap_id"] } == .string(live.id.hex))
+                #expect(try await gateway.count("SELECT count(*)::int FROM seen_wraps WHERE wrap_id = '\(both.id.hex)'") == 0)
+                let metrics = String(decoding: await gateway.metrics.exposition(), as: UTF8.self)
+                #expect(metrics.contains("linkstr_watch_invalid_events_total{relay=\"\(relay.url)\"} 1"), "counted as invalid")
+            }
+        }
+    }
+
     @Test func theSameWrapOnTwoRelaysIsPushedOnceAndForgeriesAreDropped() async throws {
         let first = try RelayFixture(), second = try RelayFixture()
         try await first.start()

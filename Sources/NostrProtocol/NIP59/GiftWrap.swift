@@ -7,6 +7,20 @@ public enum GiftWrap {
     public static let timestampJitter: Int64 = 172_800
 
     /// A `created_at` in [now − 2 days, now]: only into the past, since relays may refuse the future.
+    /// The recipient a wrap names: the value of its one `p` tag, or nil unless it has exactly one.
+    ///
+    /// A NIP-59 wrap is addressed to one recipient. A wrap with several `p` tags would let one
+    /// event alert every pubkey it lists (a push to each for the price of one signature), so a
+    /// watcher ignores it, as it ignores one with none.
+    public static func soleRecipient(of wrap: NostrEvent) -> String? {
+        var recipient: String?
+        for tag in wrap.tags where tag.first == "p" {
+            guard recipient == nil, tag.count > 1 else { return nil }
+            recipient = tag[1]
+        }
+        return recipient
+    }
+
     public static func randomizedTimestamp(now: Int64 = UnixTime.now()) -> Int64 {
         var generator = SystemRandomNumberGenerator()
         return now - Int64.random(in: 0...timestampJitter, using: &generator)

@@ -304,7 +304,9 @@ public actor RelayWatcher: Service {
             switch item {
             case .event(let event):
                 counters.events.increment()
-                guard event.kind == EventKind.giftWrap else {
+                // Cheap checks before the signature: a wrap to exactly one pubkey this chunk
+                // asked for, or it is junk the relay should not have sent.
+                guard event.kind == EventKind.giftWrap, let recipient = GiftWrap.soleRecipient(of: event), context.pubkeys.contains(recipient) else {
                     counters.invalid.increment()
                     continue
                 }
@@ -316,13 +318,9 @@ public actor RelayWatcher: Service {
                     counters.invalid.increment()
                     continue
                 }
-                let recipients = Set(event.tagValues("p")).intersection(context.pubkeys)
-                let now = ContinuousClock.now
-                for recipient in recipients {
-                    let phase: WrapSighting.Phase = reachedEOSE ? .realtime : context.alreadyLive.contains(recipient) ? .resumed : .history
-                    batchers[Int(UInt(bitPattern: recipient.hashValue) % UInt(batchers.count))].add(
-                        WrapSighting(wrapID: event.id.hex, recipient: recipient, relay: context.relay, phase: phase, receivedAt: now))
-                }
+                let phase: WrapSighting.Phase = reachedEOSE ? .realtime : context.alreadyLive.contains(recipient) ? .resumed : .history
+                batchers[Int(UInt(bitPattern: recipient.hashValue) % UInt(batchers.count))].add(
+                    WrapSighting(wrapID: event.id.hex, recipient: recipient, relay: context.relay, phase: phase, receivedAt: .now))
                 lastEventAt.withLock { $0[context.relay] = Date() }
             case .endOfStoredEvents:
                 if !reachedEOSE {
