@@ -9,8 +9,14 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
 cd "$REPO_ROOT"
 ensure_apt_packages
-swift build -c release --product linkstr-load >/dev/null
+# BENCH_BIN=DIR runs the linkstr-load already built there (scripts/test.sh's release pass).
+if [[ -n "${BENCH_BIN:-}" ]]; then
+    LOAD="$BENCH_BIN/linkstr-load"
+else
+    swift build -c release --product linkstr-load >/dev/null
+    LOAD=.build/release/linkstr-load
+fi
 for run in $(seq 1 "${RUNS:-3}"); do
     say "run $run"
-    .build/release/linkstr-load ingest --events "${EVENTS:-10000}"
+    "$LOAD" ingest --events "${EVENTS:-10000}"
 done

@@ -18,12 +18,7 @@ final class GatewayProcess: Sendable {
 
     static func binary() throws -> String {
         if let path = ProcessInfo.processInfo.environment["LINKSTR_PUSH_BINARY"] { return path }
-        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [directory, directory.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("linkstr-push").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        throw TestSetupError("linkstr-push binary not found next to \(directory.path); build with `swift build --build-tests`")
+        return try ChildProcess.builtProduct("linkstr-push")
     }
 
     /// Starts the gateway against `database`, delivering to `sandbox`, and waits until `/readyz` is 200.

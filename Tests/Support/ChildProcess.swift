@@ -102,7 +102,15 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// A product built next to the test bundle (`swift build --build-tests` builds them all).
+    /// With `LINKSTR_BIN_DIR` set (scripts/test.sh's release pass, scripts/sanitize.sh), the
+    /// executables are taken from there instead: the suites that start processes then run the
+    /// binaries a user runs, built in another configuration than the test bundle.
     public static func builtProduct(_ name: String) throws -> String {
+        if let override = ProcessInfo.processInfo.environment["LINKSTR_BIN_DIR"], !override.isEmpty {
+            let path = URL(fileURLWithPath: override).appendingPathComponent(name).path
+            guard FileManager.default.isExecutableFile(atPath: path) else { throw FixtureError("\(name) not found in LINKSTR_BIN_DIR (\(override))") }
+            return path
+        }
         let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         for candidate in [directory, directory.deletingLastPathComponent()] {
             let path = candidate.appendingPathComponent(name).path

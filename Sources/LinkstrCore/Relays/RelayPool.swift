@@ -134,7 +134,15 @@ public actor RelayPool {
             for (url, member) in targets {
                 for event in events {
                     group.addTask {
-                        do { return (url, event.id, .success(try await member.connection.publish(event))) } catch { return (url, event.id, .failure(error)) }
+                        // The answer is awaited before the tuple is built. Swift 6.3 at -O loses the
+                        // part of a task-group child's tuple result that is written before a
+                        // suspension when the rest is written after it (swiftlang/swift#91911):
+                        // `(url, event.id, .success(try await …))` returned a dangling event id and
+                        // crashed release builds in `accepted.insert`. Reduced in
+                        // Tests/Regressions/TaskGroupTupleAcrossSuspension.
+                        let answer: Result<PublishResult, any Error>
+                        do { answer = .success(try await member.connection.publish(event)) } catch { answer = .failure(error) }
+                        return (url, event.id, answer)
                     }
                 }
             }

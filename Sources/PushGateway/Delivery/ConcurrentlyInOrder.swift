@@ -5,7 +5,12 @@ func concurrentlyInOrder<Item: Sendable, Output: Sendable>(
 ) async -> [Output] {
     await withTaskGroup(of: (Int, Output).self) { group in
         for (index, item) in items.enumerated() {
-            group.addTask { (index, await body(item)) }
+            group.addTask {
+                // Awaited before the tuple is built: at -O, Swift 6.3 can lose the index written
+                // before the suspension (swiftlang/swift#91911; see RelayPool.publish).
+                let output = await body(item)
+                return (index, output)
+            }
         }
         var results = [Output?](repeating: nil, count: items.count)
         for await (index, output) in group { results[index] = output }
