@@ -1,6 +1,8 @@
 import Foundation
 public import Hummingbird
+import HummingbirdCore
 public import Logging
+import NIOCore
 public import PostgresNIO
 import ServiceLifecycle
 
@@ -31,8 +33,12 @@ public enum GatewayApplication {
         configuration: GatewayConfiguration, migrator: Migrator, migrateOnStart: Bool = true, deliver: Bool = true,
         metrics: GatewayMetrics = GatewayMetrics(), logger: Logger
     ) throws -> some ApplicationProtocol {
+        if configuration.publicURL == nil {
+            logger.warning("PUBLIC_URL is not set: standard NIP-98 auth is refused (its u tag cannot be checked); the linkstr dialect works")
+        }
         let client = postgresClient(configuration.database, logger: logger)
-        let store = GatewayStore(client: client, logger: logger, replayWindowSeconds: configuration.authMaxSkewSeconds)
+        let store = GatewayStore(client: client, logger: logger, replayWindowSeconds: configuration.authMaxSkewSeconds,
+                                 maxDevicesPerPubkey: configuration.maxDevicesPerPubkey, deviceBudget: configuration.deviceBudget)
         let queue = DeliveryQueue(client: client, logger: logger)
         let wakeup = WakeupSignal(interval: .milliseconds(200))
         var services: [any Service] = [client]
@@ -59,13 +65,15 @@ public enum GatewayApplication {
         }
         var watcher: RelayWatcher?
         if configuration.watch.enabled {
-            watcher = RelayWatcher(store: WatchStore(client: client, settings: configuration.watch, logger: logger), metrics: metrics, logger: logger,
+            watcher = RelayWatcher(store: WatchStore(client: client, settings: configuration.watch, deviceBudget: configuration.deviceBudget, logger: logger), metrics: metrics, logger: logger,
                                    wakeup: wakeup, directDelivery: direct)
         }
         let api = GatewayAPI(store: store, configuration: configuration, latestMigration: migrator.latestVersion, metrics: metrics, watcher: watcher,
                              wakeup: wakeup, directDelivery: direct)
+        // Scrapes read the queue's depth at most once a second, however many arrive.
+        let depth = ThrottledSnapshot { try? await queue.depth() }
         metrics.onScrape {
-            if let depth = try? await queue.depth() { metrics.queue(queued: depth.queued, due: depth.due) }
+            if let depth = await depth.value() { metrics.queue(queued: depth.queued, due: depth.due) }
         }
         // The services that query our tables start once the migrations are in (see StartGate);
         // the PostgreSQL client and the APNs connections run from the start.
@@ -76,7 +84,9 @@ public enum GatewayApplication {
         if let watcher { services.append(StartsAfterGate(gate: migrated, service: watcher)) }
         var app = Application(
             router: buildRouter(api: api),
-            configuration: .init(address: .hostname(configuration.listenHost, port: configuration.listenPort), serverName: "linkstr-push"),
+            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(configuration.http.idleTimeoutSeconds)))),
+            configuration: .init(address: .hostname(configuration.listenHost, port: configuration.listenPort), serverName: "linkstr-push",
+                                 availableConnectionsDelegate: MaximumAvailableConnections(configuration.http.maxConnections, logger: logger)),
             services: services,
             logger: logger)
         if migrateOnStart {

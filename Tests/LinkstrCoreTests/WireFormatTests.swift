@@ -53,6 +53,22 @@ import TestSupport
         #expect(throws: error) { try LinkstrPayload.decode(json) }
     }
 
+    /// Found by Fuzz/ (linkstr-payload): a whole-number double beyond Int64 passed the check and
+    /// trapped in `Int64(_:)`, so one message from any sender crashed the app on opening.
+    @Test(arguments: ["1e19", "-1e19", "9223372036854775808", "1.7e308"])
+    func aTimestampBeyondInt64IsRefusedNotATrap(timestamp: String) {
+        let json = #"{"conversation_id":"C","root_id":"","kind":"root","url":"https://a.b","timestamp":\#(timestamp)}"#
+        #expect(throws: PayloadError.wrongType(field: "timestamp")) { try LinkstrPayload.decode(json) }
+    }
+
+    @Test func aWholeTimestampWithAnExponentIsStillSeconds() throws {
+        let json = #"{"conversation_id":"C","root_id":"","kind":"root","url":"https://a.b","timestamp":1.7e9}"#
+        #expect(try LinkstrPayload.decode(json).timestamp == 1_700_000_000)
+        #expect(throws: PayloadError.wrongType(field: "timestamp")) {
+            try LinkstrPayload.decode(#"{"conversation_id":"C","root_id":"","kind":"root","url":"https://a.b","timestamp":1.5}"#)
+        }
+    }
+
     @Test func rumorsCarryTheRootTagOnlyForReactionsAndDeletes() {
         let sender = Keys.generate().publicKey
         let root = String(repeating: "c", count: 64)

@@ -44,12 +44,24 @@ import Testing
         #expect(throws: HTTPAuthError.urlMismatch) { try verifier.verify(authorization: HTTPAuth.headerValue(for: event), request: other, now: now) }
     }
 
-    @Test func standardWithoutBaseURLComparesPath() throws {
+    @Test func standardWithoutBaseURLIsRefused() throws {
+        // Without its own public URL a verifier could only compare paths, and would accept a header
+        // signed for any other server with the same routes.
         let open = HTTPAuthVerifier()
         let event = HTTPAuth.standardEvent(keys: keys, url: "https://anything.example/v1/devices/register", method: "POST", body: body, createdAt: now)
-        #expect(try open.verify(authorization: HTTPAuth.headerValue(for: event), request: request, now: now).dialect == .standard)
-        let wrongPath = HTTPAuth.standardEvent(keys: keys, url: "https://anything.example/v1/push", method: "POST", body: body, createdAt: now)
-        #expect(throws: HTTPAuthError.urlMismatch) { try open.verify(authorization: HTTPAuth.headerValue(for: wrongPath), request: request, now: now) }
+        #expect(throws: HTTPAuthError.standardNeedsPublicURL) { try open.verify(authorization: HTTPAuth.headerValue(for: event), request: request, now: now) }
+        #expect(HTTPAuthError.standardNeedsPublicURL.description == "standard NIP-98 auth needs PUBLIC_URL on the server")
+        // The linkstr dialect needs no base URL.
+        #expect(try open.verify(authorization: linkstrHeader(), request: request, now: now).dialect == .linkstr)
+    }
+
+    @Test func standardURLIsComparedExactly() throws {
+        for signed in ["http://push.example.com/v1/devices/register", "https://push.example.com:8443/v1/devices/register",
+                       "https://push.example.com.evil/v1/devices/register", "https://push.example.com/v1/devices/register/",
+                       "https://push.example.com//v1/devices/register", "https://push.example.com/v1/devices/register?x=1"] {
+            let event = HTTPAuth.standardEvent(keys: keys, url: signed, method: "POST", body: body, createdAt: now)
+            #expect(throws: HTTPAuthError.urlMismatch, "\(signed)") { try verifier.verify(authorization: HTTPAuth.headerValue(for: event), request: request, now: now) }
+        }
     }
 
     @Test func acceptsUnpaddedBase64() throws {

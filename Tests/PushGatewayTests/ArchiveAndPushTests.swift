@@ -81,13 +81,15 @@ import Testing
             // the conversation; Dave has no device; Alice is the sender.
             let response = try await gateway.send(alice, .post, "/v1/push", json: Self.pushBody(to: [alice, bob, carol, dave, bob]))
             #expect(response.status == .accepted)
-            #expect(response.json == ["status": "accepted", "recipient_count": 3, "candidate_devices": 2])
+            // Only Bob counts, as in the reference service: a recipient counts when a job was queued for it.
+            #expect(response.json == ["status": "accepted", "recipient_count": 1, "candidate_devices": 2])
             #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE pubkey = '\(bob.publicKey.hex)' AND event_id = 'ev1'") == 2)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_dedupe WHERE event_id = 'ev1'") == 1, "dedupe rows only for Bob")
             #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE expires_at BETWEEN now() + interval '14 minutes' AND now() + interval '16 minutes'") == 2)
 
             // The same event again is deduped; a reaction to it is a different notification.
             let again = try await gateway.send(alice, .post, "/v1/push", json: Self.pushBody(to: [bob]))
-            #expect(again.json?["candidate_devices"] == 0)
+            #expect(again.json == ["status": "accepted", "recipient_count": 0, "candidate_devices": 0])
             let reaction = try await gateway.send(alice, .post, "/v1/push",
                                                   json: Self.pushBody("new_emoji_reaction", to: [bob], extra: #","emoji":"👍","post_id":"p1""#))
             #expect(reaction.json?["candidate_devices"] == 2)
@@ -97,6 +99,45 @@ import Testing
             // Archiving the conversation cancels Bob's queued jobs for it.
             try await gateway.send(bob, .put, "/v1/conversations/archive-state", json: #"{"archived_conversation_ids":["C1"]}"#)
             #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE pubkey = '\(bob.publicKey.hex)'") == 0)
+        }
+    }
+
+    @Test func aPushToPubkeysWithoutDevicesStoresNothingButItsReplayKey() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate()
+            let strangers = (0..<PushRequest.maxRecipients).map { _ in Keys.generate() }
+            let response = try await gateway.send(alice, .post, "/v1/push", json: Self.pushBody(to: strangers))
+            #expect(response.json == ["status": "accepted", "recipient_count": 0, "candidate_devices": 0])
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_dedupe") == 0)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0)
+            #expect(try await gateway.count("SELECT count(*)::int FROM auth_replays") == 1)
+        }
+    }
+
+    /// A device gets at most its budget of alerts, whoever asks: pushes past it are dropped and
+    /// counted, never queued, and leave no dedupe row.
+    @Test func aDevicesBudgetCapsTypedPushesWhoeverSendsThem() async throws {
+        try await GatewayHarness.run(deviceBudget: PushBudget(alerts: 3, perSeconds: 3600)) { gateway in
+            let bob = Keys.generate(), carol = Keys.generate()
+            try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x55)))
+            try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x56)))
+            try await gateway.send(carol, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x57)))
+            // Five senders, fresh keys each: the budget is the device's, not the sender's.
+            var answers: [JSONValue?] = []
+            for index in 0..<5 {
+                let response = try await gateway.send(Keys.generate(), .post, "/v1/push", json: Self.pushBody(event: "spam-\(index)", to: [bob]))
+                #expect(response.status == .accepted)
+                answers.append(response.json)
+            }
+            let accepted: JSONValue = ["status": "accepted", "recipient_count": 1, "candidate_devices": 2]
+            let dropped: JSONValue = ["status": "accepted", "recipient_count": 0, "candidate_devices": 0]
+            #expect(answers == [accepted, accepted, accepted, dropped, dropped])
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 6)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_dedupe") == 3, "no dedupe row for a dropped push")
+            let metrics = String(decoding: await gateway.metrics.exposition(), as: UTF8.self)
+            #expect(metrics.contains(#"linkstr_pushes_total{outcome="over_budget",reason="none"} 4"#), "two devices, two pushes each")
+            // Another device's budget is untouched.
+            #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: Self.pushBody(event: "hello", to: [carol])).json?["candidate_devices"] == 1)
         }
     }
 
@@ -135,6 +176,10 @@ import Testing
                 (#"{"notification_type":"new_post","event_id":"e\u0000","conversation_id":"c","recipient_pubkeys":["\#(bob.publicKey.hex)"]}"#, "invalid json body: event_id must not contain control characters"),
                 (#"{"notification_type":"new_post","event_id":"e","conversation_id":"c\n1","recipient_pubkeys":["\#(bob.publicKey.hex)"]}"#, "invalid json body: conversation_id must not contain control characters"),
                 (#"{"notification_type":"new_emoji_reaction","event_id":"e","conversation_id":"c","emoji":"\u0007","recipient_pubkeys":["\#(bob.publicKey.hex)"]}"#, "invalid json body: emoji must not contain control characters"),
+                // Text in the alert title is a phishing line on every recipient's lock screen.
+                (#"{"notification_type":"new_emoji_reaction","event_id":"e","conversation_id":"c","emoji":"⚠ Verify your account at evil.example","recipient_pubkeys":["\#(bob.publicKey.hex)"]}"#, "emoji must be a single emoji"),
+                (#"{"notification_type":"new_emoji_reaction","event_id":"e","conversation_id":"c","emoji":"👍👍","recipient_pubkeys":["\#(bob.publicKey.hex)"]}"#, "emoji must be a single emoji"),
+                (#"{"notification_type":"new_emoji_reaction","event_id":"e","conversation_id":"c","emoji":"1","recipient_pubkeys":["\#(bob.publicKey.hex)"]}"#, "emoji must be a single emoji"),
             ]
             for (body, message) in cases {
                 let response = try await gateway.send(alice, .post, "/v1/push", json: body)

@@ -106,4 +106,16 @@ import Testing
             #expect(wrongHost.errorMessage == "authorization url does not match the request")
         }
     }
+
+    @Test func standardNIP98WithoutPublicURLIsRefusedAndTheLinkstrDialectStillWorks() async throws {
+        try await GatewayHarness.run(publicURL: nil) { gateway in
+            let alice = Keys.generate()
+            let body = GatewayHarness.registerBody(GatewayHarness.token(0x33))
+            let event = HTTPAuth.standardEvent(keys: alice, url: "https://push.example.com/v1/devices/register", method: "POST", body: Array(body.utf8))
+            let refused = try await gateway.send(nil, .post, "/v1/devices/register", json: body, headers: [.authorization: HTTPAuth.headerValue(for: event)])
+            #expect(refused.status == .unauthorized && refused.errorMessage == "standard NIP-98 auth needs PUBLIC_URL on the server")
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 0)
+            #expect(try await gateway.send(alice, .post, "/v1/devices/register", json: body).status == .accepted)
+        }
+    }
 }

@@ -43,7 +43,10 @@ import Testing
     /// docker/runtime-packages.txt must be what the built binaries load, package by package.
     @Test func theImagesRuntimePackagesMatchLddOfTheBinaries() async throws {
         let binaries = try ["linkstr-push", "apns-sandbox", "linkstr"].map { try ChildProcess.builtProduct($0) }
-        let (code, output) = try await ChildProcess.run("/bin/bash", [Self.root.appendingPathComponent("docker/runtime-packages.sh").path] + binaries)
+        // ldd and dpkg over three binaries: seconds alone, but a minute and more on two cores busy
+        // with the rest of the suite.
+        let (code, output) = try await ChildProcess.run("/bin/bash", [Self.root.appendingPathComponent("docker/runtime-packages.sh").path] + binaries,
+                                                        timeout: .seconds(240))
         #expect(code == 0, "\(output)")
         let derived = output.split(separator: "\n").map(String.init).filter { !$0.isEmpty }
         let committed = try String(contentsOf: Self.root.appendingPathComponent("docker/runtime-packages.txt"), encoding: .utf8)

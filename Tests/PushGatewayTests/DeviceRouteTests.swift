@@ -149,4 +149,31 @@ import Testing
             #expect(status.json?["queue"]?["jobs"] == 0)
         }
     }
+
+    /// A free key cannot pile up devices: past `MAX_DEVICES_PER_PUBKEY` (10) the least recently
+    /// registered device goes, and its queued jobs with it.
+    @Test func anEleventhDeviceEvictsTheLeastRecentlyRegisteredWithItsJobs() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate(), bob = Keys.generate()
+            let tokens = (0..<12).map { GatewayHarness.token(UInt8(0x80 + $0)) }
+            func register(_ token: String) async throws {
+                #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token)).status == .accepted)
+            }
+            for token in tokens.prefix(10) { try await register(token) }
+            #expect(try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob])).json?["candidate_devices"] == 10)
+            // Registering the first again makes it the most recent: the second and third are now the oldest.
+            try await register(tokens[0])
+            try await register(tokens[10])
+            try await register(tokens[11])
+            var remaining: [String] = []
+            for try await token in try await gateway.database.query("SELECT device_token FROM devices ORDER BY device_token", logger: TestDatabase.logger)
+                .decode(String.self) { remaining.append(token) }
+            #expect(remaining == ([tokens[0]] + tokens[3...]).sorted())
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 8, "the evicted devices' jobs went with them")
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE device_token IN ('\(tokens[1])', '\(tokens[2])')") == 0)
+            // Another pubkey's devices are not touched.
+            #expect(try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x9F))).status == .accepted)
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 11)
+        }
+    }
 }

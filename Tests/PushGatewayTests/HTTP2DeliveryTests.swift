@@ -79,6 +79,31 @@ import Testing
         }
     }
 
+    @Test func aConfigurationErrorDropsTheJobAndKeepsTheDevice() async throws {
+        try await SandboxFixture.with { sandbox in
+            // The gateway signs for a topic the sandbox does not allow: APNs answers 400
+            // TopicDisallowed, the operator's mistake, not the device's.
+            var apns = sandbox.apns
+            apns.apps.append(APNsApp(topic: "app.linkstr.unknown", keyID: SandboxFixture.keyID, teamID: SandboxFixture.teamID, privateKeyPEM: sandbox.keyPEM))
+            try await GatewayHarness.run(deliver: true, apns: apns) { gateway in
+                let alice = Keys.generate(), bob = Keys.generate()
+                let token = Self.token(0xD1)
+                let registration = GatewayHarness.registerBody(token, extra: #","topic":"app.linkstr.unknown""#)
+                #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: registration).status == .accepted)
+                #expect(try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob])).json?["candidate_devices"] == 1)
+                #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 }, "the job is dropped, not retried")
+                #expect(sandbox.state.records().map(\.status) == [400])
+                #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE device_token = '\(token)'") == 1, "the device is kept")
+                let metrics = String(decoding: await gateway.metrics.exposition(), as: UTF8.self)
+                #expect(metrics.contains(#"linkstr_pushes_total{outcome="configuration_error",reason="TopicDisallowed"} 1"#))
+                let status = try await gateway.client.execute(uri: "/admin/status", method: .get, headers: [.authorization: "Bearer admin-secret"])
+                let failures = try #require(status.json?["recent_apns_failures"].flatMap { if case .array(let list) = $0 { list } else { nil } })
+                #expect(failures.map { $0["outcome"]?.stringValue } == ["configuration_error"])
+                #expect(failures.map { $0["reason"]?.stringValue } == ["TopicDisallowed"])
+            }
+        }
+    }
+
     @Test(arguments: Self.transports) func onlyTheFailedDeviceIsRetriedWithTheSameAPNsID(transport: APNsTransportKind) async throws {
         try await SandboxFixture.with { sandbox in
             try await GatewayHarness.run(deliver: true, apns: sandbox.apns(transport)) { gateway in

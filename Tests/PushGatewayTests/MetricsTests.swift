@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HTTPTypes
 import NostrProtocol
 @testable import PushGateway
@@ -32,7 +33,6 @@ import Testing
                     #"linkstr_auth_failures_total{reason="missing_header"} 1"#,
                     #"linkstr_pushes_total{outcome="delivered",reason="none"} 1"#,
                     #"linkstr_pushes_total{outcome="device_removed",reason="BadDeviceToken"} 1"#,
-                    #"linkstr_queue_jobs{state="queued"} 0"#,
                     #"linkstr_apns_send_duration_seconds_count{status="200"} 1"#,
                     #"linkstr_apns_send_duration_seconds_count{status="400"} 1"#,
                 ]
@@ -43,7 +43,55 @@ import Testing
                 let seconds = try #require(age.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) })
                 #expect(seconds >= 0 && seconds < 60)
                 #expect(!text.contains(HTTP2DeliveryTests.token(0x61)), "no device token in labels")
+                // The queue gauge is PostgreSQL's live-row estimate, refreshed at most once a
+                // second: it comes down to 0 once the statistics catch up with the drained queue.
+                #expect(try await GatewayHarness.eventually(within: 20) {
+                    String(buffer: try await gateway.client.execute(uri: "/metrics", method: .get).body).contains(#"linkstr_queue_jobs{state="queued"} 0"#)
+                })
             }
         }
     }
+
+    /// However often `/readyz` and `/metrics` are asked, the database is read at most once a second.
+    @Test func aSnapshotIsRefreshedAtMostOncePerIntervalAndSharedWhileRefreshing() async {
+        let clock = ManualInstant()
+        let snapshot = ThrottledSnapshot(interval: .seconds(1), now: { clock.now }) {
+            try? await Task.sleep(for: .milliseconds(50))
+            return clock.now
+        }
+        // 100 callers at once share one refresh.
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<100 { group.addTask { _ = await snapshot.value() } }
+        }
+        #expect(await snapshot.refreshes == 1)
+        clock.advance(.milliseconds(999))
+        _ = await snapshot.value()
+        #expect(await snapshot.refreshes == 1, "still fresh")
+        clock.advance(.milliseconds(2))
+        _ = await snapshot.value()
+        #expect(await snapshot.refreshes == 2, "stale after the interval")
+    }
+
+    @Test func probesAndScrapesDoNotEachQueryTheDatabase() async throws {
+        try await GatewayHarness.run { gateway in
+            let start = ContinuousClock.now
+            for _ in 0..<50 {
+                #expect(try await gateway.send(nil, .get, "/readyz").status == .ok)
+                _ = try await gateway.send(nil, .get, "/metrics")
+            }
+            let elapsed = ContinuousClock.now - start
+            let text = String(buffer: try await gateway.send(nil, .get, "/metrics").body)
+            let line = text.split(separator: "\n").first { $0.hasPrefix("linkstr_readiness_checks_total ") }
+            let checks = try #require(line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) })
+            // One read a second at most: the probes' whole span, rounded up, plus the first.
+            #expect(checks >= 1 && checks <= Double(elapsed.components.seconds) + 2, "\(checks) reads in \(elapsed)")
+        }
+    }
+}
+
+/// A clock the test moves by hand.
+final class ManualInstant: Sendable {
+    private let state = Mutex(ContinuousClock.now)
+    var now: ContinuousClock.Instant { state.withLock { $0 } }
+    func advance(_ duration: Duration) { state.withLock { $0 += duration } }
 }

@@ -160,8 +160,8 @@ import Testing
                            reads: [ExpectedRead(index: "push_jobs_claim_idx", column: "next_attempt_at"), pkey, pkey]),
             // The merge into a device's queued job.
             QueueStatement(name: "recording wraps", sql: RecordWrapsStatement.sql,
-                           types: "text[], text[], text[], bool[], float8, float8, bool, float8, bool[], float8", arguments: { _ in
-                "'{w1}', \(literal([QueuePlanTests.pubkey])), '{ws://relay}', '{true}', 60, 86400, true, 30, '{true}', 300"
+                           types: "text[], text[], text[], bool[], float8, float8, bool, float8, bool[], float8, bool, float8, float8", arguments: { _ in
+                "'{w1}', \(literal([QueuePlanTests.pubkey])), '{ws://relay}', '{true}', 60, 86400, true, 30, '{true}', 300, true, 10, 0.1667"
             }, reads: [queuedByDevice]),
             // A moved token's queued jobs.
             QueueStatement(name: "registering devices", sql: RegisterDevicesStatement.sql,

@@ -24,12 +24,85 @@ import Testing
         #expect(limiter.take("k", now: later) != nil)
     }
 
-    @Test func idleBucketsAreDroppedWhenTheTableGrows() {
-        let limiter = RateLimiter(limit: .init(perSecond: 10, burst: 10), maxKeys: 100)
+    @Test func bucketsIdleForTwoRefillsAreForgottenWhole() {
         let start = ContinuousClock.now
+        let limiter = RateLimiter(limit: .init(perSecond: 10, burst: 10), maxKeys: 1000, now: start)
         for index in 0..<100 { _ = limiter.take("old-\(index)", now: start) }
-        _ = limiter.take("new", now: start + .seconds(5))
-        #expect(limiter.count == 1, "buckets idle for a full refill are forgotten")
+        // One refill (1 s) later the old buckets move to the previous generation, still kept.
+        _ = limiter.take("new", now: start + .seconds(1))
+        #expect(limiter.count == 101)
+        // Another refill later they were untouched for a full refill, so full again: dropped.
+        _ = limiter.take("newer", now: start + .seconds(2))
+        #expect(limiter.count == 2, "only the two recent keys remain")
+    }
+
+    @Test func aBucketInThePreviousGenerationKeepsItsCount() {
+        let start = ContinuousClock.now
+        let limiter = RateLimiter(limit: .init(perSecond: 1, burst: 2), maxKeys: 1000, now: start)
+        for _ in 0..<2 { #expect(limiter.take("k", now: start) == nil) }
+        // Half a token left at 1.5 s; the rotation at 2 s moves "k" to the previous generation,
+        // where it must keep that count (a fresh bucket would hold two tokens).
+        #expect(limiter.take("k", now: start + .milliseconds(1500)) == nil)
+        _ = limiter.take("other", now: start + .seconds(2))
+        #expect(limiter.take("k", now: start + .seconds(2)) == nil)
+        #expect(limiter.take("k", now: start + .seconds(2)) != nil)
+    }
+
+    @Test func aFloodOfDistinctKeysCannotGrowTheTablePastItsCap() {
+        let start = ContinuousClock.now
+        let limiter = RateLimiter(limit: .init(perSecond: 1, burst: 1000), maxKeys: 1000, now: start)
+        for index in 0..<50_000 { _ = limiter.take("flood-\(index)", now: start) }
+        #expect(limiter.count <= 1000)
+    }
+
+    @Test func aRefundGivesBackOneToken() {
+        let start = ContinuousClock.now
+        let limiter = RateLimiter(limit: .init(perSecond: 0.001, burst: 1), now: start)
+        #expect(limiter.take("k", now: start) == nil)
+        #expect(limiter.take("k", now: start) != nil)
+        limiter.refund("k")
+        #expect(limiter.take("k", now: start) == nil)
+    }
+
+    @Test(arguments: [
+        ("192.0.2.7", "192.0.2.7"),
+        ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+        ("2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"),
+        ("2001:DB8:1:2::1", "2001:db8:1:2::/64"),
+        ("::1", "0:0:0:0::/64"),
+        ("::ffff:192.0.2.7", "192.0.2.7"),
+    ])
+    func clientAddressKeys(address: String, key: String) {
+        #expect(ClientAddress.limiterKey(address) == key)
+    }
+
+    @Test(arguments: ["", "unknown", "1.2.3", "1.2.3.4.5", "256.1.1.1", "1.2.3.4 ", "2001:db8::1::2", "evil.example", "1.2.3.4:80", "[::1]",
+                      String(repeating: "1", count: 100)])
+    func aForwardedValueThatIsNotAnIPHasNoKey(_ text: String) {
+        #expect(ClientAddress.limiterKey(text) == nil)
+    }
+
+    @Test func usedAuthorizationsAreKeptForTwoWindowsWithinTheirCap() {
+        let start = ContinuousClock.now
+        let used = UsedAuthorizations(window: .seconds(10), maxKeys: 100, now: start)
+        used.insert("a", now: start)
+        used.insert("b", now: start + .seconds(11))
+        #expect(used.contains("a") && used.contains("b"), "a moved to the previous generation")
+        used.insert("c", now: start + .seconds(22))
+        #expect(!used.contains("a") && used.contains("b") && used.contains("c"))
+        for index in 0..<10_000 { used.insert("flood-\(index)", now: start + .seconds(22)) }
+        #expect(!used.contains("flood-0") && used.contains("flood-9999"), "a full generation rotates early")
+    }
+
+    @Test(arguments: ["/", "/v1/push", "/v1/conversations/archive-state", "/healthz", "/openapi.yaml", "/a/.hidden", "/a/..b", "/x~y_z"])
+    func canonicalPaths(_ path: String) {
+        #expect(CanonicalPathMiddleware<GatewayRequestContext>.isCanonical(path))
+    }
+
+    @Test(arguments: ["", "v1/push", "//v1/push", "/v1//push", "/v1/./push", "/v1/../v1/push", "/v1/push/", "/v1/push/.", "/v1/push/..",
+                      "/v1/%70ush", "/v1/push%2F", "/./v1/push", "/v1/pu sh", "/v1/push?x", "/v1/püsh", "/v1/push\\x"])
+    func nonCanonicalPaths(_ path: String) {
+        #expect(!CanonicalPathMiddleware<GatewayRequestContext>.isCanonical(path))
     }
 
     @Test func settingsParseAndRefuseNonsense() throws {
@@ -81,6 +154,41 @@ import Testing
             }
             let metrics = try await gateway.send(nil, .get, "/metrics")
             #expect(String(buffer: metrics.body).contains(#"linkstr_rate_limited_total{scope="ip"} 1"#))
+        }
+    }
+
+    /// A captured header replayed at an instance cannot spend its owner's budget there: not at the
+    /// instance that saw it used (refused before the limiter), nor at one that did not (the
+    /// database refuses it and the charge is given back).
+    @Test func aReplayedHeaderDoesNotUseUpItsPubkeysBudget() async throws {
+        let limits = RateLimitSettings(perPubkey: .init(perSecond: 0.001, burst: 2))
+        try await TestDatabase.with { url, database in
+            let alice = Keys.generate()
+            let body = GatewayHarness.registerBody(GatewayHarness.token(0x41))
+            let event = HTTPAuth.linkstrEvent(keys: alice, method: "POST", path: "/v1/devices/register", body: Array(body.utf8), nonce: "once",
+                                              createdAt: UnixTime.now())
+            let header: HTTPFields = [.authorization: HTTPAuth.headerValue(for: event)]
+            try await GatewayHarness.run(url: url, database: database, rateLimits: limits) { first in
+                #expect(try await first.send(nil, .post, "/v1/devices/register", json: body, headers: header).status == .accepted)
+                for _ in 0..<10 {
+                    let replay = try await first.send(nil, .post, "/v1/devices/register", json: body, headers: header)
+                    #expect(replay.status == .unauthorized && replay.errorMessage == "authorization was already used (replayed nonce or event)")
+                }
+                #expect(try await first.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x42))).status == .accepted,
+                        "the replays cost alice nothing: one token of two is left")
+                #expect(try await first.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x43))).status == .tooManyRequests)
+            }
+            try await GatewayHarness.run(url: url, database: database, rateLimits: limits) { second in
+                for _ in 0..<10 {
+                    let replay = try await second.send(nil, .post, "/v1/devices/register", json: body, headers: header)
+                    #expect(replay.status == .unauthorized)
+                }
+                for seed in UInt8(0x44)...0x45 {
+                    #expect(try await second.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(seed))).status == .accepted,
+                            "alice's whole burst is left at an instance that only saw the replays")
+                }
+                #expect(try await second.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x46))).status == .tooManyRequests)
+            }
         }
     }
 }

@@ -142,7 +142,7 @@ import Testing
             // C owns T2 and T5, has archive state and a queued job for T2; B has used replay key "old".
             let setup = try await GatewayStore.applyRegistrations(
                 [Self.registration(c, "c1", token: t2), Self.registration(c, "c2", token: t5), Self.registration(b, "old", token: t3)],
-                database: Database(client), logger: logger)
+                maxDevicesPerPubkey: 10, database: Database(client), logger: logger)
             #expect(setup.map { try? $0.get() } == [true, true, true])
             try await client.query("INSERT INTO archived_conversations (pubkey, conversation_id) VALUES (\(c), 'conv')", logger: logger)
             try await client.query("""
@@ -157,7 +157,7 @@ import Testing
                 Self.registration(b, "b1", token: t2),
                 Self.registration(e, "e1", token: t5),
                 Self.registration(b, "old", token: GatewayHarness.token(9)),
-            ], database: Database(client), logger: logger)
+            ], maxDevicesPerPubkey: 10, database: Database(client), logger: logger)
             #expect(outcomes.map { try? $0.get() } == [true, true, true, false])
 
             func owner(_ token: String) async throws -> String? {
@@ -185,7 +185,7 @@ import Testing
                 Self.registration(a, "a1", token: GatewayHarness.token(1)),
                 Self.registration(b, "b1", token: GatewayHarness.token(2), environment: "staging"),
                 Self.registration(a, "a2", token: GatewayHarness.token(3)),
-            ], database: Database(client), logger: TestDatabase.logger)
+            ], maxDevicesPerPubkey: 10, database: Database(client), logger: TestDatabase.logger)
             #expect(try outcomes[0].get() == true)
             #expect(throws: APIError.self) { try outcomes[1].get() }
             #expect(try outcomes[2].get() == true)
@@ -196,7 +196,7 @@ import Testing
             // A group of one that PostgreSQL refuses is an outcome too, not a thrown failure (which
             // would fail every registration queued behind it).
             let alone = try await GatewayStore.applyRegistrations(
-                [Self.registration(b, "b2", token: GatewayHarness.token(4), environment: "staging")], database: Database(client), logger: TestDatabase.logger)
+                [Self.registration(b, "b2", token: GatewayHarness.token(4), environment: "staging")], maxDevicesPerPubkey: 10, database: Database(client), logger: TestDatabase.logger)
             #expect(alone.count == 1)
             #expect(throws: APIError.self) { try alone[0].get() }
         }

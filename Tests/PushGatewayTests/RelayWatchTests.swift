@@ -138,6 +138,34 @@ import TestSupport
         }
     }
 
+    /// Relay-watch alerts spend the same per-device budget as typed pushes: anyone can publish
+    /// wraps to a pubkey, so without it a flood of wraps would be a flood of alerts.
+    @Test func relayWatchAlertsSpendTheDevicesBudget() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        let bob = Keys.generate()
+        try await SandboxFixture.with { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: Self.settings([relay]),
+                                         deviceBudget: PushBudget(alerts: 2, perSeconds: 3600)) { gateway in
+                try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xE3))
+                #expect(try await Self.waitLive(gateway, pubkeys: 1))
+                // One at a time, each pushed before the next (no coalescing window in these settings).
+                for index in 1...4 {
+                    try await Self.publish([try Self.wrap(to: bob, "wrap \(index)")], to: relay)
+                    #expect(try await GatewayHarness.eventually {
+                        try await gateway.count("SELECT count(*)::int FROM seen_wraps") == index
+                    })
+                }
+                #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).count == 2 })
+                try await Task.sleep(for: .milliseconds(800))
+                #expect(Self.giftWrapDeliveries(sandbox).count == 2, "the third and fourth wraps were over budget")
+                #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0, "never queued")
+                let metrics = String(decoding: await gateway.metrics.exposition(), as: UTF8.self)
+                #expect(metrics.contains(#"linkstr_pushes_total{outcome="over_budget",reason="none"} 2"#))
+            }
+        }
+    }
+
     @Test func theSameWrapOnTwoRelaysIsPushedOnceAndForgeriesAreDropped() async throws {
         let first = try RelayFixture(), second = try RelayFixture()
         try await first.start()

@@ -102,6 +102,14 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// A product built next to the test bundle (`swift build --build-tests` builds them all).
+    /// The process's resident memory (VmRSS), in bytes.
+    public var residentBytes: Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return nil }
+        return kilobytes * 1024
+    }
+
     /// With `LINKSTR_BIN_DIR` set (scripts/test.sh's release pass, scripts/sanitize.sh), the
     /// executables are taken from there instead: the suites that start processes then run the
     /// binaries a user runs, built in another configuration than the test bundle.

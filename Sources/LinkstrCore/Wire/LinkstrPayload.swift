@@ -67,7 +67,11 @@ public struct LinkstrPayload: Sendable, Equatable {
         if let field = object["timestamp"], field != .null {
             switch field {
             case .integer(let seconds): timestamp = seconds
-            case .double(let seconds) where seconds.isFinite && seconds.rounded(.towardZero) == seconds: timestamp = Int64(seconds)
+            case .double(let seconds):
+                // A whole number written with a fraction or an exponent (`1.7e9`) is still seconds;
+                // one outside Int64 (`1e19`, or 2^63 written out) is refused, where `Int64(_:)` traps.
+                guard let whole = Int64(exactly: seconds) else { throw .wrongType(field: "timestamp") }
+                timestamp = whole
             default: throw .wrongType(field: "timestamp")
             }
         }

@@ -74,7 +74,7 @@ public struct HTTPAuthVerifier: Sendable {
     /// Allowed distance between `created_at` and now, both directions.
     public var maxSkewSeconds: Int64
     /// The external base URL (`https://push.example.com`). Standard NIP-98 `u` must equal it plus
-    /// the request path (and query). When nil, only the path and query of `u` are compared.
+    /// the request path (and query). When nil, the standard dialect is refused.
     public var publicBaseURL: String?
     public var acceptedDialects: Set<HTTPAuth.Dialect>
 
@@ -136,16 +136,12 @@ public struct HTTPAuthVerifier: Sendable {
         return VerifiedHTTPAuth(pubkey: event.pubkey, event: event, dialect: dialect, replayKey: replayKey)
     }
 
+    /// `u` must name this server exactly: scheme, host, port, path and query. A verifier that does
+    /// not know its own public URL cannot check that, and comparing only the path would accept a
+    /// header signed for any other server with the same routes, so it refuses the dialect.
     private func checkURL(_ url: String, _ request: HTTPAuthRequest) throws(HTTPAuthError) {
+        guard let base = publicBaseURL else { throw .standardNeedsPublicURL }
         let pathAndQuery = request.query.map { "\(request.path)?\($0)" } ?? request.path
-        if let base = publicBaseURL {
-            guard url == base + pathAndQuery else { throw .urlMismatch }
-        } else {
-            // No configured base: compare what follows scheme://host[:port].
-            guard let schemeEnd = url.firstRange(of: "://") else { throw .urlMismatch }
-            let afterScheme = url[schemeEnd.upperBound...]
-            let signedPath = afterScheme.firstIndex(of: "/").map { String(afterScheme[$0...]) } ?? "/"
-            guard signedPath == pathAndQuery else { throw .urlMismatch }
-        }
+        guard url == base + pathAndQuery else { throw .urlMismatch }
     }
 }

@@ -20,6 +20,7 @@ public enum HTTPAuthError: Error, Sendable, Equatable, CustomStringConvertible {
     case nonceHasControlCharacters
     case unknownDialect
     case dialectNotAccepted
+    case standardNeedsPublicURL
     case invalidID
     case invalidSignature
 
@@ -44,6 +45,7 @@ public enum HTTPAuthError: Error, Sendable, Equatable, CustomStringConvertible {
         case .nonceHasControlCharacters: "authorization nonce must not contain control characters"
         case .unknownDialect: "authorization event has neither a u nor a path tag"
         case .dialectNotAccepted: "authorization dialect not accepted here"
+        case .standardNeedsPublicURL: "standard NIP-98 auth needs PUBLIC_URL on the server"
         case .invalidID: "authorization event id is invalid"
         case .invalidSignature: "authorization event signature is invalid"
         }
@@ -71,6 +73,7 @@ public enum HTTPAuthError: Error, Sendable, Equatable, CustomStringConvertible {
         case .nonceHasControlCharacters: "nonce_control_characters"
         case .unknownDialect: "unknown_dialect"
         case .dialectNotAccepted: "dialect_not_accepted"
+        case .standardNeedsPublicURL: "standard_needs_public_url"
         case .invalidID: "invalid_id"
         case .invalidSignature: "invalid_signature"
         }

@@ -10,10 +10,21 @@ public enum APNsOutcome: Sendable, Equatable {
     case retry(reason: String)
     /// A sender bug or a permanent refusal: count it and drop the job.
     case drop(reason: String)
+    /// The operator's configuration is wrong (topic, key, certificate, environment): nothing about
+    /// the device. Drop the job, count it, log it at error level and keep the device; removing
+    /// devices here would wipe every registration over one bad setting.
+    case configurationError(reason: String)
 }
 
 public enum APNsResponseClassifier {
-    static let removeReasons: Set<String> = ["BadDeviceToken", "DeviceTokenNotForTopic", "TopicDisallowed", "Unregistered", "ExpiredToken"]
+    /// 400 answers that say the token itself is bad. Any 410 also removes it (`Unregistered`,
+    /// `ExpiredToken`), under the timestamp rule.
+    static let removeReasons: Set<String> = ["BadDeviceToken", "DeviceTokenNotForTopic"]
+    /// Answers about the gateway's own topic, key or certificate (../shared/spec/apns.md, 400 and 403).
+    static let configurationReasons: Set<String> = [
+        "TopicDisallowed", "BadTopic", "MissingTopic", "InvalidProviderToken", "MissingProviderToken", "BadCertificate",
+        "BadCertificateEnvironment", "Forbidden", "UnrelatedKeyIdInToken", "BadEnvironmentKeyIdInToken",
+    ]
 
     /// `status` and the `reason` from Apple's JSON body (nil on 200 or an empty body).
     public static func classify(status: Int, reason: String?, timestampMilliseconds: Int64? = nil) -> APNsOutcome {
@@ -23,6 +34,8 @@ public enum APNsResponseClassifier {
         case 410: return .removeDevice(reason: reason.isEmpty ? "Unregistered" : reason, invalidSinceMilliseconds: timestampMilliseconds)
         case 400 where removeReasons.contains(reason): return .removeDevice(reason: reason, invalidSinceMilliseconds: nil)
         case 403 where reason == "ExpiredProviderToken": return .refreshTokenAndRetry(reason: reason)
+        case 400 where configurationReasons.contains(reason), 403 where configurationReasons.contains(reason):
+            return .configurationError(reason: reason)
         case 429, 500, 502, 503, 504: return .retry(reason: reason.isEmpty ? "HTTP \(status)" : reason)
         // No answer from APNs (connection, TLS, timeout): try again later.
         case 0 where reason == "ConnectionError": return .retry(reason: reason)

@@ -22,11 +22,20 @@ public struct GatewayConfiguration: Sendable {
     public var rateLimits: RateLimitSettings
     /// How long a graceful shutdown may take before what is still running is cancelled.
     public var shutdownTimeoutSeconds: Int
+    /// `MAX_DEVICES_PER_PUBKEY` (default 10): one more registration evicts the least recently
+    /// registered device.
+    public var maxDevicesPerPubkey: Int
+    /// `PUSH_DEVICE_BUDGET` (default `10/60`); nil: no budget.
+    public var deviceBudget: PushBudget?
+    /// Timeouts for slow clients and the connection cap.
+    public var http: HTTPServerSettings
 
     public init(listenHost: String = "0.0.0.0", listenPort: Int = 8787, database: DatabaseURL, publicURL: String? = nil,
                 logLevel: Logger.Level = .info, logFormat: LogFormat = .text, authMaxSkewSeconds: Int64 = 300,
                 adminToken: String? = nil, apns: APNsConfiguration, delivery: DeliverySettings = DeliverySettings(),
-                watch: WatchSettings = WatchSettings(), rateLimits: RateLimitSettings = .disabled, shutdownTimeoutSeconds: Int = 25) {
+                watch: WatchSettings = WatchSettings(), rateLimits: RateLimitSettings = .disabled, shutdownTimeoutSeconds: Int = 25,
+                maxDevicesPerPubkey: Int = GatewayStore.defaultMaxDevicesPerPubkey, deviceBudget: PushBudget? = .default,
+                http: HTTPServerSettings = HTTPServerSettings()) {
         self.listenHost = listenHost
         self.listenPort = listenPort
         self.database = database
@@ -40,6 +49,9 @@ public struct GatewayConfiguration: Sendable {
         self.watch = watch
         self.rateLimits = rateLimits
         self.shutdownTimeoutSeconds = shutdownTimeoutSeconds
+        self.maxDevicesPerPubkey = maxDevicesPerPubkey
+        self.deviceBudget = deviceBudget
+        self.http = http
     }
 
     /// Reads the configuration; the first problem found stops start-up with the key it concerns.
@@ -84,12 +96,20 @@ public struct GatewayConfiguration: Sendable {
             }
             shutdownTimeout = parsed
         }
+        var maxDevices = GatewayStore.defaultMaxDevicesPerPubkey
+        if let text = env["MAX_DEVICES_PER_PUBKEY"], !text.isEmpty {
+            guard let parsed = Int(text), (1...1_000).contains(parsed) else {
+                throw ConfigurationError(key: "MAX_DEVICES_PER_PUBKEY", "an integer in 1...1000")
+            }
+            maxDevices = parsed
+        }
         return GatewayConfiguration(
             listenHost: host, listenPort: port, database: database, publicURL: publicURL, logLevel: level, logFormat: format,
             authMaxSkewSeconds: skew, adminToken: env["ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 },
             apns: try APNsConfiguration.fromEnvironment(env), delivery: try DeliverySettings.fromEnvironment(env),
             watch: try WatchSettings.fromEnvironment(env), rateLimits: try RateLimitSettings.fromEnvironment(env),
-            shutdownTimeoutSeconds: shutdownTimeout)
+            shutdownTimeoutSeconds: shutdownTimeout, maxDevicesPerPubkey: maxDevices, deviceBudget: try PushBudget.fromEnvironment(env),
+            http: try HTTPServerSettings.fromEnvironment(env))
     }
 
     /// `:8787`, `127.0.0.1:8787`, `[::1]:8787`.

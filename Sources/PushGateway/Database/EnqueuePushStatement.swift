@@ -4,7 +4,10 @@ import PostgresNIO
 /// `POST /v1/push` as one prepared statement: the replay key, dedupe rows per (event, type,
 /// recipient) and one job per eligible device, in one round trip and one transaction. Everything
 /// after `replay` depends on the key being new. The sender is never a recipient; devices whose
-/// owner archived the conversation get no job.
+/// owner archived the conversation get no job. As in the reference service, a recipient counts
+/// (and gets a dedupe row) only when a job is queued for it: not the sender, has a device, the
+/// conversation not archived, not already deduped. Each job takes a token from its device's budget
+/// (`PushBudget`, table `device_budgets`); a device whose budget is spent gets no job.
 ///
 /// With `leaseSeconds`, the jobs are inserted already claimed (leased, attempt 1) and returned with
 /// their device, for this instance to send at once (`DirectDelivery`), as the relay watcher
@@ -18,21 +21,38 @@ struct EnqueuePushStatement: PostgresPreparedStatement {
         WITH replay AS (
             INSERT INTO auth_replays (pubkey, replay_key, expires_at) VALUES ($1, $2, $3)
             ON CONFLICT DO NOTHING RETURNING 1
-        ), recipients AS (
-            SELECT DISTINCT r AS pubkey FROM unnest($4::text[]) AS r
-            WHERE r <> $1 AND EXISTS (SELECT 1 FROM replay)
-        ), fresh AS (
-            INSERT INTO push_dedupe (event_id, notification_type, recipient)
-            SELECT $5, $6, pubkey FROM recipients ORDER BY pubkey
-            ON CONFLICT DO NOTHING RETURNING recipient
-        ), targets AS (
-            -- One index look-up per recipient. The generic plan (the one a prepared statement gets
-            -- after five runs) guesses `fresh` at 200 rows and hashes a sequential scan of every
-            -- device; OFFSET 0 keeps the planner from flattening the LATERAL subquery into that join.
-            SELECT d.device_token, d.pubkey, d.apns_environment, d.topic, d.updated_at
-            FROM fresh f CROSS JOIN LATERAL (SELECT * FROM devices WHERE pubkey = f.recipient OFFSET 0) d
+        ), candidates AS (
+            -- Every device a job could go to: recipients other than the sender, their devices
+            -- (one index look-up per recipient), the conversation not archived by the owner, and
+            -- what is left of the device's budget (a device without a row has a full bucket).
+            -- The generic plan (the one a prepared statement gets after five runs) guesses the
+            -- unnest at 200 rows and hashes a sequential scan of every device; OFFSET 0 keeps the
+            -- planner from flattening the LATERAL subquery into that join.
+            SELECT d.device_token, d.pubkey, d.apns_environment, d.topic, d.updated_at,
+                   NOT $13 OR coalesce(b.tokens + extract(epoch FROM now() - b.updated_at) * $15, $14) >= 1 AS within_budget
+            FROM (SELECT DISTINCT r AS pubkey FROM unnest($4::text[]) AS r WHERE r <> $1 AND EXISTS (SELECT 1 FROM replay)) rc
+            CROSS JOIN LATERAL (SELECT * FROM devices WHERE pubkey = rc.pubkey OFFSET 0) d
+            LEFT JOIN device_budgets b ON $13 AND b.device_token = d.device_token
             WHERE NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = d.pubkey AND a.conversation_id = $7)
               AND NOT (d.relay_watch AND $11)
+        ), fresh AS (
+            -- Dedupe rows only for recipients who get a job: a push to pubkeys without devices
+            -- stores nothing but its replay key.
+            INSERT INTO push_dedupe (event_id, notification_type, recipient)
+            SELECT $5, $6, pubkey FROM (SELECT DISTINCT pubkey FROM candidates WHERE within_budget) c ORDER BY pubkey
+            ON CONFLICT DO NOTHING RETURNING recipient
+        ), targets AS (
+            SELECT c.* FROM candidates c JOIN fresh f ON f.recipient = c.pubkey WHERE c.within_budget
+        ), charged AS (
+            -- A token from each target's budget. The condition is checked again on the row as it
+            -- is now, so two pushes at once cannot both take a device's last token; one that loses
+            -- that race leaves a dedupe row without a job.
+            INSERT INTO device_budgets AS b (device_token, tokens, updated_at)
+            SELECT device_token, $14 - 1, now() FROM targets WHERE $13 ORDER BY device_token
+            ON CONFLICT (device_token) DO UPDATE
+                SET tokens = least($14, b.tokens + extract(epoch FROM now() - b.updated_at) * $15) - 1, updated_at = now()
+                WHERE least($14, b.tokens + extract(epoch FROM now() - b.updated_at) * $15) >= 1
+            RETURNING device_token
         ), jobs AS (
             INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, emoji, post_id, expires_at,
                                    next_attempt_at, locked_until, attempts, direct)
@@ -40,14 +60,19 @@ struct EnqueuePushStatement: PostgresPreparedStatement {
                    -- $12, the lease, is NULL when the jobs are queued for the delivery loops.
                    coalesce(now() + make_interval(secs => $12), now()), now() + make_interval(secs => $12),
                    CASE WHEN $12 IS NULL THEN 0 ELSE 1 END, $12 IS NOT NULL
-            FROM targets
-            RETURNING id, apns_id, device_token, attempts, expires_at, locked_until
+            FROM targets t
+            WHERE NOT $13 OR EXISTS (SELECT 1 FROM charged c WHERE c.device_token = t.device_token)
+            RETURNING id, apns_id, device_token, pubkey, attempts, expires_at, locked_until
         ), counts AS (
-            SELECT (SELECT count(*) FROM replay)::int AS fresh, (SELECT count(*) FROM recipients)::int AS recipients,
-                   (SELECT count(*) FROM jobs)::int AS jobs
+            -- Over budget: devices a push to a not yet deduped recipient would have reached.
+            SELECT (SELECT count(*) FROM replay)::int AS fresh, (SELECT count(DISTINCT pubkey) FROM jobs)::int AS recipients,
+                   (SELECT count(*) FROM jobs)::int AS jobs,
+                   (SELECT count(*) FROM candidates c WHERE NOT c.within_budget
+                      AND NOT EXISTS (SELECT 1 FROM push_dedupe p WHERE p.event_id = $5 AND p.notification_type = $6 AND p.recipient = c.pubkey))::int
+                   + (SELECT count(*) FROM targets)::int - (SELECT count(*) FROM jobs)::int AS over_budget
         )
-        SELECT c.fresh, c.recipients, c.jobs, l.id, l.apns_id, l.device_token, l.pubkey, l.apns_environment, l.topic, l.updated_at,
-               l.attempts, l.expires_at
+        SELECT c.fresh, c.recipients, c.jobs, c.over_budget, l.id, l.apns_id, l.device_token, l.pubkey, l.apns_environment, l.topic,
+               l.updated_at, l.attempts, l.expires_at
         FROM counts c LEFT JOIN (
             SELECT j.id, j.apns_id, j.device_token, t.pubkey, t.apns_environment, t.topic, t.updated_at, j.attempts, j.expires_at
             FROM jobs j JOIN targets t ON t.device_token = j.device_token
@@ -68,9 +93,11 @@ struct EnqueuePushStatement: PostgresPreparedStatement {
     var skipRelayWatchDevices: Bool
     /// Jobs are inserted leased for this long and returned, or (nil) queued for the delivery loops.
     var leaseSeconds: Int?
+    /// Each device's alert budget; nil: none.
+    var budget: PushBudget?
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 12)
+        var bindings = PostgresBindings(capacity: 15)
         bindings.append(sender)
         bindings.append(replayKey)
         bindings.append(replayExpires)
@@ -83,6 +110,9 @@ struct EnqueuePushStatement: PostgresPreparedStatement {
         bindings.append(Double(lifetimeSeconds))
         bindings.append(skipRelayWatchDevices)
         bindings.append(leaseSeconds.map(Double.init))
+        bindings.append(budget != nil)
+        bindings.append(budget?.burst ?? 0)
+        bindings.append(budget?.perSecond ?? 0)
         return bindings
     }
 
@@ -90,17 +120,19 @@ struct EnqueuePushStatement: PostgresPreparedStatement {
         var fresh: Bool
         var recipients: Int
         var jobs: Int
+        /// Devices whose budget was spent: dropped, never queued.
+        var overBudget: Int
         var leased: ClaimedJob?
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (fresh, recipients, jobs, id, apnsID, token, pubkey, environment, topic, updatedAt, attempts, expiresAt) =
-            try row.decode((Int, Int, Int, Int64?, UUID?, String?, String?, String?, String?, Date?, Int?, Date?).self)
+        let (fresh, recipients, jobs, overBudget, id, apnsID, token, pubkey, environment, topic, updatedAt, attempts, expiresAt) =
+            try row.decode((Int, Int, Int, Int, Int64?, UUID?, String?, String?, String?, String?, Date?, Int?, Date?).self)
         let leased = ClaimedJob(
             leasedID: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic, deviceUpdatedAt: updatedAt,
             attempts: attempts, expiresAt: expiresAt) { _ in
                 APNsNotification(type: notificationType, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID)
             }
-        return Row(fresh: fresh == 1, recipients: recipients, jobs: jobs, leased: leased)
+        return Row(fresh: fresh == 1, recipients: recipients, jobs: jobs, overBudget: overBudget, leased: leased)
     }
 }

@@ -29,13 +29,24 @@ public struct GatewayStore: Sendable {
     /// Group commit for `register` (see `RegistrationBatcher`).
     let registrations: RegistrationBatcher
 
-    public init(client: PostgresClient, logger: Logger, replayWindowSeconds: Int64 = 300) {
+    /// `MAX_DEVICES_PER_PUBKEY`: registering one more evicts the least recently registered.
+    public let maxDevicesPerPubkey: Int
+    public static let defaultMaxDevicesPerPubkey = 10
+    /// `PUSH_DEVICE_BUDGET`; nil: none.
+    public let deviceBudget: PushBudget?
+
+    public init(client: PostgresClient, logger: Logger, replayWindowSeconds: Int64 = 300, maxDevicesPerPubkey: Int = defaultMaxDevicesPerPubkey,
+                deviceBudget: PushBudget? = .default) {
         let database = Database(client)
         self.database = database
         self.logger = logger
         self.replayWindowSeconds = replayWindowSeconds
+        self.maxDevicesPerPubkey = maxDevicesPerPubkey
+        self.deviceBudget = deviceBudget
         self.registrations = RegistrationBatcher { group in
-            try await Self.storage(logger: logger) { try await Self.applyRegistrations(group, database: database, logger: logger) }
+            try await Self.storage(logger: logger) {
+                try await Self.applyRegistrations(group, maxDevicesPerPubkey: maxDevicesPerPubkey, database: database, logger: logger)
+            }
         }
     }
 
@@ -134,13 +145,25 @@ public struct GatewayStore: Sendable {
     /// Writes a group of registrations in one statement. A group PostgreSQL refuses as a whole is
     /// written again one registration at a time, so one bad registration fails only itself.
     static func applyRegistrations(
-        _ group: [PendingRegistration], database: Database, logger: Logger
+        _ group: [PendingRegistration], maxDevicesPerPubkey: Int, database: Database, logger: Logger
     ) async throws -> [RegistrationBatcher.Outcome] {
         @Sendable func write(_ registrations: [PendingRegistration]) async throws -> [Bool] {
             try await retryingTransient {
                 var applied = [Bool](repeating: false, count: registrations.count)
-                for (position, wasApplied) in try await database.execute(RegisterDevicesStatement(registrations: registrations), logger: logger) {
+                var devicesAfter: [String: Int] = [:]
+                for (position, wasApplied, devicesBefore) in try await database.execute(RegisterDevicesStatement(registrations: registrations), logger: logger) {
                     applied[position - 1] = wasApplied
+                    let pubkey = registrations[position - 1].pubkey
+                    devicesAfter[pubkey] = (devicesAfter[pubkey] ?? devicesBefore) + (wasApplied ? 1 : 0)
+                }
+                // At most one new device per applied registration: only a pubkey that may have
+                // passed the cap is looked at again.
+                let crowded = devicesAfter.filter { $0.value > maxDevicesPerPubkey }.keys.sorted()
+                if !crowded.isEmpty {
+                    let evicted = try await database.execute(EvictExcessDevicesStatement(pubkeys: crowded, maxDevicesPerPubkey: maxDevicesPerPubkey), logger: logger)
+                    if !evicted.isEmpty {
+                        logger.info("evicted least recently registered devices", metadata: ["push.devices": "\(evicted.count)", "push.pubkeys": "\(Set(evicted).count)"])
+                    }
                 }
                 return applied
             }
@@ -211,6 +234,8 @@ public struct GatewayStore: Sendable {
     public struct EnqueueResult: Sendable, Equatable {
         public var recipientCount: Int
         public var candidateDevices: Int
+        /// Devices whose budget was spent: their push was dropped, never queued.
+        public var overBudget: Int = 0
         /// The jobs queued already leased, for the caller to send (only with a `leaseSeconds`).
         public var leased: [ClaimedJob] = []
     }
@@ -225,12 +250,12 @@ public struct GatewayStore: Sendable {
         let statement = EnqueuePushStatement(
             sender: auth.pubkey.hex, replayKey: key, replayExpires: expires, recipients: request.recipients, eventID: request.eventID,
             notificationType: request.type, conversationID: request.conversationID, emoji: request.emoji, postID: request.postID,
-            lifetimeSeconds: Self.jobLifetimeSeconds, skipRelayWatchDevices: skipRelayWatchDevices, leaseSeconds: leaseSeconds)
+            lifetimeSeconds: Self.jobLifetimeSeconds, skipRelayWatchDevices: skipRelayWatchDevices, leaseSeconds: leaseSeconds, budget: deviceBudget)
         let rows = try await storage {
             try await Self.retryingTransient { try await database.execute(statement, logger: logger) }
         }
         guard let first = rows.first, first.fresh else { throw APIError.replayed }
-        return EnqueueResult(recipientCount: first.recipients, candidateDevices: first.jobs, leased: rows.compactMap(\.leased))
+        return EnqueueResult(recipientCount: first.recipients, candidateDevices: first.jobs, overBudget: first.overBudget, leased: rows.compactMap(\.leased))
     }
 
     /// The caller's devices (read-only: the replay key is still consumed, as for every signed call).
@@ -292,6 +317,7 @@ public struct GatewayStore: Sendable {
         let dedupeCutoff = now.addingTimeInterval(-Self.dedupeRetention)
         let seenCutoff = now.addingTimeInterval(-TimeInterval(WatchSettings.seenRetentionSeconds))
         let staleInstances = now.addingTimeInterval(-86_400)
+        let budgetCutoff = now.addingTimeInterval(-(deviceBudget?.refillSeconds ?? 0))
         return try await storage {
             var removed = 0
             for statement: PostgresQuery in [
@@ -300,6 +326,8 @@ public struct GatewayStore: Sendable {
                 "DELETE FROM push_suppressions WHERE expires_at < \(now) RETURNING 1",
                 "DELETE FROM seen_wraps WHERE seen_at < \(seenCutoff) RETURNING 1",
                 "DELETE FROM watch_instances WHERE heartbeat_at < \(staleInstances) RETURNING 1",
+                // A bucket untouched for its whole refill time is full again: its row says nothing.
+                "DELETE FROM device_budgets WHERE updated_at < \(budgetCutoff) RETURNING 1",
                 // Live marks of pubkeys nothing watches: the watcher forgets them as they go, but
                 // a forget can be lost (the database away for longer than its retries, or the
                 // change made while no instance held the pubkey's shard). A row left behind would

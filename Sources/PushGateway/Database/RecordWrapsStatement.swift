@@ -11,7 +11,9 @@ import PostgresNIO
 /// 3. coalescing: a device that already has an unclaimed relay-watch job gets that job updated
 ///    (the newest wrap, the count added) instead of a new one; a new job is scheduled no earlier
 ///    than the device's `watch_coalesce.next_at`, which moves `coalesce` seconds past it.
-/// 4. with `leaseDue`, jobs due at once are inserted already claimed (leased, attempt 1) and
+/// 4. a new job takes a token from its device's alert budget (`PushBudget`); a device whose
+///    budget is spent gets none (counted as over budget);
+/// 5. with `leaseDue`, jobs due at once are inserted already claimed (leased, attempt 1) and
 ///    returned with their device, for the caller to send right away; if it dies first, the lease
 ///    runs out and any worker claims them, as with any job. Such a job's `next_attempt_at` is its
 ///    lease's end, so the claim query's index scan stops before it instead of stepping over
@@ -64,13 +66,24 @@ struct RecordWrapsStatement: PostgresPreparedStatement {
                 FROM targets t LEFT JOIN watch_coalesce w ON w.device_token = t.device_token
                 WHERE NOT EXISTS (SELECT 1 FROM merged m WHERE m.device_token = t.device_token)
             ) s
+        ), charged AS (
+            -- A new alert takes a token from its device's budget (a merge adds to an alert already
+            -- counted); the condition is checked on the row as it is now, so concurrent
+            -- statements cannot both take a device's last token.
+            INSERT INTO device_budgets AS b (device_token, tokens, updated_at)
+            SELECT device_token, $12 - 1, now() FROM scheduled WHERE $11 ORDER BY device_token
+            ON CONFLICT (device_token) DO UPDATE
+                SET tokens = least($12, b.tokens + extract(epoch FROM now() - b.updated_at) * $13) - 1, updated_at = now()
+                WHERE least($12, b.tokens + extract(epoch FROM now() - b.updated_at) * $13) >= 1
+            RETURNING device_token
         ), jobs AS (
             INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay, wrap_count,
                                    next_attempt_at, expires_at, locked_until, attempts, direct)
             SELECT gen_random_uuid(), device_token, pubkey, 'gift_wrap', wrap_id, '', relay, wraps,
                    coalesce(leased_until, at), at + make_interval(secs => $6), leased_until,
                    CASE WHEN leased_until IS NULL THEN 0 ELSE 1 END, leased_until IS NOT NULL
-            FROM scheduled
+            FROM scheduled s
+            WHERE NOT $11 OR EXISTS (SELECT 1 FROM charged c WHERE c.device_token = s.device_token)
             RETURNING id, apns_id, device_token, pubkey, event_id, relay, wrap_count, attempts, expires_at, next_attempt_at, locked_until
         ), coalesced AS (
             INSERT INTO watch_coalesce (device_token, next_at)
@@ -80,9 +93,10 @@ struct RecordWrapsStatement: PostgresPreparedStatement {
             RETURNING 1
         ), counts AS (
             SELECT (SELECT count(*) FROM claim)::int AS claimed, (SELECT count(*) FROM jobs)::int AS queued,
-                   (SELECT count(*) FROM merged)::int AS merged, (SELECT count(*) FROM coalesced)::int AS scheduled
+                   (SELECT count(*) FROM merged)::int AS merged, (SELECT count(*) FROM coalesced)::int AS scheduled,
+                   (SELECT count(*) FROM scheduled)::int - (SELECT count(*) FROM jobs)::int AS over_budget
         )
-        SELECT c.claimed, c.queued, c.merged, j.id, j.apns_id, j.device_token, j.pubkey, d.apns_environment, d.topic, d.updated_at,
+        SELECT c.claimed, c.queued, c.merged, c.over_budget, j.id, j.apns_id, j.device_token, j.pubkey, d.apns_environment, d.topic, d.updated_at,
                j.event_id, j.relay, j.wrap_count, j.attempts, j.expires_at
         FROM counts c LEFT JOIN (jobs j JOIN devices d ON d.device_token = j.device_token) ON j.locked_until IS NOT NULL
         """
@@ -97,9 +111,11 @@ struct RecordWrapsStatement: PostgresPreparedStatement {
     var lifetimeSeconds: Int
     var leaseDue: Bool
     var leaseSeconds: Int
+    /// Each device's alert budget; nil: none.
+    var budget: PushBudget?
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 10)
+        var bindings = PostgresBindings(capacity: 13)
         bindings.append(wrapIDs)
         bindings.append(recipients)
         bindings.append(relays)
@@ -110,6 +126,9 @@ struct RecordWrapsStatement: PostgresPreparedStatement {
         bindings.append(Double(leaseSeconds))
         bindings.append(realtime)
         bindings.append(Double(historyRaceSeconds))
+        bindings.append(budget != nil)
+        bindings.append(budget?.burst ?? 0)
+        bindings.append(budget?.perSecond ?? 0)
         return bindings
     }
 
@@ -118,17 +137,18 @@ struct RecordWrapsStatement: PostgresPreparedStatement {
         var claimed: Int
         var queued: Int
         var merged: Int
+        var overBudget: Int
         var job: ClaimedJob?
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (claimed, queued, merged, id, apnsID, token, pubkey, environment, topic, updatedAt, wrapID, relay, count, attempts, expiresAt) =
-            try row.decode((Int, Int, Int, Int64?, UUID?, String?, String?, String?, String?, Date?, String?, String?, Int?, Int?, Date?).self)
+        let (claimed, queued, merged, overBudget, id, apnsID, token, pubkey, environment, topic, updatedAt, wrapID, relay, count, attempts, expiresAt) =
+            try row.decode((Int, Int, Int, Int, Int64?, UUID?, String?, String?, String?, String?, Date?, String?, String?, Int?, Int?, Date?).self)
         let job = ClaimedJob(
             leasedID: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic, deviceUpdatedAt: updatedAt,
             attempts: attempts, expiresAt: expiresAt) { pubkey in
                 wrapID.map { .giftWrap(wrapID: $0, relay: relay ?? "", count: count ?? 1, recipient: pubkey) }
             }
-        return Row(claimed: claimed, queued: queued, merged: merged, job: job)
+        return Row(claimed: claimed, queued: queued, merged: merged, overBudget: overBudget, job: job)
     }
 }

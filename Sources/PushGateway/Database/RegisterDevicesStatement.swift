@@ -11,8 +11,9 @@ import PostgresNIO
 /// seen. A token that moves to another pubkey drops that pubkey's queued jobs for it, and that
 /// pubkey's archive state when it has no device left; the archive check leaves out the moving
 /// tokens because the statement's snapshot still shows them under their previous owners. Returns
-/// one row per registration, in input order: its position and whether it was applied (false: a
-/// replay).
+/// one row per registration, in input order: its position, whether it was applied (false: a
+/// replay) and how many devices its pubkey had before (`EvictExcessDevicesStatement` runs only
+/// when that could pass the cap).
 struct RegisterDevicesStatement: PostgresPreparedStatement {
     static let sql = """
         WITH input AS (
@@ -44,7 +45,10 @@ struct RegisterDevicesStatement: PostgresPreparedStatement {
             DELETE FROM archived_conversations a WHERE a.pubkey IN (SELECT previous_pubkey FROM moved)
               AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.pubkey = a.pubkey AND d.device_token NOT IN (SELECT device_token FROM moved))
         )
-        SELECT input.position::int, replay.pubkey IS NOT NULL FROM input LEFT JOIN replay USING (pubkey, replay_key) ORDER BY input.position
+        SELECT input.position::int, replay.pubkey IS NOT NULL,
+               -- The pubkey's devices before this statement: whether the group may pass the cap.
+               (SELECT count(*)::int FROM devices d WHERE d.pubkey = input.pubkey)
+        FROM input LEFT JOIN replay USING (pubkey, replay_key) ORDER BY input.position
         """
 
     var registrations: [PendingRegistration]
@@ -61,7 +65,7 @@ struct RegisterDevicesStatement: PostgresPreparedStatement {
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> (position: Int, applied: Bool) {
-        try row.decode((Int, Bool).self)
+    func decodeRow(_ row: PostgresRow) throws -> (position: Int, applied: Bool, devicesBefore: Int) {
+        try row.decode((Int, Bool, Int).self)
     }
 }

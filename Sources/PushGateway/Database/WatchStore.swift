@@ -9,10 +9,13 @@ public struct WatchStore: Sendable {
     public let database: Database
     public let logger: Logger
     public let settings: WatchSettings
+    /// `PUSH_DEVICE_BUDGET`, shared with typed pushes; nil: none.
+    public let deviceBudget: PushBudget?
 
-    public init(client: PostgresClient, settings: WatchSettings, logger: Logger) {
+    public init(client: PostgresClient, settings: WatchSettings, deviceBudget: PushBudget? = .default, logger: Logger) {
         self.database = Database(client)
         self.settings = settings
+        self.deviceBudget = deviceBudget
         self.logger = logger
     }
 
@@ -154,6 +157,8 @@ public struct WatchStore: Sendable {
         public var jobs: Int
         /// Pending jobs a wrap was coalesced into.
         public var merged: Int
+        /// New alerts dropped because their device's budget was spent.
+        public var overBudget: Int = 0
         /// With `leaseSeconds`: the new jobs due now, already claimed for the caller to send.
         public var leased: [ClaimedJob] = []
     }
@@ -166,7 +171,7 @@ public struct WatchStore: Sendable {
             wrapIDs: sightings.map(\.wrapID), recipients: sightings.map(\.recipient), relays: sightings.map(\.relay),
             live: sightings.map(\.live), realtime: sightings.map { $0.phase == .realtime },
             historyRaceSeconds: WatchSettings.historyRaceSeconds, coalesceSeconds: settings.coalesceSeconds, lifetimeSeconds: GatewayStore.jobLifetimeSeconds,
-            leaseDue: leaseSeconds != nil, leaseSeconds: leaseSeconds ?? 0)
+            leaseDue: leaseSeconds != nil, leaseSeconds: leaseSeconds ?? 0, budget: deviceBudget)
         // A device removed mid-statement (23503) or a deadlock rolls the statement back as a whole.
         return try await GatewayStore.retryingTransient {
             var result = RecordResult(claimed: 0, jobs: 0, merged: 0)
@@ -174,6 +179,7 @@ public struct WatchStore: Sendable {
                 result.claimed = row.claimed
                 result.jobs = row.queued
                 result.merged = row.merged
+                result.overBudget = row.overBudget
                 if let job = row.job { result.leased.append(job) }
             }
             return result

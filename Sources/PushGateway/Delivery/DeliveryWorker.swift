@@ -133,6 +133,10 @@ public struct DeliveryWorker: Service {
             case .drop(let reason):
                 logger.warning("push dropped", metadata: metadata.merging(["apns.reason": "\(reason)"]) { $1 })
                 return true
+            case .configurationError(let reason):
+                logger.error("push dropped: APNs refused the gateway's configuration; the device is kept",
+                             metadata: metadata.merging(["apns.reason": "\(reason)", "apns.topic": "\(job.topic)"]) { $1 })
+                return true
             }
         } catch {
             // The lease will expire and the job will be claimed again: at-least-once.
@@ -149,6 +153,7 @@ public struct DeliveryWorker: Service {
         case .refreshTokenAndRetry(let reason): ("token_refresh", reason)
         case .retry(let reason): ("retry", reason)
         case .drop(let reason): ("dropped", reason)
+        case .configurationError(let reason): ("configuration_error", reason)
         }
         metrics.push(outcome: name, reason: reason)
         if let reason {

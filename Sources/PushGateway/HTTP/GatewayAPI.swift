@@ -30,6 +30,12 @@ public struct GatewayAPI: Sendable {
     let ipLimiter: RateLimiter?
     let pubkeyLimiter: RateLimiter?
     let trustForwardedFor: Bool
+    /// Headers seen used here, so a replay is refused before it is charged to its pubkey.
+    let usedAuthorizations: UsedAuthorizations
+    /// `HTTP_BODY_TIMEOUT_SECONDS`.
+    let bodyTimeout: Duration
+    /// What `/readyz` answers, read from the database at most once a second.
+    let readiness: ThrottledSnapshot<(HTTPResponse.Status, [String: JSONValue])>
 
     /// `store` should be built with `configuration.authMaxSkewSeconds` as its replay window.
     public init(store: GatewayStore, configuration: GatewayConfiguration, latestMigration: Int, metrics: GatewayMetrics = GatewayMetrics(),
@@ -48,13 +54,24 @@ public struct GatewayAPI: Sendable {
         self.ipLimiter = configuration.rateLimits.perIP.map { RateLimiter(limit: $0) }
         self.pubkeyLimiter = configuration.rateLimits.perPubkey.map { RateLimiter(limit: $0) }
         self.trustForwardedFor = configuration.rateLimits.trustForwardedFor
+        self.usedAuthorizations = UsedAuthorizations(window: .seconds(2 * configuration.authMaxSkewSeconds + 60))
+        self.bodyTimeout = .seconds(configuration.http.bodyTimeoutSeconds)
+        self.readiness = ThrottledSnapshot { [store, watcher, metrics] in
+            metrics.readinessChecked()
+            return await Self.checkReadiness(store: store, watcher: watcher, latestMigration: latestMigration)
+        }
     }
 
-    /// Reads the body within the limit; anything unreadable or too large is the app's 400.
-    static func readBody(_ request: inout Request) async throws(APIError) -> [UInt8] {
+    /// Reads the body within the size limit and `HTTP_BODY_TIMEOUT_SECONDS`; anything unreadable
+    /// or too large is the app's 400, a body still incomplete at the deadline a 408 that closes
+    /// the connection (a client sending a byte at a time holds nothing for long).
+    func readBody(_ request: inout Request) async throws(APIError) -> [UInt8] {
+        let body = request.body
         do {
-            let buffer = try await request.body.collect(upTo: maxBodyBytes)
+            let buffer = try await withDeadline(bodyTimeout) { try await body.collect(upTo: Self.maxBodyBytes) }
             return Array(buffer.readableBytesView)
+        } catch is DeadlineExceeded {
+            throw .bodyTimeout
         } catch {
             throw .unreadableBody
         }
@@ -70,83 +87,110 @@ public struct GatewayAPI: Sendable {
         }
     }
 
-    /// Body, then auth, then the per-pubkey limit, then the route's own parsing. A request refused
-    /// here has stored nothing, so its nonce is not used up.
-    func signed<Parsed>(_ request: inout Request, parse: ([UInt8]) throws(APIError) -> Parsed) async throws -> (VerifiedHTTPAuth, Parsed) {
-        let body = try await Self.readBody(&request)
+    /// Body, then auth, then the per-pubkey limit, then the route's own parsing and work. A request
+    /// refused before the work has stored nothing, so its nonce is not used up.
+    ///
+    /// A replayed header must not use up its pubkey's budget: one this instance already saw used
+    /// is refused before the limiter is asked, and a charge for one the database refuses as
+    /// replayed (first seen here, or used at another instance) is given back.
+    func signed<Parsed, Result>(_ request: inout Request, parse: ([UInt8]) throws(APIError) -> Parsed,
+                                perform: (VerifiedHTTPAuth, Parsed) async throws -> Result) async throws -> Result {
+        let body = try await readBody(&request)
         let auth = try authenticate(request, body: body)
+        let used = auth.pubkey.hex + " " + auth.replayKey
+        guard !usedAuthorizations.contains(used) else { throw APIError.replayed }
         if let pubkeyLimiter, let wait = pubkeyLimiter.take(auth.pubkey.hex) {
             metrics.rateLimited(scope: "pubkey")
             throw APIError.rateLimited(retryAfter: wait)
         }
-        return (auth, try parse(body))
+        let parsed = try parse(body)
+        do {
+            let result = try await perform(auth, parsed)
+            usedAuthorizations.insert(used)
+            return result
+        } catch let error as APIError where error == .replayed {
+            usedAuthorizations.insert(used)
+            pubkeyLimiter?.refund(auth.pubkey.hex)
+            throw error
+        }
     }
 
     public func register(_ request: inout Request) async throws -> Response {
-        let (auth, registration) = try await signed(&request, parse: RegisterDeviceRequest.parse)
-        let topic = registration.topic ?? defaultTopic
-        guard topics.contains(topic) else { throw APIError.badRequest("unknown topic") }
-        try await store.register(registration, topic: topic, auth: auth)
-        store.logger.info("device registered", metadata: [
-            "nostr.pubkey": "\(auth.pubkey.hex)", "apns.token": "\(DeviceToken.redacted(registration.deviceToken))",
-            "apns.environment": "\(registration.environment.rawValue)", "push.relay_watch": "\(registration.relayWatch)",
-        ])
-        return JSONBody.response(.accepted, ["status": "registered"])
+        try await signed(&request, parse: RegisterDeviceRequest.parse) { auth, registration in
+            let topic = registration.topic ?? defaultTopic
+            guard topics.contains(topic) else { throw APIError.badRequest("unknown topic") }
+            try await store.register(registration, topic: topic, auth: auth)
+            store.logger.info("device registered", metadata: [
+                "nostr.pubkey": "\(auth.pubkey.hex)", "apns.token": "\(DeviceToken.redacted(registration.deviceToken))",
+                "apns.environment": "\(registration.environment.rawValue)", "push.relay_watch": "\(registration.relayWatch)",
+            ])
+            return JSONBody.response(.accepted, ["status": "registered"])
+        }
     }
 
     public func unregister(_ request: inout Request) async throws -> Response {
-        let (auth, unregistration) = try await signed(&request, parse: UnregisterDeviceRequest.parse)
-        try await store.unregister(deviceToken: unregistration.deviceToken, auth: auth)
-        return JSONBody.response(.accepted, ["status": "unregistered"])
+        try await signed(&request, parse: UnregisterDeviceRequest.parse) { auth, unregistration in
+            try await store.unregister(deviceToken: unregistration.deviceToken, auth: auth)
+            return JSONBody.response(.accepted, ["status": "unregistered"])
+        }
     }
 
     public func archiveState(_ request: inout Request) async throws -> Response {
-        let (auth, update) = try await signed(&request, parse: ArchiveStateRequest.parse)
-        try await store.updateArchive(update, auth: auth)
-        return JSONBody.response(.accepted, ["status": "synced"])
+        try await signed(&request, parse: ArchiveStateRequest.parse) { auth, update in
+            try await store.updateArchive(update, auth: auth)
+            return JSONBody.response(.accepted, ["status": "synced"])
+        }
     }
 
     public func push(_ request: inout Request) async throws -> Response {
-        let (auth, push) = try await signed(&request, parse: PushRequest.parse)
-        // Queued already claimed and sent from here while direct delivery has room (no claim
-        // round trip); otherwise queued for the delivery loops, which the wake-up starts.
-        let result = try await store.enqueue(push, auth: auth, skipRelayWatchDevices: watcher != nil, leaseSeconds: directDelivery?.lease())
-        if !result.leased.isEmpty {
-            directDelivery?.start(result.leased)
-        } else if result.candidateDevices > 0 {
-            wakeup?.signal()
+        try await signed(&request, parse: PushRequest.parse) { auth, push in
+            // Queued already claimed and sent from here while direct delivery has room (no claim
+            // round trip); otherwise queued for the delivery loops, which the wake-up starts.
+            let result = try await store.enqueue(push, auth: auth, skipRelayWatchDevices: watcher != nil, leaseSeconds: directDelivery?.lease())
+            if result.overBudget > 0 { metrics.push(outcome: "over_budget", reason: nil, count: result.overBudget) }
+            if !result.leased.isEmpty {
+                directDelivery?.start(result.leased)
+            } else if result.candidateDevices > 0 {
+                wakeup?.signal()
+            }
+            return JSONBody.response(.accepted, [
+                "status": "accepted", "recipient_count": .integer(Int64(result.recipientCount)),
+                "candidate_devices": .integer(Int64(result.candidateDevices)),
+            ])
         }
-        return JSONBody.response(.accepted, [
-            "status": "accepted", "recipient_count": .integer(Int64(result.recipientCount)),
-            "candidate_devices": .integer(Int64(result.candidateDevices)),
-        ])
     }
 
     public func suppress(_ request: inout Request) async throws -> Response {
-        let (auth, suppression) = try await signed(&request, parse: SuppressionRequest.parse)
-        let stored = try await store.suppress(suppression, auth: auth)
-        return JSONBody.response(.accepted, ["status": "suppressed", "suppressed": .integer(Int64(stored))])
+        try await signed(&request, parse: SuppressionRequest.parse) { auth, suppression in
+            let stored = try await store.suppress(suppression, auth: auth)
+            return JSONBody.response(.accepted, ["status": "suppressed", "suppressed": .integer(Int64(stored))])
+        }
     }
 
     public func listDevices(_ request: inout Request) async throws -> Response {
-        let (auth, _) = try await signed(&request) { (_: [UInt8]) throws(APIError) in () }
-        let devices = try await store.devices(auth: auth)
-        let formatter = ISO8601DateFormatter()
-        return JSONBody.response(.ok, ["devices": .array(devices.map { device in
-            .object([
-                "device_token": .string(device.deviceToken), "apns_environment": .string(device.environment),
-                "topic": .string(device.topic), "relay_watch": .bool(device.relayWatch),
-                "registered_at": .string(formatter.string(from: device.registeredAt)),
-            ])
-        })])
+        try await signed(&request, parse: Self.noBody) { auth, _ in
+            let devices = try await store.devices(auth: auth)
+            let formatter = ISO8601DateFormatter()
+            return JSONBody.response(.ok, ["devices": .array(devices.map { device in
+                .object([
+                    "device_token": .string(device.deviceToken), "apns_environment": .string(device.environment),
+                    "topic": .string(device.topic), "relay_watch": .bool(device.relayWatch),
+                    "registered_at": .string(formatter.string(from: device.registeredAt)),
+                ])
+            })])
+        }
     }
 
     public func deleteAccount(_ request: inout Request) async throws -> Response {
-        let (auth, _) = try await signed(&request) { (_: [UInt8]) throws(APIError) in () }
-        let removed = try await store.deleteAccount(auth: auth)
-        store.logger.info("account erased", metadata: ["nostr.pubkey": "\(auth.pubkey.hex)", "push.devices": "\(removed)"])
-        return JSONBody.response(.ok, ["status": "deleted", "devices_removed": .integer(Int64(removed))])
+        try await signed(&request, parse: Self.noBody) { auth, _ in
+            let removed = try await store.deleteAccount(auth: auth)
+            store.logger.info("account erased", metadata: ["nostr.pubkey": "\(auth.pubkey.hex)", "push.devices": "\(removed)"])
+            return JSONBody.response(.ok, ["status": "deleted", "devices_removed": .integer(Int64(removed))])
+        }
     }
+
+    /// Routes without a body take whatever was sent (it is covered by the signature) and ignore it.
+    static func noBody(_: [UInt8]) throws(APIError) {}
 
     /// Ready when the database answers and every known migration is applied.
     /// `GET /metrics`: refreshes the queue gauges, then renders every metric.
@@ -161,20 +205,26 @@ public struct GatewayAPI: Sendable {
     /// quick 503, not a hung request.
     static let readinessTimeout: Duration = .milliseconds(1500)
 
+    /// `/readyz`, answered from a snapshot refreshed at most once a second (`ThrottledSnapshot`):
+    /// probes cost the database one query a second however many arrive.
     public func ready() async -> Response {
+        let (status, body) = await readiness.value()
+        return JSONBody.response(status, body)
+    }
+
+    static func checkReadiness(store: GatewayStore, watcher: RelayWatcher?, latestMigration: Int) async -> (HTTPResponse.Status, [String: JSONValue]) {
         do {
-            let store = store
             let version = try await withDeadline(Self.readinessTimeout) {
                 try await Migrator.currentVersion(client: store.database.client, logger: store.logger)
             }
             guard let version, version >= latestMigration else {
-                return JSONBody.response(.serviceUnavailable, ["status": "not ready", "error": "database not migrated"])
+                return (.serviceUnavailable, ["status": "not ready", "error": "database not migrated"])
             }
             var body: [String: JSONValue] = ["status": "ready", "migration": .integer(Int64(version))]
             if let watcher { body["watch"] = Self.watchStatus(await watcher.status()) }
-            return JSONBody.response(.ok, body)
+            return (.ok, body)
         } catch {
-            return JSONBody.response(.serviceUnavailable, ["status": "not ready", "error": "database unreachable"])
+            return (.serviceUnavailable, ["status": "not ready", "error": "database unreachable"])
         }
     }
 
@@ -259,6 +309,7 @@ public func buildRouter(api: GatewayAPI) -> Router<GatewayRequestContext> {
     if let limiter = api.ipLimiter {
         router.add(middleware: RateLimitMiddleware(limiter: limiter, trustForwardedFor: api.trustForwardedFor, metrics: api.metrics))
     }
+    router.add(middleware: CanonicalPathMiddleware())
     router.get("/healthz") { _, _ in JSONBody.response(.ok, ["status": "ok"]) }
     router.get("/readyz") { _, _ in await api.ready() }
     router.get("/metrics") { _, _ in await api.metricsExposition() }

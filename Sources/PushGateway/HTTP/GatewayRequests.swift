@@ -103,7 +103,10 @@ public struct PushRequest: Sendable, Equatable {
             throw .badRequest("recipient_pubkeys must be 64-character hex public keys")
         }
         let emoji = try fields.string("emoji")
-        if type == .newEmojiReaction, emoji == nil { throw .badRequest("emoji is required for new_emoji_reaction") }
+        if type == .newEmojiReaction {
+            guard let emoji else { throw .badRequest("emoji is required for new_emoji_reaction") }
+            guard SingleEmoji.isSingleEmoji(emoji) else { throw .badRequest("emoji must be a single emoji") }
+        }
         let postID = try fields.string("post_id")
         // Bounds that keep every APNs payload under Apple's 4096 bytes.
         guard eventID.utf8.count <= 128, conversationID.utf8.count <= 128, (emoji?.utf8.count ?? 0) <= 64, (postID?.utf8.count ?? 0) <= 128 else {

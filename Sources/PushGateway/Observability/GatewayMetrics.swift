@@ -13,7 +13,9 @@ import Synchronization
 /// - `linkstr_auth_failures_total{reason}`
 /// - `linkstr_queue_jobs{state="queued"|"due"}` (read from PostgreSQL at scrape time)
 /// - `linkstr_pushes_total{outcome,reason}`: outcome is delivered, device_removed, retry,
-///   token_refresh, dropped or expired; reason is Apple's (or `none`)
+///   token_refresh, dropped, configuration_error, expired or over_budget (a device's
+///   `PUSH_DEVICE_BUDGET` spent: dropped, never queued); reason is Apple's (or `none`)
+/// - `linkstr_readiness_checks_total` (database reads behind `/readyz`, at most one a second)
 /// - `linkstr_apns_send_duration_seconds{status}` (histogram)
 /// - `linkstr_apns_jwt_age_seconds{key_id}`
 /// - `linkstr_apns_goaway_resends_total` (requests APNs refused with GOAWAY, sent again)
@@ -56,8 +58,13 @@ public final class GatewayMetrics: Sendable {
         Counter(label: "linkstr_rate_limited_total", dimensions: [("scope", scope)], factory: factory).increment()
     }
 
-    public func push(outcome: String, reason: String?) {
-        Counter(label: "linkstr_pushes_total", dimensions: [("outcome", outcome), ("reason", reason ?? "none")], factory: factory).increment()
+    /// `/readyz` read the database (at most once a second, whatever the number of probes).
+    public func readinessChecked() {
+        Counter(label: "linkstr_readiness_checks_total", factory: factory).increment()
+    }
+
+    public func push(outcome: String, reason: String?, count: Int = 1) {
+        Counter(label: "linkstr_pushes_total", dimensions: [("outcome", outcome), ("reason", reason ?? "none")], factory: factory).increment(by: count)
     }
 
     public func apnsSend(status: Int, duration: Duration) {

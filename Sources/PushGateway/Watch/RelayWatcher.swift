@@ -429,6 +429,7 @@ public actor RelayWatcher: Service {
                     directDelivery?.start(result.leased)
                     let distinct = Set(batch.map(\.wrapID)).count
                     metrics.watchRecorded(duplicates: distinct - result.claimed, queued: result.jobs, coalesced: result.merged)
+                    if result.overBudget > 0 { metrics.push(outcome: "over_budget", reason: nil, count: result.overBudget) }
                     let now = ContinuousClock.now
                     for sighting in batch where sighting.live { relayToQueue.recordNanoseconds(Self.nanoseconds(now - sighting.receivedAt)) }
                     if result.jobs > result.leased.count { wakeup?.signal() }

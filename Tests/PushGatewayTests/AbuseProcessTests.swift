@@ -1,0 +1,115 @@
+import Foundation
+import NostrProtocol
+@testable import PushGateway
+import Testing
+import TestSupport
+
+/// What an attacker on the open internet tries, against a real `linkstr-push` process (the
+/// binary a user runs; in the release pass of scripts/test.sh, the release build).
+@Suite(.serialized) struct AbuseProcessTests {
+    /// Every spelling of a signed route the router might accept is charged to the per-address
+    /// limit and refused: each one, flooded past the burst from its own address, sees 400 and
+    /// then 429, never a handler.
+    @Test func pathSpellingsCannotBypassThePerAddressLimit() async throws {
+        try await TestDatabase.with { url, _ in
+            try await SandboxFixture.with { sandbox in
+                // A burst of 4, refilled once every 1,000 s: nothing refills during the test.
+                let gateway = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: ["RATE_LIMIT_IP": "0.001/4"])
+                defer { gateway.kill() }
+                let variants = ["//v1/push", "/v1//push", "/v1/./push", "/v1/../v1/push", "/v1/%70ush", "/%76%31/push", "/v1/push/", "/v1/push/.",
+                                "/v1/push%2F", "//v1//devices//register"]
+                for (index, path) in variants.enumerated() {
+                    let source = "127.0.0.\(10 + index)"
+                    var statuses: [Int] = []
+                    for _ in 0..<6 { statuses.append(try RawHTTPClient.status(port: gateway.port, source: source, path: path)) }
+                    #expect(statuses.prefix(4).allSatisfy { $0 == 400 }, "\(path) is refused as non-canonical: \(statuses)")
+                    #expect(statuses.suffix(2) == [429, 429], "\(path) past the burst: \(statuses)")
+                }
+                // The canonical route still works from a fresh address (401: no signature), and the
+                // probes an orchestrator polls are exempt in their exact spelling only.
+                #expect(try RawHTTPClient.status(port: gateway.port, source: "127.0.0.60", path: "/v1/push") == 401)
+                for _ in 0..<6 { #expect(try RawHTTPClient.status(port: gateway.port, source: "127.0.0.61", method: "GET", path: "/healthz") == 200) }
+                let probes = try (0..<6).map { _ in try RawHTTPClient.status(port: gateway.port, source: "127.0.0.62", method: "GET", path: "//healthz") }
+                #expect(probes.suffix(2) == [429, 429], "a non-canonical probe spelling is charged: \(probes)")
+                let metrics = try await gateway.get("/metrics")
+                #expect(metrics.body.contains(#"linkstr_rate_limited_total{scope="ip"}"#))
+                #expect(await gateway.stop())
+            }
+        }
+    }
+
+    /// 300 clients that connect and then stall (nothing sent, half a request head, a head and
+    /// half a body) pin no memory, slow no one, and are closed by the server: the head and idle
+    /// connections at HTTP_IDLE_TIMEOUT_SECONDS, the bodies with a 408 at HTTP_BODY_TIMEOUT_SECONDS.
+    @Test func halfOpenConnectionsPinNothingSlowNoOneAndAreClosed() async throws {
+        try await TestDatabase.with { url, _ in
+            try await SandboxFixture.with { sandbox in
+                let gateway = try await GatewayProcess.start(database: url, sandbox: sandbox,
+                                                             environment: ["HTTP_IDLE_TIMEOUT_SECONDS": "4", "HTTP_BODY_TIMEOUT_SECONDS": "3"])
+                defer { gateway.kill() }
+                let before = try #require(gateway.process.residentBytes)
+                var clients: [RawHTTPClient] = []
+                for index in 0..<300 {
+                    let client = try RawHTTPClient(port: gateway.port)
+                    switch index % 3 {
+                    case 0: break
+                    case 1: try client.write("POST /v1/push HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty")
+                    default: try client.write("POST /v1/push HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{\"notification_type\":")
+                    }
+                    clients.append(client)
+                }
+                // Meanwhile everyone else is served as usual.
+                for _ in 0..<20 { #expect(try await gateway.get("/healthz").status == 200) }
+                let during = try #require(gateway.process.residentBytes)
+                #expect(during - before < 48 << 20, "300 stalled connections cost \((during - before) >> 20) MB")
+                // Each one is closed by the server, well within a minute.
+                var open = Array(clients.indices)
+                var answers: [Int: [UInt8]] = [:]
+                let deadline = ContinuousClock.now + .seconds(30)
+                while !open.isEmpty, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(250))
+                    open = open.filter { index in
+                        let (closed, received) = clients[index].drain()
+                        answers[index, default: []] += received
+                        return !closed
+                    }
+                }
+                #expect(open.isEmpty, "\(open.count) of 300 stalled connections still open after 30 s")
+                let bodies = clients.indices.filter { $0 % 3 == 2 }
+                let timedOut = bodies.filter { String(decoding: answers[$0] ?? [], as: UTF8.self).hasPrefix("HTTP/1.1 408") }
+                #expect(timedOut.count == bodies.count, "a stalled body is answered 408: \(timedOut.count) of \(bodies.count)")
+                #expect(try await gateway.get("/healthz").status == 200)
+                #expect(await gateway.stop())
+            }
+        }
+    }
+
+    /// Past HTTP_MAX_CONNECTIONS the server stops accepting, and serves the next client as soon as
+    /// a connection closes.
+    @Test func theConnectionCapHoldsAndFreesUp() async throws {
+        try await TestDatabase.with { url, _ in
+            try await SandboxFixture.with { sandbox in
+                let gateway = try await GatewayProcess.start(database: url, sandbox: sandbox,
+                                                             environment: ["HTTP_MAX_CONNECTIONS": "20", "HTTP_IDLE_TIMEOUT_SECONDS": "3"])
+                defer { gateway.kill() }
+                // Wait out the start-up probes' connections, so the 20 below are all there are.
+                try await Task.sleep(for: .seconds(4))
+                let idle = try (0..<20).map { _ in try RawHTTPClient(port: gateway.port) }
+                try await Task.sleep(for: .milliseconds(300))
+                let waiting = try RawHTTPClient(port: gateway.port)
+                try waiting.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                try await Task.sleep(for: .seconds(1))
+                #expect(waiting.drain().received.isEmpty, "the 21st connection is not served while 20 are open")
+                var answer: [UInt8] = []
+                let deadline = ContinuousClock.now + .seconds(20)
+                while !String(decoding: answer, as: UTF8.self).contains("\r\n"), ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(200))
+                    answer += waiting.drain().received
+                }
+                #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 200"), "served once the idle ones were closed")
+                #expect(idle.allSatisfy { $0.drain().closed }, "the idle connections were closed by the server first")
+                #expect(await gateway.stop())
+            }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+
+/// HTTP/1.1 spoken byte for byte over a plain socket, for tests whose point is what an HTTP
+/// library would tidy up before sending (`//v1/push`, `/v1/./push`, percent-escapes), from a chosen
+/// loopback source address (each 127.0.0.0/8 address is a separate client to a per-address limit),
+/// or a connection left half-open.
+public final class RawHTTPClient {
+    public let socket: Int32
+
+    /// Connects to 127.0.0.1:`port` from `source` (any 127.x.y.z address).
+    public init(port: Int, source: String = "127.0.0.1") throws {
+        socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw FixtureError("socket: \(String(cString: strerror(errno)))") }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        inet_pton(AF_INET, source, &local.sin_addr)
+        var remote = sockaddr_in()
+        remote.sin_family = sa_family_t(AF_INET)
+        remote.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, "127.0.0.1", &remote.sin_addr)
+        let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let connected = withUnsafePointer(to: &remote) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard bound == 0, connected == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(socket)
+            throw FixtureError("cannot connect to 127.0.0.1:\(port) from \(source): \(reason)")
+        }
+    }
+
+    deinit { close(socket) }
+
+    /// Sends `bytes` as they are.
+    public func write(_ text: String) throws {
+        let bytes = Array(text.utf8)
+        let sent = bytes.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent == bytes.count else { throw FixtureError("send: \(String(cString: strerror(errno)))") }
+    }
+
+    /// Reads until the response head is complete and returns its status code.
+    public func readStatus() throws -> Int {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !received.contains(UInt8(ascii: "\n")) {
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { throw FixtureError("no response (\(count == 0 ? "closed" : String(cString: strerror(errno))))") }
+            received += buffer[..<count]
+        }
+        let line = String(decoding: received.prefix { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+        let parts = line.split(separator: " ")
+        guard parts.count >= 2, let status = Int(parts[1]) else { throw FixtureError("not an HTTP status line: \(line)") }
+        return status
+    }
+
+    /// Reads whatever has arrived without waiting; `closed` once the server closed the connection.
+    public func drain() -> (closed: Bool, received: [UInt8]) {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count > 0 { received += buffer[..<count]; continue }
+            if count == 0 { return (true, received) }
+            return (errno != EAGAIN && errno != EWOULDBLOCK, received)
+        }
+    }
+
+    /// One request on a fresh connection: `method path` with `Connection: close`; returns the status.
+    public static func status(port: Int, source: String = "127.0.0.1", method: String = "POST", path: String, body: String = "{}") throws -> Int {
+        let client = try RawHTTPClient(port: port, source: source)
+        try client.write("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/json\r\n"
+                         + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+        return try client.readStatus()
+    }
+}
