@@ -321,6 +321,11 @@ BODIES = [
     (PUSH, push("new_post", conversation="c\\n1")),
     (PUSH, push("new_emoji_reaction", ',"emoji":"\\u0007"')),
     (PUSH, push("new_post", event="x" * 129)),
+    (PUSH, push("new_emoji_reaction", ',"emoji":"⚠ Verify your account at evil.example"')),
+    (PUSH, push("new_emoji_reaction", ',"emoji":"👍👍"')),
+    (PUSH, push("new_emoji_reaction", ',"emoji":"1"')),
+    (PUSH, push("new_emoji_reaction", ',"emoji":"👨\u200d👩\u200d👧","post_id":"p"')),
+    (PUSH, push("new_emoji_reaction", ',"emoji":"#\ufe0f\u20e3"')),
     (SUPPRESS, f'{{"event_ids":["{EVENT_ID}"]}}'),
     (SUPPRESS, f'{{"event_ids":["{EVENT_ID.upper()}","{EVENT_ID}"," "]}}'),
     (SUPPRESS, '{"event_ids":[]}'),
@@ -361,7 +366,9 @@ DICTIONARIES = {
         '"device_token"', '"apns_environment"', '"topic"', '"relay_watch"', '"sandbox"', '"production"',
         '"archived_conversation_ids"', '"known_conversation_ids"', '"notification_type"', '"new_post"',
         '"new_emoji_reaction"', '"gift_wrap"', '"event_id"', '"conversation_id"', '"recipient_pubkeys"', '"emoji"',
-        '"post_id"', '"event_ids"', '"' + KEY + '"', '"' + TOKEN + '"'],
+        '"post_id"', '"event_ids"', '"' + KEY + '"', '"' + TOKEN + '"',
+        # The parts a single emoji is made of (SingleEmoji): ZWJ, VS16, keycap, modifier, tag.
+        "👍", "\u200d", "\ufe0f", "\u20e3", "🏽", "\U000e0067", "🇺🇸", "#\ufe0f\u20e3", "👨\u200d👩\u200d👧"],
 }
 
 

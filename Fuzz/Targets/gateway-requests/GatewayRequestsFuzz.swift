@@ -34,6 +34,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         check(isCleanText(request.eventID) && isCleanText(request.conversationID), "push: ids not clean")
         check((request.emoji?.utf8.count ?? 0) <= 64 && (request.postID?.utf8.count ?? 0) <= 128, "push: emoji or post id too long")
         check(request.type == .newEmojiReaction || (request.emoji == nil && request.postID == nil), "push: emoji on a new post")
+        check(request.type != .newEmojiReaction || SingleEmoji.isSingleEmoji(request.emoji ?? ""), "push: emoji is not one emoji")
     default:
         guard let request = try? SuppressionRequest.parse(body) else { return 0 }
         check(isIDList(request.eventIDs, max: SuppressionRequest.maxEventIDs), "suppress: bad event ids")
