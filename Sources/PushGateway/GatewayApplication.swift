@@ -82,9 +82,15 @@ public enum GatewayApplication {
         services.append(StartsAfterGate(gate: migrated, service: MaintenanceService(store: store, queue: queue, logger: logger)))
         if let worker { services.append(StartsAfterGate(gate: migrated, service: worker)) }
         if let watcher { services.append(StartsAfterGate(gate: migrated, service: watcher)) }
+        // Every connection: its address's share of the connection cap, and a deadline per request.
+        let perAddress = configuration.http.maxConnectionsPerAddress.map { ConnectionsPerAddress(limit: $0) }
+        let requestLimit = TimeAmount.seconds(Int64(configuration.http.requestTimeoutSeconds))
+        let perConnection: @Sendable () -> [any RemovableChannelHandler] = {
+            (perAddress.map { [$0.handler()] } ?? []) + [RequestDeadlineHandler(limit: requestLimit)]
+        }
         var app = Application(
             router: buildRouter(api: api),
-            server: .http1(configuration: .init(idleTimeout: .seconds(Int64(configuration.http.idleTimeoutSeconds)))),
+            server: .http1(configuration: .init(additionalChannelHandlers: perConnection(), idleTimeout: .seconds(Int64(configuration.http.idleTimeoutSeconds)))),
             configuration: .init(address: .hostname(configuration.listenHost, port: configuration.listenPort), serverName: "linkstr-push",
                                  availableConnectionsDelegate: MaximumAvailableConnections(configuration.http.maxConnections, logger: logger)),
             services: services,

@@ -13,6 +13,9 @@ import Testing
     @Test(arguments: [
         "", "a", "1", "#", "©", "⚠", "⚠ Verify your account at evil.example", "👍👍", "👍 ", " 👍", "👍\u{0301}", "e\u{0301}",
         "\u{200D}", "\u{FE0F}", "\u{20E3}", "\u{E0067}", "👍\u{200B}", "<b>", "🇩🇪🇫🇷",
+        // A row of word-emoji joined into one grapheme, hidden tag text, a lone regional
+        // indicator, a digit with only VS16.
+        "🆘\u{200D}🆓\u{200D}🆕\u{200D}🆗\u{200D}🔥", "👍\u{E0068}\u{E0069}\u{E007F}", "🇩", "1\u{FE0F}",
     ])
     func refused(_ text: String) {
         #expect(!SingleEmoji.isSingleEmoji(text), "\(text.unicodeScalars.map { String($0.value, radix: 16) })")

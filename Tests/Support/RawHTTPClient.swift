@@ -4,7 +4,7 @@ import Foundation
 /// library would tidy up before sending (`//v1/push`, `/v1/./push`, percent-escapes), from a chosen
 /// loopback source address (each 127.0.0.0/8 address is a separate client to a per-address limit),
 /// or a connection left half-open.
-public final class RawHTTPClient {
+public final class RawHTTPClient: Sendable {
     public let socket: Int32
 
     /// Connects to 127.0.0.1:`port` from `source` (any 127.x.y.z address).
@@ -30,6 +30,9 @@ public final class RawHTTPClient {
     }
 
     deinit { close(socket) }
+
+    /// Ends the connection (both directions) now; the descriptor is freed with the client.
+    public func hangUp() { shutdown(socket, Int32(SHUT_RDWR)) }
 
     /// Sends `bytes` as they are.
     public func write(_ text: String) throws {

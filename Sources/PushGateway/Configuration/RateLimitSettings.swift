@@ -17,8 +17,8 @@ public struct RateLimitSettings: Sendable, Equatable {
     public var perIP: Limit?
     /// `RATE_LIMIT_PUBKEY` (default `20/100`).
     public var perPubkey: Limit?
-    /// `RATE_LIMIT_TRUST_FORWARDED=1`: the client IP is the first `X-Forwarded-For` address
-    /// (behind a load balancer that sets it); otherwise the connection's peer address.
+    /// `RATE_LIMIT_TRUST_FORWARDED=1`: the client IP is the last `X-Forwarded-For` address (the
+    /// one the load balancer in front appended); otherwise the connection's peer address.
     public var trustForwardedFor: Bool
 
     public init(perIP: Limit? = nil, perPubkey: Limit? = nil, trustForwardedFor: Bool = false) {

@@ -29,7 +29,7 @@ struct EnqueuePushStatement: PostgresPreparedStatement {
             -- unnest at 200 rows and hashes a sequential scan of every device; OFFSET 0 keeps the
             -- planner from flattening the LATERAL subquery into that join.
             SELECT d.device_token, d.pubkey, d.apns_environment, d.topic, d.updated_at,
-                   NOT $13 OR coalesce(b.tokens + extract(epoch FROM now() - b.updated_at) * $15, $14) >= 1 AS within_budget
+                   NOT $13 OR coalesce(b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)) * $15, $14) >= 1 AS within_budget
             FROM (SELECT DISTINCT r AS pubkey FROM unnest($4::text[]) AS r WHERE r <> $1 AND EXISTS (SELECT 1 FROM replay)) rc
             CROSS JOIN LATERAL (SELECT * FROM devices WHERE pubkey = rc.pubkey OFFSET 0) d
             LEFT JOIN device_budgets b ON $13 AND b.device_token = d.device_token
@@ -50,8 +50,8 @@ struct EnqueuePushStatement: PostgresPreparedStatement {
             INSERT INTO device_budgets AS b (device_token, tokens, updated_at)
             SELECT device_token, $14 - 1, now() FROM targets WHERE $13 ORDER BY device_token
             ON CONFLICT (device_token) DO UPDATE
-                SET tokens = least($14, b.tokens + extract(epoch FROM now() - b.updated_at) * $15) - 1, updated_at = now()
-                WHERE least($14, b.tokens + extract(epoch FROM now() - b.updated_at) * $15) >= 1
+                SET tokens = least($14, b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)) * $15) - 1, updated_at = greatest(b.updated_at, now())
+                WHERE least($14, b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)) * $15) >= 1
             RETURNING device_token
         ), jobs AS (
             INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, emoji, post_id, expires_at,

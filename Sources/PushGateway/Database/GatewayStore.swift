@@ -148,7 +148,7 @@ public struct GatewayStore: Sendable {
         _ group: [PendingRegistration], maxDevicesPerPubkey: Int, database: Database, logger: Logger
     ) async throws -> [RegistrationBatcher.Outcome] {
         @Sendable func write(_ registrations: [PendingRegistration]) async throws -> [Bool] {
-            try await retryingTransient {
+            let (applied, crowded) = try await retryingTransient {
                 var applied = [Bool](repeating: false, count: registrations.count)
                 var devicesAfter: [String: Int] = [:]
                 for (position, wasApplied, devicesBefore) in try await database.execute(RegisterDevicesStatement(registrations: registrations), logger: logger) {
@@ -158,15 +158,23 @@ public struct GatewayStore: Sendable {
                 }
                 // At most one new device per applied registration: only a pubkey that may have
                 // passed the cap is looked at again.
-                let crowded = devicesAfter.filter { $0.value > maxDevicesPerPubkey }.keys.sorted()
-                if !crowded.isEmpty {
+                return (applied, devicesAfter.filter { $0.value > maxDevicesPerPubkey }.keys.sorted())
+            }
+            // Committed: the answers stand whatever happens next. Eviction is its own statement,
+            // outside the retries above (running the registration again would find its replay keys
+            // used and answer a stored registration as replayed); if it fails, the pubkey's next
+            // registration evicts.
+            if !crowded.isEmpty {
+                do {
                     let evicted = try await database.execute(EvictExcessDevicesStatement(pubkeys: crowded, maxDevicesPerPubkey: maxDevicesPerPubkey), logger: logger)
                     if !evicted.isEmpty {
                         logger.info("evicted least recently registered devices", metadata: ["push.devices": "\(evicted.count)", "push.pubkeys": "\(Set(evicted).count)"])
                     }
+                } catch {
+                    logger.warning("could not evict devices past the cap", metadata: ["error.type": "\(type(of: error))", "push.pubkeys": "\(crowded.count)"])
                 }
-                return applied
             }
+            return applied
         }
         func refused(_ error: PSQLError) -> RegistrationBatcher.Outcome {
             logStorageFailure(error, logger)

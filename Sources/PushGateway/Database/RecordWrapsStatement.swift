@@ -73,8 +73,8 @@ struct RecordWrapsStatement: PostgresPreparedStatement {
             INSERT INTO device_budgets AS b (device_token, tokens, updated_at)
             SELECT device_token, $12 - 1, now() FROM scheduled WHERE $11 ORDER BY device_token
             ON CONFLICT (device_token) DO UPDATE
-                SET tokens = least($12, b.tokens + extract(epoch FROM now() - b.updated_at) * $13) - 1, updated_at = now()
-                WHERE least($12, b.tokens + extract(epoch FROM now() - b.updated_at) * $13) >= 1
+                SET tokens = least($12, b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)) * $13) - 1, updated_at = greatest(b.updated_at, now())
+                WHERE least($12, b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)) * $13) >= 1
             RETURNING device_token
         ), jobs AS (
             INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay, wrap_count,

@@ -101,18 +101,17 @@ public struct DeliveryQueue: Sendable {
         }
     }
 
-    /// Jobs in the queue, and how many of them are due now.
     /// How many jobs are counted as due at most: past it the gauge reads this figure.
     static let dueCountCap = 10_000
 
-    /// The queue's size without reading the queue: `queued` is PostgreSQL's live-row count for
+    /// Jobs in the queue, and how many of them are due now, without reading the queue: `queued` is PostgreSQL's live-row count for
     /// the table (kept by its statistics as rows come and go, so it lags by a moment), and `due`
     /// counts jobs due now through the claim index, up to `dueCountCap`. A `count(*)` of the whole
     /// queue per scrape would cost most when the queue is longest.
     public func depth() async throws -> (queued: Int, due: Int) {
         var result = (queued: 0, due: 0)
         for row in try await database.query("""
-            SELECT coalesce((SELECT n_live_tup FROM pg_stat_user_tables WHERE relname = 'push_jobs'), 0)::int,
+            SELECT coalesce((SELECT n_live_tup FROM pg_stat_user_tables WHERE relid = 'push_jobs'::regclass), 0)::int,
                    (SELECT count(*) FROM (SELECT 1 FROM push_jobs WHERE next_attempt_at <= now() LIMIT \(Self.dueCountCap)) due)::int
             """, logger: logger
         ).decode((Int, Int).self) {

@@ -33,13 +33,6 @@ public struct APIError: Error, Sendable, Equatable, HTTPResponseError {
         return error
     }
 
-    /// The body was still incomplete at `HTTP_BODY_TIMEOUT_SECONDS`; the connection is closed.
-    public static var bodyTimeout: APIError {
-        var error = APIError(.requestTimeout, "request body not received in time")
-        error.headers[.connection] = "close"
-        return error
-    }
-
     public static let invalidJSON = APIError.badRequest("invalid json body")
     public static let unreadableBody = APIError.badRequest("failed to read request body")
     public static let storage = APIError(.internalServerError, "storage error")

@@ -2,9 +2,10 @@ import Hummingbird
 
 /// Refuses a request whose path is not spelled canonically, with 400, before it reaches a route.
 ///
-/// The router is lenient: it skips empty segments and may decode percent-escapes, so `//v1/push`,
-/// `/v1//push` or `/v1/%70ush` reach the same handler as `/v1/push`. Anything that keys on the path
-/// (limits, exemptions, metrics, logs) would then see a spelling it does not expect. Every path the
+/// The router is lenient: it skips empty segments, so `//v1/push` or `/v1//push` reach the same
+/// handler as `/v1/push`, and other spellings (percent-escapes, dot segments) depend on the router
+/// and the proxies in front. Anything that keys on the path (limits, exemptions, metrics, logs)
+/// would then see a spelling it does not expect; refusing every non-canonical one closes that. Every path the
 /// gateway serves is plain ASCII, so a canonical one is `/` followed by non-empty segments of
 /// unreserved characters (RFC 3986 §2.3), none of them `.` or `..`, with no trailing slash.
 struct CanonicalPathMiddleware<Context: RequestContext>: RouterMiddleware {

@@ -32,8 +32,6 @@ public struct GatewayAPI: Sendable {
     let trustForwardedFor: Bool
     /// Headers seen used here, so a replay is refused before it is charged to its pubkey.
     let usedAuthorizations: UsedAuthorizations
-    /// `HTTP_BODY_TIMEOUT_SECONDS`.
-    let bodyTimeout: Duration
     /// What `/readyz` answers, read from the database at most once a second.
     let readiness: ThrottledSnapshot<(HTTPResponse.Status, [String: JSONValue])>
 
@@ -55,23 +53,18 @@ public struct GatewayAPI: Sendable {
         self.pubkeyLimiter = configuration.rateLimits.perPubkey.map { RateLimiter(limit: $0) }
         self.trustForwardedFor = configuration.rateLimits.trustForwardedFor
         self.usedAuthorizations = UsedAuthorizations(window: .seconds(2 * configuration.authMaxSkewSeconds + 60))
-        self.bodyTimeout = .seconds(configuration.http.bodyTimeoutSeconds)
         self.readiness = ThrottledSnapshot { [store, watcher, metrics] in
             metrics.readinessChecked()
             return await Self.checkReadiness(store: store, watcher: watcher, latestMigration: latestMigration)
         }
     }
 
-    /// Reads the body within the size limit and `HTTP_BODY_TIMEOUT_SECONDS`; anything unreadable
-    /// or too large is the app's 400, a body still incomplete at the deadline a 408 that closes
-    /// the connection (a client sending a byte at a time holds nothing for long).
-    func readBody(_ request: inout Request) async throws(APIError) -> [UInt8] {
-        let body = request.body
+    /// Reads the body within the size limit; anything unreadable or too large is the app's 400.
+    /// How long it may take is bounded per connection (`RequestDeadlineHandler`).
+    static func readBody(_ request: inout Request) async throws(APIError) -> [UInt8] {
         do {
-            let buffer = try await withDeadline(bodyTimeout) { try await body.collect(upTo: Self.maxBodyBytes) }
+            let buffer = try await request.body.collect(upTo: maxBodyBytes)
             return Array(buffer.readableBytesView)
-        } catch is DeadlineExceeded {
-            throw .bodyTimeout
         } catch {
             throw .unreadableBody
         }
@@ -87,23 +80,30 @@ public struct GatewayAPI: Sendable {
         }
     }
 
-    /// Body, then auth, then the per-pubkey limit, then the route's own parsing and work. A request
-    /// refused before the work has stored nothing, so its nonce is not used up.
+    /// Body, then auth, then the route's parsing, then the per-pubkey limit, then the work. A
+    /// request refused before the work has stored nothing, so its nonce is not used up.
     ///
-    /// A replayed header must not use up its pubkey's budget: one this instance already saw used
-    /// is refused before the limiter is asked, and a charge for one the database refuses as
+    /// A replayed header must not use up its pubkey's budget. Once a header has had a final answer
+    /// here (done, refused as replayed, or a 4xx that would only repeat), it is remembered and a
+    /// copy is refused before the limiter is asked; a charge for one the database refuses as
     /// replayed (first seen here, or used at another instance) is given back.
     func signed<Parsed, Result>(_ request: inout Request, parse: ([UInt8]) throws(APIError) -> Parsed,
                                 perform: (VerifiedHTTPAuth, Parsed) async throws -> Result) async throws -> Result {
-        let body = try await readBody(&request)
+        let body = try await Self.readBody(&request)
         let auth = try authenticate(request, body: body)
         let used = auth.pubkey.hex + " " + auth.replayKey
         guard !usedAuthorizations.contains(used) else { throw APIError.replayed }
+        let parsed: Parsed
+        do {
+            parsed = try parse(body)
+        } catch {
+            usedAuthorizations.insert(used)
+            throw error
+        }
         if let pubkeyLimiter, let wait = pubkeyLimiter.take(auth.pubkey.hex) {
             metrics.rateLimited(scope: "pubkey")
             throw APIError.rateLimited(retryAfter: wait)
         }
-        let parsed = try parse(body)
         do {
             let result = try await perform(auth, parsed)
             usedAuthorizations.insert(used)
@@ -111,6 +111,9 @@ public struct GatewayAPI: Sendable {
         } catch let error as APIError where error == .replayed {
             usedAuthorizations.insert(used)
             pubkeyLimiter?.refund(auth.pubkey.hex)
+            throw error
+        } catch let error as APIError where (400..<500).contains(error.status.code) {
+            usedAuthorizations.insert(used)
             throw error
         }
     }
@@ -192,8 +195,7 @@ public struct GatewayAPI: Sendable {
     /// Routes without a body take whatever was sent (it is covered by the signature) and ignore it.
     static func noBody(_: [UInt8]) throws(APIError) {}
 
-    /// Ready when the database answers and every known migration is applied.
-    /// `GET /metrics`: refreshes the queue gauges, then renders every metric.
+    /// `GET /metrics`: refreshes the queue gauges (at most once a second), then renders every metric.
     public func metricsExposition() async -> Response {
         let bytes = await metrics.exposition()
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
@@ -205,24 +207,27 @@ public struct GatewayAPI: Sendable {
     /// quick 503, not a hung request.
     static let readinessTimeout: Duration = .milliseconds(1500)
 
-    /// `/readyz`, answered from a snapshot refreshed at most once a second (`ThrottledSnapshot`):
-    /// probes cost the database one query a second however many arrive.
+    /// `/readyz`: ready when the database answers and every known migration is applied. Answered
+    /// from a snapshot refreshed at most once a second (`ThrottledSnapshot`), so probes cost the
+    /// database one query a second however many arrive.
     public func ready() async -> Response {
         let (status, body) = await readiness.value()
         return JSONBody.response(status, body)
     }
 
+    /// Every read of the refresh, the watcher's status included, is under the readiness timeout:
+    /// probes wait on a refresh in flight, so it must not hang.
     static func checkReadiness(store: GatewayStore, watcher: RelayWatcher?, latestMigration: Int) async -> (HTTPResponse.Status, [String: JSONValue]) {
         do {
-            let version = try await withDeadline(Self.readinessTimeout) {
-                try await Migrator.currentVersion(client: store.database.client, logger: store.logger)
+            return try await withDeadline(Self.readinessTimeout) {
+                let version = try await Migrator.currentVersion(client: store.database.client, logger: store.logger)
+                guard let version, version >= latestMigration else {
+                    return (.serviceUnavailable, ["status": "not ready", "error": "database not migrated"])
+                }
+                var body: [String: JSONValue] = ["status": "ready", "migration": .integer(Int64(version))]
+                if let watcher { body["watch"] = Self.watchStatus(await watcher.status()) }
+                return (.ok, body)
             }
-            guard let version, version >= latestMigration else {
-                return (.serviceUnavailable, ["status": "not ready", "error": "database not migrated"])
-            }
-            var body: [String: JSONValue] = ["status": "ready", "migration": .integer(Int64(version))]
-            if let watcher { body["watch"] = Self.watchStatus(await watcher.status()) }
-            return (.ok, body)
         } catch {
             return (.serviceUnavailable, ["status": "not ready", "error": "database unreachable"])
         }

@@ -64,7 +64,7 @@ final class RateLimiter: Sendable {
     /// Gives back a token taken for a request that turned out not to count (a replayed header).
     func refund(_ key: String) {
         generations.withLock { state in
-            guard var bucket = state.current[key] else { return }
+            guard var bucket = state.current[key] ?? state.previous[key] else { return }
             bucket.tokens = min(limit.burst, bucket.tokens + 1)
             state.current[key] = bucket
         }

@@ -16,15 +16,35 @@ public enum SingleEmoji {
     /// Tag characters and their terminator spell subdivision flags (🏴󠁧󠁢󠁥󠁮󠁧󠁿).
     static let tags: ClosedRange<UInt32> = 0xE0020...0xE007F
 
+    /// 🇦 … 🇿: two of them make a flag.
+    static let regionalIndicators: ClosedRange<UInt32> = 0x1F1E6...0x1F1FF
+    /// The black flag, the only base tag sequences (subdivision flags) build on.
+    static let blackFlag: Unicode.Scalar = "\u{1F3F4}"
+    /// The longest RGI sequences (families, couples with skin tones) have three joiners; a longer
+    /// chain is a row of pictographs in one grapheme.
+    static let maxJoiners = 3
+
     public static func isSingleEmoji(_ text: String) -> Bool {
         guard text.count == 1, let first = text.unicodeScalars.first else { return false }
         guard isEmojiBase(first) else { return false }
+        let scalars = Array(text.unicodeScalars)
+        // Regional indicators only as a pair: a flag, never a lone letter in a box.
+        if regionalIndicators.contains(first.value) {
+            return scalars.count == 2 && regionalIndicators.contains(scalars[1].value)
+        }
+        // Digits, # and * are emoji only as keycaps: with U+20E3, not merely VS16.
+        let keycapBase = first.isASCII
+        if keycapBase && !scalars.contains(combiningKeycap) { return false }
         var presentedAsEmoji = first.properties.isEmojiPresentation
-        for scalar in text.unicodeScalars.dropFirst() {
+        var joiners = 0
+        for scalar in scalars.dropFirst() {
             switch scalar {
             case variationSelector16, combiningKeycap: presentedAsEmoji = true
-            case zeroWidthJoiner: continue
-            case _ where tags.contains(scalar.value): continue
+            case zeroWidthJoiner:
+                joiners += 1
+                guard joiners <= maxJoiners else { return false }
+            case _ where tags.contains(scalar.value):
+                guard first == blackFlag else { return false }
             case _ where scalar.properties.isEmojiModifier: presentedAsEmoji = true
             case _ where isEmojiBase(scalar): continue
             default: return false
