@@ -31,8 +31,8 @@ swift test --skip-build "$@"
 # What users run is a release build, and the optimizer can break what the debug build does not
 # (a release-only crash in `linkstr post` once did). Unless a filter was given, build the release
 # executables and run everything that starts them again on those: the CLI end to end through a
-# real relay, the gateway's process tests, the process-level abuse and fault tests, and the
-# benchmarks in miniature. LINKSTR_SKIP_RELEASE=1 skips this pass.
+# real relay, the gateway's process tests, the process-level abuse and fault tests, the
+# benchmarks in miniature, and the fuzz targets. LINKSTR_SKIP_RELEASE=1 skips this pass.
 if [[ $# -eq 0 && "${LINKSTR_SKIP_RELEASE:-}" != 1 ]]; then
     say "building release executables"
     swift build -c release
@@ -58,4 +58,9 @@ if [[ $# -eq 0 && "${LINKSTR_SKIP_RELEASE:-}" != 1 ]]; then
     BENCH_BIN="$RELEASE_BIN" REGISTRATIONS=400 DEVICES=200 PUSHES=4 RECIPIENTS=50 SMOKE=1 scripts/bench-gateway.sh
     BENCH_BIN="$RELEASE_BIN" COLD=1 WATCHED=2000 RATE=200 SECONDS_=3 scripts/bench-watch.sh
     EVENTS=500 RUNS=1 BENCH_BIN="$RELEASE_BIN" scripts/bench-ingest.sh
+
+    # Every parser of outside input under libFuzzer with AddressSanitizer, from the committed seed
+    # corpus, 30 s each (FUZZ_SECONDS); a crash, hang or leak fails the run.
+    say "fuzzing: every parser of outside input (scripts/fuzz.sh)"
+    FUZZ_SECONDS="${FUZZ_SECONDS:-30}" scripts/fuzz.sh
 fi
