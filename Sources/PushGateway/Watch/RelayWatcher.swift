@@ -297,7 +297,7 @@ public actor RelayWatcher: Service {
     }
 
     /// Reads one subscription until it is closed. Verification runs here, off the actor.
-    private nonisolated func consume(_ stream: AsyncStream<SubscriptionEvent>, _ context: ConsumerContext) async {
+    private nonisolated func consume(_ stream: SubscriptionStream, _ context: ConsumerContext) async {
         var reachedEOSE = false
         let counters = metrics.watchRelayCounters(relay: context.relay)
         for await item in stream {
