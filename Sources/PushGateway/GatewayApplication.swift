@@ -65,7 +65,11 @@ public enum GatewayApplication {
         let api = GatewayAPI(store: store, configuration: configuration, latestMigration: migrator.latestVersion, metrics: metrics, watcher: watcher,
                              wakeup: wakeup, directDelivery: direct)
         metrics.onScrape {
-            if let depth = try? await queue.depth() { metrics.queue(queued: depth.queued, due: depth.due) }
+            // Bounded: without PostgreSQL the query waits for a connection indefinitely, and the
+            // scrape with it, so an outage would also take away the metrics that describe it.
+            if let depth = try? await withDeadline(GatewayAPI.readinessTimeout, { try await queue.depth() }) {
+                metrics.queue(queued: depth.queued, due: depth.due)
+            }
         }
         // The services that query our tables start once the migrations are in (see StartGate);
         // the PostgreSQL client and the APNs connections run from the start.
