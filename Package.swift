@@ -235,10 +235,17 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
-        // Test fixtures shared by the test targets: child processes and a real relay.
+        // Test fixtures shared by the test targets: child processes, a real relay, and a
+        // scriptable hostile one (SwiftNIO's WebSocket server).
         .target(
             name: "TestSupport",
-            dependencies: ["NostrProtocol"],
+            dependencies: [
+                "NostrProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
             path: "Tests/Support",
             swiftSettings: strictSwift
         ),

@@ -9,6 +9,20 @@ public struct RelayConfiguration: Sendable {
     public var maxMessageBytes = 1 << 20
     /// Messages waiting to be written (while connecting or when the relay is slow).
     public var outboundLimit = 10_000
+    /// Bytes of relay messages held for all subscriptions' consumers together; when they are
+    /// full the connection stops reading the relay's socket until consumers catch up
+    /// (`SubscriptionStream`). 4 MiB is a few thousand gift wraps, under a second of a fast relay.
+    public var inboundBufferBytes = 4 << 20
+    /// When reading stopped (consumers behind) for at least this long, every subscription that
+    /// had caught up sends its REQ again, reaching back to when the pause began
+    /// (`RequestContext.resumingAfter`): a relay that drops events for a client that does not
+    /// read, rather than the connection, would otherwise lose them silently. nil: never (a
+    /// connection that is lost while paused reaches back over the pause either way).
+    public var resubscribeAfterPause: Duration?
+    /// What the relay may send before the connection hangs up on it; none by default.
+    public var limits = RelayLimits()
+    /// At most one log line of relay-controlled text (NOTICE, CLOSED, OK) per this interval.
+    public var relayTextLogInterval: Duration = .seconds(10)
     /// How long `publish` waits for the relay's OK.
     public var publishTimeout: Duration = .seconds(10)
     /// Key answering NIP-42 AUTH challenges (nil: AUTH is not answered, the state says so).

@@ -4,6 +4,7 @@ import NIOCore
 import NIOSSL
 public import NostrProtocol
 public import ServiceLifecycle
+import Synchronization
 import WSClient
 
 /// One WebSocket connection to one relay, kept up for as long as the service runs.
@@ -12,25 +13,34 @@ import WSClient
 ///   mid-frame) with exponential backoff and jitter; errors never leave `run()`, because a thrown
 ///   error inside one `Service` would stop the whole service group.
 /// - Subscriptions outlive connections: every (re)connect sends their REQs again.
+/// - Bounded inbound path: messages are parsed on the reading task and handed to the
+///   subscriptions' consumers through queues that share one byte budget
+///   (`configuration.inboundBufferBytes`). While it is full the reading task waits, SwiftNIO stops
+///   reading the socket, and TCP makes the relay wait. A connection lost during or just after such
+///   a pause re-subscribes from when the pause began, not from when the loss was noticed.
+/// - Limits (`configuration.limits`): a relay that sends more than its rate, or too many invalid
+///   events, is disconnected and reconnected after a longer backoff.
 /// - NIP-42: a challenge is answered with `configuration.authKeys`; after the relay accepts it,
 ///   REQs are re-sent (a relay that closed them with `auth-required:` serves them now).
 /// - `publish` waits for the relay's `OK` with a timeout; messages wait in a bounded queue while
 ///   the connection is down.
+/// - Relay-controlled text reaches the log only escaped and throttled (`RelayTextLog`).
 public actor RelayConnection: Service {
     public nonisolated let url: String
     let configuration: RelayConfiguration
     let logger: Logger
 
     public private(set) var state: RelayState = .idle
-    public private(set) var statistics = RelayStatistics()
+    private var counters = RelayStatistics()
 
     private struct Subscription {
         /// Called each time the REQ is sent, so a re-sent REQ can move a relative `since`.
         var filters: @Sendable (RequestContext) -> [Filter]
-        let continuation: AsyncStream<SubscriptionEvent>.Continuation
+        let buffer: SubscriptionBuffer
         /// The relay sent EOSE for the latest REQ: everything stored up to then has arrived.
         var caughtUp = false
-        /// When a connection on which it was caught up was lost; cleared by the next EOSE. A
+        /// From when events may have been missed (Unix seconds): when a connection on which it was
+        /// caught up was lost, or when reading paused before that; cleared by the next EOSE. A
         /// connection that drops again before that EOSE leaves it where it was, so a flapping link
         /// never narrows the window past what was actually received.
         var resumeAfter: Int64?
@@ -38,7 +48,64 @@ public actor RelayConnection: Service {
         var context = RequestContext()
     }
 
+    /// A parsed message on its way from the reading task to a subscription's queue.
+    struct Delivery: Sendable {
+        let buffer: SubscriptionBuffer
+        let event: SubscriptionEvent
+        /// The message's bytes, reserved in `budget` while it is queued.
+        let cost: Int
+    }
+
+    /// What the reading task counts on every message and consumers report, behind a lock rather
+    /// than the actor: one actor hop per message for bookkeeping would cost more than the rest.
+    private struct Reading {
+        var traffic: RelayTraffic
+        var invalidEvents = 0
+        /// When reading paused (Unix seconds), while it is paused.
+        var pausedSince: Int64?
+        /// Pauses less than `recentPause` apart, as one stretch (Unix seconds): a consumer working
+        /// through a backlog lets the reader on and stops it again many times, and what went
+        /// missing started going missing at the first of them.
+        var episode: (start: Int64, end: Int64)?
+        var pauses = 0
+        var pausedTime: Duration = .zero
+        /// The current connection's task waiting to hang up on a breach a consumer reports.
+        var breachWaiter: CheckedContinuation<RelayTraffic.Breach?, Never>?
+
+        /// When events may have started going missing, as seen at `now` (a connection lost): the
+        /// start of a pause still going on or over for less than `recentPause`, less `pauseMargin`.
+        func missedSince(now: Int64) -> Int64? {
+            guard let episode, pausedSince != nil || now - episode.end <= RelayConnection.recentPause else { return nil }
+            return episode.start - RelayConnection.pauseMargin
+        }
+
+        mutating func pauseStarted(at now: Int64) {
+            pausedSince = now
+            if let episode, now - episode.end <= RelayConnection.recentPause { return }
+            episode = (now, now)
+        }
+
+        mutating func pauseEnded(at now: Int64, after waited: Duration) {
+            pausedSince = nil
+            episode?.end = now
+            pauses += 1
+            pausedTime += waited
+        }
+    }
+
+    /// Seconds before a pause's start that a re-sent REQ also covers: what the relay had queued,
+    /// or was in the socket buffers, when reading stopped was sent before the pause began, and is
+    /// lost with the connection.
+    static let pauseMargin: Int64 = 60
+    /// A connection lost this many seconds after a pause ended is taken to be lost because of it
+    /// (a relay that gives up on a slow client may take a while to do so); pauses this close
+    /// together are one stretch.
+    static let recentPause: Int64 = 60
+
     private var subscriptions: [String: Subscription] = [:]
+    private nonisolated let budget: InboundBudget
+    private nonisolated let reading: Mutex<Reading>
+    private var textLog: RelayTextLog
     /// The live connection's writer queue (nil while disconnected).
     private var outbound: AsyncStream<String>.Continuation?
     /// Messages queued while disconnected, sent on connect.
@@ -46,6 +113,8 @@ public actor RelayConnection: Service {
     private var pendingOKs: [EventID: [UUID: CheckedContinuation<PublishResult, any Error>]] = [:]
     private var authEventID: EventID?
     private var consecutiveFailures = 0
+    /// Connections in a row closed for a broken limit (the longer backoff grows with it).
+    private var consecutiveBreaches = 0
     private var stateWatchers: [UUID: AsyncStream<RelayState>.Continuation] = [:]
     private var stopped = false
 
@@ -55,6 +124,25 @@ public actor RelayConnection: Service {
         var logger = logger
         logger[metadataKey: "relay.url"] = "\(url)"
         self.logger = logger
+        budget = InboundBudget(limit: configuration.inboundBufferBytes)
+        reading = Mutex(Reading(traffic: RelayTraffic(limits: configuration.limits)))
+        textLog = RelayTextLog(interval: configuration.relayTextLogInterval)
+    }
+
+    /// Counters, rates and the reading state.
+    public var statistics: RelayStatistics {
+        var statistics = counters
+        statistics.suppressedLogLines = textLog.suppressedTotal
+        let now = ContinuousClock.now
+        reading.withLock { reading in
+            statistics.invalidEvents = reading.invalidEvents
+            statistics.eventsPerSecond = reading.traffic.eventsPerSecond(at: now)
+            statistics.invalidPerSecond = reading.traffic.invalidPerSecond(at: now)
+            statistics.readingPaused = reading.pausedSince != nil
+            statistics.readPauses = reading.pauses
+            statistics.readPausedTime = reading.pausedTime
+        }
+        return statistics
     }
 
     // MARK: Service
@@ -62,16 +150,19 @@ public actor RelayConnection: Service {
     public func run() async throws {
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             setState(.connecting)
+            var breach: RelayTraffic.Breach?
             do {
                 try await cancelWhenGracefulShutdown { try await self.connectOnce() }
                 if Task.isCancelled || Task.isShuttingDownGracefully { break }
                 throw RelayError.closedByRelay
             } catch {
                 if Task.isCancelled || Task.isShuttingDownGracefully { break }
+                if case RelayError.limitExceeded(let broken) = error { breach = broken }
                 disconnected(error)
             }
-            let delay = configuration.backoff.delay(afterFailures: consecutiveFailures)
-            logger.debug("reconnecting", metadata: ["relay.delay_ms": "\(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)"])
+            let delay = breach == nil ? configuration.backoff.delay(afterFailures: consecutiveFailures)
+                : configuration.limits.backoff.delay(afterFailures: consecutiveBreaches)
+            logger.debug("reconnecting", metadata: ["relay.delay_ms": "\(Self.milliseconds(delay))"])
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: delay) }
         }
         logger.debug("relay connection stopping")
@@ -94,12 +185,17 @@ public actor RelayConnection: Service {
                     for await text in stream { try await writer.writeTextMessage(text) }
                 }
                 group.addTask {
+                    // One message at a time: the next is asked for only once this one is queued
+                    // for its consumer, which is what stops the socket when consumers fall behind.
                     for try await message in inbound.messages(maxSize: maxMessageBytes) {
-                        guard case .text(let text) = message else { continue }
-                        await self.receive(text)
+                        try await self.read(message)
                     }
                 }
-                // Either side ending ends the connection.
+                group.addTask {
+                    // A limit broken by what a consumer reported, while the relay is quiet.
+                    if let breach = await self.nextBreach() { throw RelayError.limitExceeded(breach) }
+                }
+                // Any of them ending ends the connection.
                 _ = try await group.next()
                 group.cancelAll()
             }
@@ -110,31 +206,44 @@ public actor RelayConnection: Service {
 
     /// Subscribes (or replaces the filters of) `id`. The stream ends when `unsubscribe(id)` is
     /// called or the service stops.
-    public func subscribe(id: String, filters: [Filter]) -> AsyncStream<SubscriptionEvent> {
+    public func subscribe(id: String, filters: [Filter]) -> SubscriptionStream {
         subscribe(id: id) { (_: RequestContext) in filters }
     }
 
     /// Subscribes with filters computed each time the REQ is sent, ignoring why it is sent.
-    public func subscribe(id: String, filters: @escaping @Sendable () -> [Filter]) -> AsyncStream<SubscriptionEvent> {
+    public func subscribe(id: String, filters: @escaping @Sendable () -> [Filter]) -> SubscriptionStream {
         subscribe(id: id) { (_: RequestContext) in filters() }
     }
 
     /// Subscribes with filters computed each time the REQ is sent (first send and every
     /// reconnect), for a window relative to the current time such as `since: now − 2 days`. The
-    /// context says when a re-sent REQ follows a lost connection (see `RequestContext`).
-    public func subscribe(id: String, filters: @escaping @Sendable (RequestContext) -> [Filter]) -> AsyncStream<SubscriptionEvent> {
-        let (stream, continuation) = AsyncStream<SubscriptionEvent>.makeStream()
-        subscriptions[id]?.continuation.finish()
-        subscriptions[id] = Subscription(filters: filters, continuation: continuation)
-        if stopped { continuation.finish() }
+    /// context says when a re-sent REQ follows a lost connection or a long read pause (see
+    /// `RequestContext`).
+    public func subscribe(id: String, filters: @escaping @Sendable (RequestContext) -> [Filter]) -> SubscriptionStream {
+        let buffer = SubscriptionBuffer(budget: budget)
+        subscriptions[id]?.buffer.finish()
+        subscriptions[id] = Subscription(filters: filters, buffer: buffer)
+        if stopped { buffer.finish() }
         enqueue(ClientMessage.req(subscriptionID: id, filters: filters(RequestContext())).json)
-        return stream
+        return SubscriptionStream(buffer: buffer)
     }
 
     public func unsubscribe(id: String) {
         guard let subscription = subscriptions.removeValue(forKey: id) else { return }
-        subscription.continuation.finish()
+        subscription.buffer.finish()
         if outbound != nil { enqueue(ClientMessage.close(subscriptionID: id).json) }
+    }
+
+    /// Counts `count` events a consumer found invalid (junk, a bad id, a bad signature) toward
+    /// `configuration.limits.maxInvalid`; past it, the connection is closed.
+    public nonisolated func countInvalid(_ count: Int = 1) {
+        let breached = reading.withLock { reading -> (CheckedContinuation<RelayTraffic.Breach?, Never>, RelayTraffic.Breach)? in
+            reading.invalidEvents += count
+            guard let breach = reading.traffic.record(invalid: count, at: .now), let waiter = reading.breachWaiter else { return nil }
+            reading.breachWaiter = nil
+            return (waiter, breach)
+        }
+        if let (waiter, breach) = breached { waiter.resume(returning: breach) }
     }
 
     /// Sends `event` and waits for the relay's `OK` (at most `configuration.publishTimeout`).
@@ -170,6 +279,71 @@ public actor RelayConnection: Service {
         return stream
     }
 
+    // MARK: Reading
+
+    /// One inbound message, on the reading task: counted against the limits, parsed, and queued
+    /// for its subscription's consumer, waiting for room in the budget.
+    private nonisolated func read(_ message: WebSocketMessage) async throws {
+        let inbound: Result<RelayMessage, RelayMessageError>?
+        let cost: Int
+        switch message {
+        case .text(let text):
+            inbound = Result { () throws(RelayMessageError) in try RelayMessage(json: text) }
+            cost = text.utf8.count
+        case .binary(let buffer):
+            inbound = nil
+            cost = buffer.readableBytes
+        }
+        let unreadable: Bool
+        if case .success = inbound { unreadable = false } else { unreadable = true }
+        if let breach = reading.withLock({ $0.traffic.record(events: 1, invalid: unreadable ? 1 : 0, at: .now) }) {
+            throw RelayError.limitExceeded(breach)
+        }
+        guard let delivery = await handle(inbound, cost: cost) else { return }
+        await deliver(delivery)
+    }
+
+    /// Queues `delivery`, first waiting for room in the budget if there is none. A wait is a read
+    /// pause: it is timed, and a long one re-sends the subscriptions from when it began.
+    private nonisolated func deliver(_ delivery: Delivery) async {
+        if !budget.tryReserve(delivery.cost) {
+            let started = ContinuousClock.now
+            let startedAt = UnixTime.now()
+            reading.withLock { $0.pauseStarted(at: startedAt) }
+            let reserved = await budget.reserve(delivery.cost)
+            let waited = ContinuousClock.now - started
+            reading.withLock { $0.pauseEnded(at: UnixTime.now(), after: waited) }
+            // Cancelled: the connection is ending, and `disconnected` reaches back over the pause.
+            guard reserved else { return }
+            if let threshold = configuration.resubscribeAfterPause, waited >= threshold {
+                await resubscribeAfterPause(from: startedAt - Self.pauseMargin, waited: waited)
+            }
+        }
+        if !delivery.buffer.append(delivery.event, cost: delivery.cost) { budget.release(delivery.cost) }
+    }
+
+    /// The breach a consumer's report caused on this connection; nil when the task is cancelled
+    /// (the connection ended for another reason).
+    private nonisolated func nextBreach() async -> RelayTraffic.Breach? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<RelayTraffic.Breach?, Never>) in
+                let now: RelayTraffic.Breach?? = reading.withLock { reading in
+                    if Task.isCancelled { return .some(nil) }
+                    if let breach = reading.traffic.breach { return .some(breach) }
+                    reading.breachWaiter = continuation
+                    return .none
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            let waiter = reading.withLock { reading in
+                defer { reading.breachWaiter = nil }
+                return reading.breachWaiter
+            }
+            waiter?.resume(returning: nil)
+        }
+    }
+
     // MARK: Internals
 
     private func finishWaiter(_ id: EventID, _ token: UUID, _ result: Result<PublishResult, any Error>) {
@@ -185,13 +359,13 @@ public actor RelayConnection: Service {
     private func enqueue(_ text: String) -> Bool {
         if let outbound {
             if case .dropped = outbound.yield(text) {
-                statistics.droppedOutbound += 1
+                counters.droppedOutbound += 1
                 return false
             }
             return true
         }
         guard backlog.count < configuration.outboundLimit else {
-            statistics.droppedOutbound += 1
+            counters.droppedOutbound += 1
             return false
         }
         backlog.append(text)
@@ -201,7 +375,9 @@ public actor RelayConnection: Service {
     private func connected(writer: AsyncStream<String>.Continuation) {
         outbound = writer
         consecutiveFailures = 0
-        statistics.connections += 1
+        counters.connections += 1
+        // Limits apply per connection: a relay reconnected after a breach starts clean.
+        reading.withLock { $0.traffic.reset() }
         setState(.connected)
         logger.info("relay connected")
         // REQs first (they are what a reconnect must restore), then what waited while we were away;
@@ -218,22 +394,64 @@ public actor RelayConnection: Service {
         for text in waiting { enqueue(text) }
     }
 
+    /// Reading was paused for `waited` (consumers behind): a relay that drops events for a client
+    /// that does not read, instead of dropping the client, has lost some of what it sent since the
+    /// pause began. Every subscription that had caught up asks again from `from`; one still
+    /// replaying keeps the earliest point it must reach back to, and is covered by that replay.
+    private func resubscribeAfterPause(from: Int64, waited: Duration) {
+        guard outbound != nil else { return }
+        var resent = 0
+        for id in subscriptions.keys.sorted() {
+            guard var subscription = subscriptions[id] else { continue }
+            if subscription.caughtUp {
+                subscription.resumeAfter = from
+                subscription.caughtUp = false
+                subscription.context = RequestContext(resumingAfter: from)
+                subscriptions[id] = subscription
+                enqueue(ClientMessage.req(subscriptionID: id, filters: subscription.filters(subscription.context)).json)
+                resent += 1
+            } else if let resumeAfter = subscription.resumeAfter {
+                subscriptions[id]?.resumeAfter = min(resumeAfter, from)
+            }
+        }
+        counters.resubscribedAfterPause += 1
+        logger.notice("reading from the relay paused; subscriptions sent again from before the pause", metadata: [
+            "relay.paused_ms": "\(Self.milliseconds(waited))", "relay.resubscribed": "\(resent)",
+        ])
+    }
+
     private func disconnected(_ error: any Error) {
         // Only the loss of a live connection counts; failed attempts to reconnect do not.
         if outbound != nil {
             let now = UnixTime.now()
-            for id in subscriptions.keys where subscriptions[id]?.caughtUp == true {
-                subscriptions[id]?.resumeAfter = now
-                subscriptions[id]?.caughtUp = false
+            let missedSince = min(now, reading.withLock { $0.missedSince(now: now) } ?? now)
+            for id in subscriptions.keys {
+                if subscriptions[id]?.caughtUp == true {
+                    subscriptions[id]?.resumeAfter = missedSince
+                    subscriptions[id]?.caughtUp = false
+                } else if let resumeAfter = subscriptions[id]?.resumeAfter {
+                    subscriptions[id]?.resumeAfter = min(resumeAfter, missedSince)
+                }
             }
+            if case RelayError.limitExceeded = error {} else { consecutiveBreaches = 0 }
+        }
+        if case RelayError.limitExceeded(let breach) = error {
+            consecutiveBreaches += 1
+            counters.limitDisconnects[breach, default: 0] += 1
+            counters.lastBreach = breach
         }
         outbound = nil
         authEventID = nil
         consecutiveFailures += 1
-        statistics.failures += 1
+        counters.failures += 1
         let reason = (error as? RelayError)?.description ?? String(describing: type(of: error))
         setState(.failed(reason))
-        logger.notice("relay disconnected", metadata: ["relay.error": "\(reason)", "relay.failures": "\(consecutiveFailures)"])
+        var metadata: Logger.Metadata = ["relay.error": "\(reason)", "relay.failures": "\(consecutiveFailures)"]
+        if case RelayError.limitExceeded(let breach) = error {
+            metadata["relay.limit"] = "\(breach.rawValue)"
+            metadata["relay.breaches"] = "\(consecutiveBreaches)"
+        }
+        logger.notice("relay disconnected", metadata: metadata)
         // Nobody will answer these on this connection.
         for (_, waiters) in pendingOKs { for (_, waiter) in waiters { waiter.resume(throwing: RelayError.disconnected) } }
         pendingOKs.removeAll()
@@ -243,7 +461,7 @@ public actor RelayConnection: Service {
         stopped = true
         outbound = nil
         setState(.stopped)
-        for (_, subscription) in subscriptions { subscription.continuation.finish() }
+        for (_, subscription) in subscriptions { subscription.buffer.finish() }
         subscriptions.removeAll()
         for (_, waiters) in pendingOKs { for (_, waiter) in waiters { waiter.resume(throwing: RelayError.stopped) } }
         pendingOKs.removeAll()
@@ -257,34 +475,55 @@ public actor RelayConnection: Service {
         for (_, watcher) in stateWatchers { watcher.yield(new) }
     }
 
-    func receive(_ text: String) {
+    /// Parses and handles `text` as if the relay had sent it (tests); what it would queue is
+    /// returned, not queued.
+    @discardableResult
+    func receive(_ text: String) -> Delivery? {
+        handle(Result { () throws(RelayMessageError) in try RelayMessage(json: text) }, cost: text.utf8.count)
+    }
+
+    /// Applies a message to the connection's state; returns what goes to a subscription's
+    /// consumer. `inbound` is nil for a binary frame.
+    private func handle(_ inbound: Result<RelayMessage, RelayMessageError>?, cost: Int) -> Delivery? {
         let message: RelayMessage
-        do {
-            message = try RelayMessage(json: text)
-        } catch {
-            statistics.invalidMessages += 1
-            logger.debug("unreadable relay message", metadata: ["error": "\(error)"])
-            return
+        switch inbound {
+        case .success(let parsed):
+            message = parsed
+        case .failure(let error):
+            counters.invalidMessages += 1
+            logRelayText("unreadable relay message", error.description, level: .debug)
+            return nil
+        case nil:
+            counters.invalidMessages += 1
+            return nil
         }
         switch message {
         case .event(let id, let event):
-            statistics.events += 1
-            subscriptions[id]?.continuation.yield(.event(event))
+            counters.events += 1
+            guard let subscription = subscriptions[id] else { return nil }
+            return Delivery(buffer: subscription.buffer, event: .event(event), cost: cost)
         case .eose(let id):
+            guard let subscription = subscriptions[id] else { return nil }
             subscriptions[id]?.caughtUp = true
             subscriptions[id]?.resumeAfter = nil
-            subscriptions[id]?.continuation.yield(.endOfStoredEvents)
+            return Delivery(buffer: subscription.buffer, event: .endOfStoredEvents, cost: cost)
         case .closed(let id, let text):
-            statistics.closed += 1
+            counters.closed += 1
+            guard let subscription = subscriptions[id] else { return nil }
+            logRelayText("relay closed a subscription", text, metadata: ["relay.subscription": "\(id)"])
             if RelayMessage.prefix(of: text) == .authRequired, configuration.authKeys == nil { setState(.authRequired) }
             // An auth-required CLOSED is answered by re-sending the REQ once AUTH succeeds.
             if RelayMessage.prefix(of: text) != .authRequired || configuration.authKeys == nil {
-                subscriptions[id]?.continuation.yield(.closed(text))
+                return Delivery(buffer: subscription.buffer, event: .closed(text), cost: cost)
             }
+            return nil
         case .notice(let text):
-            statistics.notices += 1
-            logger.info("relay notice", metadata: ["relay.notice": "\(text.prefix(200))"])
+            counters.notices += 1
+            logRelayText("relay notice", text)
+            return nil
         case .ok(let id, let accepted, let text):
+            let ours = id == authEventID || pendingOKs[id] != nil
+            if ours, !accepted { logRelayText("relay refused an event", text, metadata: ["relay.event_id": "\(id.hex)"]) }
             if id == authEventID {
                 authEventID = nil
                 if accepted {
@@ -299,14 +538,30 @@ public actor RelayConnection: Service {
             if let waiters = pendingOKs.removeValue(forKey: id) {
                 for (_, waiter) in waiters { waiter.resume(returning: result) }
             }
+            return nil
         case .auth(let challenge):
             guard let keys = configuration.authKeys else {
                 setState(.authRequired)
-                return
+                return nil
             }
             let event = RelayAuthEvent.make(keys: keys, relayURL: url, challenge: challenge)
             authEventID = event.id
             enqueue(ClientMessage.auth(event).json)
+            return nil
         }
+    }
+
+    /// Logs relay-controlled `text`, escaped, at most once per `relayTextLogInterval` for this
+    /// relay (the lines held back are counted in the next one).
+    private func logRelayText(_ message: Logger.Message, _ text: String, level: Logger.Level = .info, metadata: Logger.Metadata = [:]) {
+        guard level >= logger.logLevel, let line = textLog.admit(text, at: .now) else { return }
+        var metadata = metadata
+        metadata["relay.text"] = "\(line.text)"
+        if line.suppressed > 0 { metadata["relay.suppressed"] = "\(line.suppressed)" }
+        logger.log(level: level, message, metadata: metadata)
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
     }
 }

@@ -10,6 +10,8 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
     case closedByRelay
     /// The relay sent something that is not a NIP-01 message.
     case protocolViolation(String)
+    /// The connection hung up on a relay that broke one of its `RelayLimits`.
+    case limitExceeded(RelayTraffic.Breach)
     /// The connection service has stopped.
     case stopped
 
@@ -20,6 +22,8 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
         case .disconnected: "connection closed before the relay answered"
         case .closedByRelay: "the relay closed the connection"
         case .protocolViolation(let what): "relay protocol violation: \(what)"
+        case .limitExceeded(.flood): "the relay sent more messages than the limit allows"
+        case .limitExceeded(.invalid): "the relay sent too many invalid events"
         case .stopped: "relay connection stopped"
         }
     }

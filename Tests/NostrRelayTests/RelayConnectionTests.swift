@@ -41,7 +41,7 @@ import TestSupport
     }
 
     /// Next item of a subscription, or nil after `seconds`.
-    static func next(_ iterator: inout AsyncStream<SubscriptionEvent>.Iterator, seconds: Double = 5) async -> SubscriptionEvent? {
+    static func next(_ iterator: inout SubscriptionStream.AsyncIterator, seconds: Double = 5) async -> SubscriptionEvent? {
         nonisolated(unsafe) var it = iterator
         defer { iterator = it }
         return await withTaskGroup(of: SubscriptionEvent?.self) { group in

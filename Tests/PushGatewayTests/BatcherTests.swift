@@ -1,5 +1,6 @@
 @testable import PushGateway
 import Testing
+import TestSupport
 
 /// The batcher between producers (relay consumers) and a writer loop, as a value with no I/O.
 struct BatcherTests {
@@ -35,5 +36,34 @@ struct BatcherTests {
         try? await Task.sleep(for: .milliseconds(50))
         batcher.close()
         #expect(await batch == nil)
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aSenderWaitsWhileTheLimitIsPendingAndGoesOnWhenABatchIsTaken() async {
+        let batcher = Batcher<Int>(limit: 3)
+        for value in 1...3 { #expect(await batcher.send(value)) }
+        let fourth = Task { await batcher.send(4) }
+        #expect(await eventually { batcher.waitingSenders == 1 }, "the fourth waits")
+        #expect(batcher.count == 3)
+        #expect(await batcher.next(max: 2) == [1, 2])
+        #expect(await fourth.value, "taken in once the batch made room")
+        #expect(await batcher.next(max: 10) == [3, 4], "in order")
+    }
+
+    @Test(.timeLimit(.minutes(1))) func closingTurnsWaitingSendersAway() async {
+        let batcher = Batcher<Int>(limit: 1)
+        #expect(await batcher.send(1))
+        let second = Task { await batcher.send(2) }
+        #expect(await eventually { batcher.waitingSenders == 1 })
+        batcher.close()
+        #expect(await second.value == false, "not added: the writer is gone")
+        #expect(await batcher.send(3) == false)
+        #expect(await batcher.next(max: 10) == [1])
+        #expect(await batcher.next(max: 10) == nil)
+    }
+
+    @Test func addIgnoresTheLimit() async {
+        let batcher = Batcher<Int>(limit: 1)
+        for value in 1...3 { batcher.add(value) }
+        #expect(await batcher.next(max: 10) == [1, 2, 3])
     }
 }

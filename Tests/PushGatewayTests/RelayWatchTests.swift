@@ -304,12 +304,17 @@ import TestSupport
         }
     }
 
+    /// A registration to a chunk whose REQ did not go out in the last `WATCH_RESUBSCRIBE_SECONDS`
+    /// is watched at once (one pubkey per chunk here: alice's chunk went out moments before, and a
+    /// change to it would wait out the interval, which `aBurstOfRegistrations…` covers).
     @Test func aRegistrationMadeWhileRunningIsWatchedWithinASecond() async throws {
         let relay = try RelayFixture()
         try await relay.start()
         let alice = Keys.generate(), dave = Keys.generate()
         try await SandboxFixture.with { sandbox in
-            try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: Self.settings([relay])) { gateway in
+            var settings = Self.settings([relay])
+            settings.chunkSize = 1
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: settings) { gateway in
                 try await Self.registerWatching(gateway, alice, HTTP2DeliveryTests.token(0xF1))
                 #expect(try await Self.waitLive(gateway, pubkeys: 1))
                 let registered = ContinuousClock.now
@@ -327,6 +332,32 @@ import TestSupport
                 #expect(try await GatewayHarness.eventually { try await Self.watchStatus(gateway)?["watched_pubkeys"] == 1 })
             }
         }
+    }
+
+    /// Forty registrations in a row land in one chunk: its REQ goes out at once for the first,
+    /// then at most once per `WATCH_RESUBSCRIBE_SECONDS` with what changed meanwhile, not once per
+    /// registration.
+    @Test func aBurstOfRegistrationsMakesAFewREQsNotOnePerRegistration() async throws {
+        let relay = try HostileRelay()
+        try await relay.start()
+        let users = (0..<40).map { _ in Keys.generate() }
+        try await SandboxFixture.with { sandbox in
+            let settings = WatchSettings(relays: [relay.url], chunkSize: 500, coalesceSeconds: 0, shards: 8, leaseSeconds: 30)
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: settings) { gateway in
+                let started = ContinuousClock.now
+                for (index, keys) in users.enumerated() { try await Self.registerWatching(gateway, keys, HTTP2DeliveryTests.token(UInt8(0x10 + index))) }
+                let burst = ContinuousClock.now - started
+                #expect(try await Self.waitLive(gateway, pubkeys: users.count, within: 15), "every registration is watched")
+                let requests = relay.records.reduce(0) { $0 + $1.requests }
+                // One at once, then one per two-second window the burst reached into.
+                let bound = 2 + Int(burst / .seconds(2))
+                #expect(requests <= bound, "\(requests) REQs for \(users.count) registrations in \(burst)")
+                let wrap = try Self.wrap(to: users[users.count - 1])
+                relay.publish(wrap)
+                #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).count == 1 }, "the last one registered is watched")
+            }
+        }
+        await relay.stop()
     }
 
     @Test func aSuppressedSelfCopyIsNotPushed() async throws {
@@ -630,6 +661,32 @@ import TestSupport
         }
         let key = Keys.generate()
         #expect(try WatchSettings.fromEnvironment(["GATEWAY_NSEC": key.secretKey.exportNsec()]).gatewayKey?.publicKey == key.publicKey)
+    }
+
+    @Test func relayLimitsAndResubscriptionFromTheEnvironment() throws {
+        let defaults = try WatchSettings.fromEnvironment(["RELAYS": "ws://127.0.0.1:7777"])
+        #expect(defaults.relayMaxEventsPerSecond == 20_000 && defaults.relayMaxInvalid == 100 && defaults.resubscribeSeconds == 2)
+        #expect(defaults.relayLimits == RelayLimits(maxEventsPerSecond: 20_000, maxInvalid: 100))
+        // The benchmark streams 5,000 wraps/s from one relay: the default flood limit must not bind.
+        #expect(defaults.relayMaxEventsPerSecond >= 4 * 5_000)
+        let set = try WatchSettings.fromEnvironment([
+            "WATCH_RELAY_MAX_EVENTS_PER_SECOND": "0", "WATCH_RELAY_MAX_INVALID": "7", "WATCH_RESUBSCRIBE_SECONDS": "0",
+        ])
+        #expect(set.relayLimits == RelayLimits(maxEventsPerSecond: nil, maxInvalid: 7), "0 turns a limit off")
+        #expect(set.resubscribeSeconds == 0)
+        for (key, value, meaning) in [
+            ("WATCH_RELAY_MAX_EVENTS_PER_SECOND", "-5", "messages a relay may send per second, averaged over 10 s (0: no limit): an integer in 0...1000000"),
+            ("WATCH_RELAY_MAX_INVALID", "many", "invalid events a relay may send within a minute (0: no limit): an integer in 0...1000000"),
+            ("WATCH_RESUBSCRIBE_SECONDS", "61", "seconds between two REQs for one subscription chunk (0: at once): an integer in 0...60"),
+        ] {
+            do {
+                _ = try WatchSettings.fromEnvironment([key: value])
+                Issue.record("\(key)=\(value) was accepted")
+            } catch {
+                #expect(error.key == key)
+                #expect(error.problem == meaning)
+            }
+        }
     }
 
     @Test func theGiftWrapPayloadStaysGenericAndSmall() throws {

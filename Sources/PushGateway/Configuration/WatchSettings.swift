@@ -1,4 +1,5 @@
 public import NostrProtocol
+public import NostrRelay
 import Foundation
 
 /// The relay watcher's settings (issue #4). Watching is off when `RELAYS` is empty.
@@ -18,6 +19,18 @@ public struct WatchSettings: Sendable {
     /// `GATEWAY_NSEC`: the key that answers NIP-42 AUTH; generated and stored in the database
     /// when unset.
     public var gatewayKey: SecretKey?
+    /// `WATCH_RELAY_MAX_EVENTS_PER_SECOND` (default 20,000; 0: no limit): messages of any kind one
+    /// relay may send per second, averaged over 10 s; a relay above it is disconnected and
+    /// reconnected after a growing backoff. Four times what the watcher benchmark streams from
+    /// one relay, and an average, so a relay replaying stored events after a reconnect fits.
+    public var relayMaxEventsPerSecond: Int
+    /// `WATCH_RELAY_MAX_INVALID` (default 100; 0: no limit): invalid events (not a gift wrap to
+    /// exactly one pubkey the subscription asked for, a bad id, a bad signature, an unreadable
+    /// message) one relay may send within a minute; one more and it is disconnected like a flood.
+    public var relayMaxInvalid: Int
+    /// `WATCH_RESUBSCRIBE_SECONDS` (default 2; 0: at once): a chunk's REQ is sent again at most
+    /// this often per relay; the changes in between go out together (`ResubscribeSchedule`).
+    public var resubscribeSeconds: Int
 
     /// Gift wraps carry timestamps randomised up to two days into the past (NIP-59), so the
     /// subscription looks back that far and suppressions live that long.
@@ -28,17 +41,36 @@ public struct WatchSettings: Sendable {
     public static let historyRaceSeconds = 120
     /// Seen wraps are kept longer than the window, so a re-sent REQ never re-pushes one.
     public static let seenRetentionSeconds: Int64 = 3 * 86_400
+    /// Sightings waiting for each of the two ingest loops; past that, consumers wait, and with
+    /// them the reading of relays' sockets (about 300 bytes each: 5 MB in all, three seconds of
+    /// the benchmark's 5,000 wraps/s).
+    public static let sightingBufferLimit = 8_192
+    /// Bytes of relay messages each relay connection holds for its consumers (`RelayConfiguration`).
+    public static let relayBufferBytes = 4 << 20
+    /// A relay whose socket went unread this long (consumers behind, PostgreSQL down) is asked
+    /// for every subscription again from before the pause: a relay may have dropped, not queued,
+    /// what it could not send meanwhile.
+    public static let resubscribeAfterPause: Duration = .seconds(5)
+
+    /// The limits each relay connection applies.
+    public var relayLimits: RelayLimits {
+        RelayLimits(maxEventsPerSecond: relayMaxEventsPerSecond > 0 ? relayMaxEventsPerSecond : nil,
+                    maxInvalid: relayMaxInvalid > 0 ? relayMaxInvalid : nil)
+    }
 
     public var enabled: Bool { !relays.isEmpty }
 
     public init(relays: [String] = [], chunkSize: Int = 500, coalesceSeconds: Int = 5, shards: Int = 64, leaseSeconds: Int = 30,
-                gatewayKey: SecretKey? = nil) {
+                gatewayKey: SecretKey? = nil, relayMaxEventsPerSecond: Int = 20_000, relayMaxInvalid: Int = 100, resubscribeSeconds: Int = 2) {
         self.relays = relays
         self.chunkSize = chunkSize
         self.coalesceSeconds = coalesceSeconds
         self.shards = shards
         self.leaseSeconds = leaseSeconds
         self.gatewayKey = gatewayKey
+        self.relayMaxEventsPerSecond = relayMaxEventsPerSecond
+        self.relayMaxInvalid = relayMaxInvalid
+        self.resubscribeSeconds = resubscribeSeconds
     }
 
     static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> WatchSettings {
@@ -59,7 +91,23 @@ public struct WatchSettings: Sendable {
             coalesceSeconds: try ConfigurationError.integer(env, "WATCH_COALESCE_SECONDS", 0...3600, default: 5),
             shards: try ConfigurationError.integer(env, "WATCH_SHARDS", 1...4096, default: 64),
             leaseSeconds: try ConfigurationError.integer(env, "WATCH_LEASE_SECONDS", 2...600, default: 30),
-            gatewayKey: key)
+            gatewayKey: key,
+            relayMaxEventsPerSecond: try limit(env, "WATCH_RELAY_MAX_EVENTS_PER_SECOND", 0...1_000_000, default: 20_000,
+                                               "messages a relay may send per second, averaged over 10 s (0: no limit)"),
+            relayMaxInvalid: try limit(env, "WATCH_RELAY_MAX_INVALID", 0...1_000_000, default: 100,
+                                       "invalid events a relay may send within a minute (0: no limit)"),
+            resubscribeSeconds: try limit(env, "WATCH_RESUBSCRIBE_SECONDS", 0...60, default: 2,
+                                          "seconds between two REQs for one subscription chunk (0: at once)"))
+    }
+
+    /// An integer setting whose error says what it is for, not just its range.
+    private static func limit(_ env: [String: String], _ key: String, _ range: ClosedRange<Int>, default value: Int,
+                              _ meaning: String) throws(ConfigurationError) -> Int {
+        do {
+            return try ConfigurationError.integer(env, key, range, default: value)
+        } catch {
+            throw ConfigurationError(key: key, "\(meaning): \(error.problem)")
+        }
     }
 
     static func isRelayURL(_ text: String) -> Bool {

@@ -284,12 +284,23 @@ public struct GatewayAPI: Sendable {
                 case .failed(let reason): state = "failed"; error = .string(reason)
                 case .stopped: state = "stopped"
                 }
+                let statistics = relay.statistics
+                let paused = statistics.readPausedTime
                 return .object([
                     "url": .string(relay.url), "state": .string(state), "error": error,
                     "last_event_at": relay.lastEventAt.map { .string(formatter.string(from: $0)) } ?? .null,
-                    "connections": .integer(Int64(relay.statistics.connections)), "failures": .integer(Int64(relay.statistics.failures)),
-                    "events": .integer(Int64(relay.statistics.events)), "notices": .integer(Int64(relay.statistics.notices)),
+                    "connections": .integer(Int64(statistics.connections)), "failures": .integer(Int64(statistics.failures)),
+                    "events": .integer(Int64(statistics.events)), "notices": .integer(Int64(statistics.notices)),
                     "live_pubkeys": .integer(Int64(relay.livePubkeys)),
+                    // Rates over the last 10 s; invalid counts unreadable messages and events that
+                    // failed the watcher's checks.
+                    "events_per_second": .double(statistics.eventsPerSecond), "invalid_per_second": .double(statistics.invalidPerSecond),
+                    "invalid_events": .integer(Int64(statistics.invalidEvents + statistics.invalidMessages)),
+                    "limit_disconnects": .integer(Int64(statistics.limitDisconnects.values.reduce(0, +))),
+                    "last_limit": statistics.lastBreach.map { .string($0.rawValue) } ?? .null,
+                    "reading_paused": .bool(statistics.readingPaused),
+                    "read_paused_seconds": .double(Double(paused.components.seconds) + Double(paused.components.attoseconds) / 1e18),
+                    "resubscribed_after_pause": .integer(Int64(statistics.resubscribedAfterPause)),
                 ])
             }),
             "shards": .array(status.shards.map { .integer(Int64($0)) }),

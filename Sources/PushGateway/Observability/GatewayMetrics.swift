@@ -26,7 +26,12 @@ import Synchronization
 ///   `linkstr_watch_relay_connections_total{relay}` (connects; more than one means reconnects),
 ///   `linkstr_watch_subscriptions_closed_total` (REQs a relay closed; they are issued again),
 ///   `linkstr_watch_relay_to_queue_seconds` (histogram: received to committed in the queue),
-///   `linkstr_watch_pubkeys`, `linkstr_watch_shards` (gauges)
+///   `linkstr_watch_pubkeys`, `linkstr_watch_shards`, `linkstr_watch_pending_wraps` (gauges);
+///   per relay, read from its connection at scrape time: `linkstr_watch_relay_events_per_second`,
+///   `linkstr_watch_relay_invalid_per_second`, `linkstr_watch_relay_reading_paused` (gauges),
+///   `linkstr_watch_relay_limit_disconnects_total{relay,reason="flood"|"invalid"}`,
+///   `linkstr_watch_relay_read_paused_seconds_total`, `linkstr_watch_relay_resubscribed_after_pause_total`,
+///   `linkstr_watch_relay_log_lines_suppressed_total` (counters)
 public final class GatewayMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     public let factory: PrometheusMetricsFactory
@@ -113,6 +118,43 @@ public final class GatewayMetrics: Sendable {
 
     public func watchRelayToQueueTimer() -> CoreMetrics.Timer {
         Timer(label: "linkstr_watch_relay_to_queue_seconds", factory: factory)
+    }
+
+    /// One relay's inbound rates (10-second averages) and whether its socket is being left unread
+    /// now, as of a scrape.
+    public func watchRelayTraffic(relay: String, eventsPerSecond: Double, invalidPerSecond: Double, readingPaused: Bool) {
+        Gauge(label: "linkstr_watch_relay_events_per_second", dimensions: [("relay", relay)], factory: factory).record(eventsPerSecond)
+        Gauge(label: "linkstr_watch_relay_invalid_per_second", dimensions: [("relay", relay)], factory: factory).record(invalidPerSecond)
+        Gauge(label: "linkstr_watch_relay_reading_paused", dimensions: [("relay", relay)], factory: factory).record(readingPaused ? 1 : 0)
+    }
+
+    /// Connections to `relay` closed because it broke a limit (`reason`: flood or invalid).
+    public func watchRelayLimitDisconnects(relay: String, reason: String, count: Int) {
+        guard count > 0 else { return }
+        Counter(label: "linkstr_watch_relay_limit_disconnects_total", dimensions: [("relay", relay), ("reason", reason)], factory: factory)
+            .increment(by: count)
+    }
+
+    /// Time the watcher left `relay`'s socket unread because its consumers were behind, and how
+    /// often that made it ask for the subscriptions again; relay texts kept out of the log.
+    public func watchRelayPauses(relay: String, pausedSeconds: Double, resubscribed: Int, suppressedLogLines: Int) {
+        if pausedSeconds > 0 {
+            FloatingPointCounter(label: "linkstr_watch_relay_read_paused_seconds_total", dimensions: [("relay", relay)], factory: factory)
+                .increment(by: pausedSeconds)
+        }
+        if resubscribed > 0 {
+            Counter(label: "linkstr_watch_relay_resubscribed_after_pause_total", dimensions: [("relay", relay)], factory: factory)
+                .increment(by: resubscribed)
+        }
+        if suppressedLogLines > 0 {
+            Counter(label: "linkstr_watch_relay_log_lines_suppressed_total", dimensions: [("relay", relay)], factory: factory)
+                .increment(by: suppressedLogLines)
+        }
+    }
+
+    /// Sightings waiting to be recorded (bounded: `WatchSettings.sightingBufferLimit` per loop).
+    public func watchPendingWraps(_ count: Int) {
+        Gauge(label: "linkstr_watch_pending_wraps", factory: factory).record(count)
     }
 
     public func watchState(pubkeys: Int, shards: Int) {

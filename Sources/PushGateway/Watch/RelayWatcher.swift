@@ -26,7 +26,17 @@ import Synchronization
 ///   as history and another forwards in real time moments later is new after all, and pushed
 ///   (`WrapSighting.Phase.realtime`).
 /// - Every event's id and signature are verified before anything is recorded (a forged copy
-///   with a real wrap's id must not mark that wrap as seen).
+///   with a real wrap's id must not mark that wrap as seen); the id first, which costs a hash,
+///   then the signature. What fails is reported to the relay's connection, which hangs up on a
+///   relay past `WATCH_RELAY_MAX_INVALID` a minute, as it does on one past
+///   `WATCH_RELAY_MAX_EVENTS_PER_SECOND`.
+/// - Bounded inbound path: each connection holds at most `WatchSettings.relayBufferBytes` of
+///   messages for the consumers, the consumers hand sightings to batchers that hold at most
+///   `WatchSettings.sightingBufferLimit` each, and the ingest loops retry one batch at a time while
+///   PostgreSQL is down. Whatever is full makes the step before it wait, back to the relay's
+///   socket, which then goes unread. A long pause re-sends the subscriptions from before it
+///   (`RelayConfiguration.resubscribeAfterPause`), as a connection lost during one does.
+/// - A chunk's REQ goes out at most once per `WATCH_RESUBSCRIBE_SECONDS` (`ResubscribeSchedule`).
 public actor RelayWatcher: Service {
     let store: WatchStore
     let settings: WatchSettings
@@ -74,6 +84,14 @@ public actor RelayWatcher: Service {
     }
 
     private var closedChunks: [Int: ClosedChunk] = [:]
+    /// Which changed chunks' REQs may go out when.
+    private var schedule: ResubscribeSchedule
+    /// Wakes the maintenance loop when the next held-back chunk is due.
+    private var dueTimer: Task<Void, Never>?
+    private var dueTimerAt: ContinuousClock.Instant?
+    /// Each relay's statistics as of the last scrape, to advance the counters by the difference.
+    private var exported: [String: RelayStatistics] = [:]
+    private var exporting = false
 
     public init(store: WatchStore, metrics: GatewayMetrics, logger: Logger, instanceID: String? = nil,
                 relayConfiguration: RelayConfiguration = RelayConfiguration(), heartbeatInterval: Duration = .seconds(1),
@@ -93,7 +111,8 @@ public actor RelayWatcher: Service {
         self.resyncInterval = resyncInterval
         self.chunks = WatchChunks(size: store.settings.chunkSize)
         self.wakeMaintainer = WakeupSignal(interval: heartbeatInterval)
-        self.batchers = (0..<2).map { _ in Batcher<WrapSighting>() }
+        self.batchers = (0..<2).map { _ in Batcher<WrapSighting>(limit: WatchSettings.sightingBufferLimit) }
+        self.schedule = ResubscribeSchedule(interval: .seconds(store.settings.resubscribeSeconds))
     }
 
     // MARK: Service
@@ -102,10 +121,14 @@ public actor RelayWatcher: Service {
         guard let key = await bootstrap() else { return }
         var configuration = relayConfiguration
         configuration.authKeys = Keys(secretKey: key)
+        configuration.limits = settings.relayLimits
+        configuration.inboundBufferBytes = WatchSettings.relayBufferBytes
+        configuration.resubscribeAfterPause = WatchSettings.resubscribeAfterPause
         for url in settings.relays {
             connections[url] = RelayConnection(url: url, configuration: configuration, logger: logger)
         }
         let connections = self.connections
+        metrics.onScrape { [weak self] in await self?.exportRelayMetrics() }
         await withTaskGroup(of: Void.self) { group in
             for (url, connection) in connections {
                 group.addTask { try? await connection.run() }
@@ -169,7 +192,8 @@ public actor RelayWatcher: Service {
                     try await resync()
                 }
                 try await applyNotifications()
-                await reissueClosedChunks()
+                reissueClosedChunks()
+                await sendDueChunks()
             } catch {
                 logger.warning("relay watcher maintenance failed", metadata: Self.errorMetadata(error))
             }
@@ -257,11 +281,25 @@ public actor RelayWatcher: Service {
         for pubkey in removed {
             for relay in livePubkeys.keys { livePubkeys[relay]?.remove(pubkey) }
         }
-        for chunk in changed.sorted() { await resubscribe(chunk) }
+        schedule.note(changed)
+        await sendDueChunks()
         metrics.watchState(pubkeys: chunks.count, shards: heldShards.count)
         logger.debug("watched set changed", metadata: [
             "watch.added": "\(inserted.count)", "watch.removed": "\(removed.count)", "watch.pubkeys": "\(chunks.count)",
         ])
+    }
+
+    /// Issues the changed chunks whose interval is over, and sets the wake-up for the next one.
+    private func sendDueChunks() async {
+        for chunk in schedule.takeDue(at: .now) where chunk < chunks.chunks.count { await resubscribe(chunk) }
+        guard let due = schedule.nextDue(now: .now), due != dueTimerAt else { return }
+        dueTimer?.cancel()
+        dueTimerAt = due
+        let wake = wakeMaintainer
+        dueTimer = Task {
+            try? await Task.sleep(until: due)
+            if !Task.isCancelled { wake.signal() }
+        }
     }
 
     private func resubscribe(_ chunk: Int) async {
@@ -281,8 +319,8 @@ public actor RelayWatcher: Service {
             }
             let alreadyLive = livePubkeys[url, default: []].intersection(pubkeys)
             let key = "\(url) \(id)"
-            let context = ConsumerContext(chunk: chunk, generation: generation, relay: url, subscriptionID: id, pubkeys: Set(pubkeys),
-                                          alreadyLive: alreadyLive)
+            let context = ConsumerContext(chunk: chunk, generation: generation, relay: url, connection: connection, subscriptionID: id,
+                                          pubkeys: Set(pubkeys), alreadyLive: alreadyLive)
             consumers[key] = Task { await self.consume(stream, context) }
         }
     }
@@ -291,13 +329,15 @@ public actor RelayWatcher: Service {
         let chunk: Int
         let generation: Int
         let relay: String
+        let connection: RelayConnection
         let subscriptionID: String
         let pubkeys: Set<String>
         let alreadyLive: Set<String>
     }
 
-    /// Reads one subscription until it is closed. Verification runs here, off the actor.
-    private nonisolated func consume(_ stream: AsyncStream<SubscriptionEvent>, _ context: ConsumerContext) async {
+    /// Reads one subscription until it is closed. Verification runs here, off the actor. Waiting
+    /// for room in a full batcher is what makes the connection stop reading the relay.
+    private nonisolated func consume(_ stream: SubscriptionStream, _ context: ConsumerContext) async {
         var reachedEOSE = false
         let counters = metrics.watchRelayCounters(relay: context.relay)
         for await item in stream {
@@ -308,27 +348,31 @@ public actor RelayWatcher: Service {
                 // asked for, or it is junk the relay should not have sent.
                 guard event.kind == EventKind.giftWrap, let recipient = GiftWrap.soleRecipient(of: event), context.pubkeys.contains(recipient) else {
                     counters.invalid.increment()
+                    context.connection.countInvalid()
                     continue
                 }
+                // The id (a hash) before the signature (tens of µs): `check` stops at a bad id.
                 switch verifiedWraps.check(event) {
                 case .verified: counters.signatureChecks.increment()
                 case .alreadyVerified: break
                 case .invalid(let error):
                     if error == .invalidSignature { counters.signatureChecks.increment() }
                     counters.invalid.increment()
+                    context.connection.countInvalid()
                     continue
                 }
                 let phase: WrapSighting.Phase = reachedEOSE ? .realtime : context.alreadyLive.contains(recipient) ? .resumed : .history
-                batchers[Int(UInt(bitPattern: recipient.hashValue) % UInt(batchers.count))].add(
-                    WrapSighting(wrapID: event.id.hex, recipient: recipient, relay: context.relay, phase: phase, receivedAt: .now))
+                let batcher = batchers[Int(UInt(bitPattern: recipient.hashValue) % UInt(batchers.count))]
+                guard await batcher.send(WrapSighting(wrapID: event.id.hex, recipient: recipient, relay: context.relay, phase: phase, receivedAt: .now))
+                else { continue }
                 lastEventAt.withLock { $0[context.relay] = Date() }
             case .endOfStoredEvents:
                 if !reachedEOSE {
                     reachedEOSE = true
                     await markLive(context)
                 }
-            case .closed(let reason):
-                logger.notice("relay closed a watch subscription", metadata: ["relay.url": "\(context.relay)", "relay.reason": "\(reason.prefix(200))"])
+            case .closed:
+                // The connection logged the relay's text (escaped, throttled); it is not repeated here.
                 await chunkClosed(context.chunk, generation: context.generation)
             }
         }
@@ -345,12 +389,14 @@ public actor RelayWatcher: Service {
         metrics.watchSubscriptionClosed()
     }
 
-    private func reissueClosedChunks() async {
+    /// Closed chunks whose retry is due join the schedule, so a retry never makes a chunk's REQ
+    /// go out more often than any other change would.
+    private func reissueClosedChunks() {
         let now = ContinuousClock.now
         let due = closedChunks.filter { $0.value.retryAt.map { $0 <= now } ?? false }.map(\.key)
-        for chunk in due.sorted() where chunk < chunks.chunks.count {
-            await resubscribe(chunk)
+        for chunk in due where chunk < chunks.chunks.count {
             closedChunks[chunk]?.retryAt = nil
+            schedule.note([chunk])
         }
     }
 
@@ -419,7 +465,16 @@ public actor RelayWatcher: Service {
 
     private nonisolated func ingestLoop(_ batcher: Batcher<WrapSighting>) async {
         let relayToQueue = metrics.watchRelayToQueueTimer()
+        // Returning early (cancelled) must not leave consumers waiting for room that never comes.
+        defer { batcher.close() }
+        // Shutting down without a database: once one batch is given up, the rest are dropped
+        // without trying, or each would hold the shutdown up for its own retries.
+        var givenUp = 0
         while let batch = await batcher.next(max: batchSize) {
+            if givenUp > 0 {
+                givenUp += batch.count
+                continue
+            }
             var attempt = 0
             while true {
                 attempt += 1
@@ -446,12 +501,15 @@ public actor RelayWatcher: Service {
                     // rather than holding the process up. Those wraps were not claimed, so they
                     // come back as history after a restart and are not pushed.
                     if Task.isShuttingDownGracefully, attempt >= 3 {
-                        logger.error("gave up recording gift wraps at shutdown", metadata: ["watch.wraps": "\(batch.count)"])
+                        givenUp = batch.count
                         break
                     }
                     try? await Task.sleep(for: .milliseconds(min(5000, 100 * attempt * attempt)))
                 }
             }
+        }
+        if givenUp > 0 {
+            logger.error("gave up recording gift wraps at shutdown", metadata: ["watch.wraps": "\(givenUp)"])
         }
     }
 
@@ -486,6 +544,32 @@ public actor RelayWatcher: Service {
         public var shards: [Int]
         public var watchedPubkeys: Int
         public var pendingSightings: Int
+    }
+
+    /// Per-relay gauges and counters from each connection's statistics, at scrape time: the
+    /// connections live in `NostrRelay`, which knows nothing of metrics.
+    func exportRelayMetrics() async {
+        // Two scrapes at once would count the same difference twice.
+        guard !exporting else { return }
+        exporting = true
+        defer { exporting = false }
+        for url in settings.relays {
+            guard let connection = connections[url] else { continue }
+            let now = await connection.statistics
+            let before = exported[url] ?? RelayStatistics()
+            exported[url] = now
+            metrics.watchRelayTraffic(relay: url, eventsPerSecond: now.eventsPerSecond, invalidPerSecond: now.invalidPerSecond,
+                                      readingPaused: now.readingPaused)
+            for breach in [RelayTraffic.Breach.flood, .invalid] {
+                metrics.watchRelayLimitDisconnects(relay: url, reason: breach.rawValue,
+                                                   count: now.limitDisconnects[breach, default: 0] - before.limitDisconnects[breach, default: 0])
+            }
+            let paused = now.readPausedTime - before.readPausedTime
+            metrics.watchRelayPauses(relay: url, pausedSeconds: Double(paused.components.seconds) + Double(paused.components.attoseconds) / 1e18,
+                                     resubscribed: now.resubscribedAfterPause - before.resubscribedAfterPause,
+                                     suppressedLogLines: now.suppressedLogLines - before.suppressedLogLines)
+        }
+        metrics.watchPendingWraps(batchers.reduce(0) { $0 + $1.count })
     }
 
     public func status() async -> Status {
