@@ -22,10 +22,14 @@ done
 
 setup_all
 
-# SwiftPM's own --sanitize=fuzzer, not only -Xswiftc -sanitize=fuzzer: with it SwiftPM stops
-# renaming each executable's entry point to <module>_main (for @testable executables), which
-# otherwise fails the link because libFuzzer, not the target, defines main.
-BUILD_FLAGS=(-c release --scratch-path .build-fuzz --sanitize=fuzzer --sanitize=address -Xswiftc -parse-as-library)
+# SwiftPM's own --sanitize=fuzzer: with it SwiftPM stops renaming each executable's entry point to
+# <module>_main (for @testable executables), which otherwise fails the link because libFuzzer, not
+# the target, defines main. AddressSanitizer goes through -Xswiftc, not a second --sanitize: SwiftPM
+# keeps sanitizers in a Set and writes one -sanitize= per entry in that Set's (per-run random)
+# order, and swiftc keeps only the last -sanitize=, so half the builds lost the coverage
+# instrumentation (libFuzzer then runs blind) and each order change rebuilt everything. User flags
+# come last, so `-sanitize=fuzzer,address` is what swiftc gets; C code gets fuzzer coverage only.
+BUILD_FLAGS=(-c release --scratch-path .build-fuzz --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library)
 say "building fuzz targets: ${TARGETS[*]}"
 # One product at a time: a plain `swift build` would also build the root package's executables
 # (the gateway, the CLI, the load tools) with the sanitizers, which no target needs.
@@ -56,6 +60,11 @@ for target in "${TARGETS[@]}"; do
     # The last status line: "#N<tab>DONE cov: C ft: F corp: K/Sb lim: L exec/s: E rss: RMb".
     summary="$(grep -E '^#[0-9]+[[:space:]]+[A-Z]+ +cov:' "$log" | tail -n 1 | tr '\t' ' ' || true)"
     printf '    %s\n' "${summary:-no status line}"
+    if ((status == 0)) && ! grep -q -E 'INITED cov:' "$log"; then
+        # libFuzzer saw no coverage counters: the build lost its instrumentation and fuzzed blind.
+        failures+=("$target: built without coverage instrumentation (no cov: in $ARTIFACTS/$target.log)")
+        cp "$log" "$ARTIFACTS/$target.log"
+    fi
     if ((status != 0)); then
         reproducer="$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)"
         cp "$log" "$ARTIFACTS/$target.log"
