@@ -79,12 +79,16 @@ public final class RelayFixture: @unchecked Sendable {
                 logPath: directory.appendingPathComponent("relay.log").path)
         }
         lock.withLock { self.process = process }
-        for _ in 0..<300 {
+        // A Python relay imports its web stack before it listens: under a second on an idle
+        // machine, past 15 s on two cores that also build and run the suite (a fresh-clone CI run
+        // saw it). Waiting longer costs nothing when it is fast.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
             if LoopbackPort.accepts(port) { return }
             guard process.isRunning else { throw FixtureError("nostr-relay exited early; see \(directory.path)/relay.log") }
             try await Task.sleep(for: .milliseconds(50))
         }
-        throw FixtureError("nostr-relay did not listen on \(port)")
+        throw FixtureError("nostr-relay did not listen on \(port) within 60 s")
     }
 
     /// SIGKILL to the relay and its workers, like a crash; returns once the port is closed.
