@@ -22,6 +22,23 @@ public struct PushBudget: Sendable, Equatable {
     /// How long an untouched bucket takes to fill from empty: after that its row says nothing.
     public var refillSeconds: Double { burst / perSecond }
 
+    /// The data-modifying CTE body that takes one token from the budget of each device in
+    /// `source` (a CTE with a `device_token` column), for the statements that queue pushes; the
+    /// placeholders name their parameters: whether a budget applies, the burst, the refill a
+    /// second. It returns the charged tokens. A device without a row starts full. The refill is
+    /// recomputed on the row as it is when locked, so two statements at once cannot both take a
+    /// device's last token; elapsed time never counts negative and `updated_at` never moves back.
+    static func chargeSQL(devicesFrom source: String, enabled: String, burst: String, perSecond: String) -> String {
+        let refilled = "least(\(burst), b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)) * \(perSecond))"
+        return """
+            INSERT INTO device_budgets AS b (device_token, tokens, updated_at)
+            SELECT device_token, \(burst) - 1, now() FROM \(source) WHERE \(enabled) ORDER BY device_token
+            ON CONFLICT (device_token) DO UPDATE SET tokens = \(refilled) - 1, updated_at = greatest(b.updated_at, now())
+                WHERE \(refilled) >= 1
+            RETURNING device_token
+            """
+    }
+
     static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> PushBudget? {
         guard let text = env["PUSH_DEVICE_BUDGET"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return .default }
         if text == "0" { return nil }

@@ -44,15 +44,9 @@ struct EnqueuePushStatement: PostgresPreparedStatement {
         ), targets AS (
             SELECT c.* FROM candidates c JOIN fresh f ON f.recipient = c.pubkey WHERE c.within_budget
         ), charged AS (
-            -- A token from each target's budget. The condition is checked again on the row as it
-            -- is now, so two pushes at once cannot both take a device's last token; one that loses
-            -- that race leaves a dedupe row without a job.
-            INSERT INTO device_budgets AS b (device_token, tokens, updated_at)
-            SELECT device_token, $14 - 1, now() FROM targets WHERE $13 ORDER BY device_token
-            ON CONFLICT (device_token) DO UPDATE
-                SET tokens = least($14, b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)) * $15) - 1, updated_at = greatest(b.updated_at, now())
-                WHERE least($14, b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)) * $15) >= 1
-            RETURNING device_token
+            -- A token from each target's budget; a push that loses the race for a device's last
+            -- token leaves a dedupe row without a job.
+            \(PushBudget.chargeSQL(devicesFrom: "targets", enabled: "$13", burst: "$14", perSecond: "$15"))
         ), jobs AS (
             INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, emoji, post_id, expires_at,
                                    next_attempt_at, locked_until, attempts, direct)

@@ -68,14 +68,8 @@ struct RecordWrapsStatement: PostgresPreparedStatement {
             ) s
         ), charged AS (
             -- A new alert takes a token from its device's budget (a merge adds to an alert already
-            -- counted); the condition is checked on the row as it is now, so concurrent
-            -- statements cannot both take a device's last token.
-            INSERT INTO device_budgets AS b (device_token, tokens, updated_at)
-            SELECT device_token, $12 - 1, now() FROM scheduled WHERE $11 ORDER BY device_token
-            ON CONFLICT (device_token) DO UPDATE
-                SET tokens = least($12, b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)) * $13) - 1, updated_at = greatest(b.updated_at, now())
-                WHERE least($12, b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)) * $13) >= 1
-            RETURNING device_token
+            -- counted).
+            \(PushBudget.chargeSQL(devicesFrom: "scheduled", enabled: "$11", burst: "$12", perSecond: "$13"))
         ), jobs AS (
             INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay, wrap_count,
                                    next_attempt_at, expires_at, locked_until, attempts, direct)
