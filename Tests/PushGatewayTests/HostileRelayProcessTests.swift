@@ -167,7 +167,13 @@ import TestSupport
             #expect(busy.p99 <= max(.milliseconds(200), idle.p99 * 3), "health checks stay fast: \(summary)")
 
             try await cluster.start()
-            #expect(await eventually(within: 120) { (relay.records.first?.flooded ?? 0) > sent + 5_000 }, "reading again once PostgreSQL is back")
+            // Asked of the gateway, not the relay: left unread past two ping intervals (60 s), the
+            // connection closes on its unanswered pings, and the next one has no flood.
+            #expect(await eventually(within: 120) {
+                let paused = (try? await Self.metric(gateway, "linkstr_watch_relay_reading_paused", ["relay": relay.url])) ?? 1
+                let waiting = (try? await Self.metric(gateway, "linkstr_watch_pending_wraps", [:])) ?? .infinity
+                return paused == 0 && waiting < Double(WatchSettings.sightingBufferLimit)
+            }, "reading again once PostgreSQL is back: \(relay.records)")
             #expect(await eventually(within: 60) { !RelayWatchTests.giftWrapDeliveries(sandbox).isEmpty }, "and delivering")
             #expect(await gateway.stop(within: 30), "and it still shuts down gracefully")
         }
