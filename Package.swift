@@ -241,6 +241,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 "NostrProtocol",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -2,6 +2,7 @@ import Logging
 @testable import PushGateway
 import ServiceLifecycle
 import Testing
+import TestSupport
 import UnixSignals
 
 /// The shutdown runner in-process, with signals fed by the test: a graceful stop, the cut after the
@@ -29,8 +30,8 @@ import UnixSignals
         func run() async throws {}
     }
 
-    static func logger(_ capture: LogPrivacyTests.Capture) -> Logger {
-        var logger = Logger(label: "shutdown") { _ in LogPrivacyTests.CapturingHandler(capture: capture) }
+    static func logger(_ capture: CapturedLog) -> Logger {
+        var logger = Logger(label: "shutdown") { _ in capture.handler() }
         logger.logLevel = .info
         return logger
     }
@@ -39,7 +40,7 @@ import UnixSignals
     /// services have had a moment to start. Returns how long `run` took and what it logged.
     static func run(_ services: [any Service], timeout: Duration, afterStart: @Sendable (AsyncStream<UnixSignal>.Continuation) async throws -> Void)
         async throws -> (took: Duration, log: [String]) {
-        let capture = LogPrivacyTests.Capture()
+        let capture = CapturedLog()
         let (signals, signal) = AsyncStream.makeStream(of: UnixSignal.self)
         let started = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -83,7 +84,7 @@ import UnixSignals
         let started = ContinuousClock.now
         await #expect(throws: (any Error).self) {
             try await GracefulShutdownRunner.run([Stubborn(), DelayedFailure()], signals: AsyncStream<UnixSignal> { $0.finish() },
-                                                 timeout: .seconds(60), logger: Self.logger(LogPrivacyTests.Capture()))
+                                                 timeout: .seconds(60), logger: Self.logger(CapturedLog()))
         }
         #expect(ContinuousClock.now - started >= .milliseconds(400), "the services ran until the failure")
     }

@@ -5,31 +5,14 @@ import NostrProtocol
 @testable import PushGateway
 import Synchronization
 import Testing
+import TestSupport
 
 /// Captures every log line of a gateway run and checks that no device token or key material
 /// appears in it.
 @Suite(.serialized) struct LogPrivacyTests {
-    final class Capture: Sendable {
-        let lines = Mutex<[String]>([])
-    }
-
-    struct CapturingHandler: LogHandler {
-        let capture: Capture
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            let fields = metadata.merging(event.metadata ?? [:]) { $1 }.map { "\($0)=\($1)" }.joined(separator: " ")
-            capture.lines.withLock { $0.append("\(event.level) \(event.message) \(fields)") }
-        }
-    }
-
     @Test func tokensAndKeysNeverReachTheLogs() async throws {
-        let capture = Capture()
-        var configuredLogger = Logger(label: "privacy") { _ in CapturingHandler(capture: capture) }
+        let capture = CapturedLog()
+        var configuredLogger = Logger(label: "privacy") { _ in capture.handler() }
         configuredLogger.logLevel = .debug  // everything our code logs; PostgresNIO's trace level is never used in production
         let logger = configuredLogger
         let bob = Keys.generate(), alice = Keys.generate()

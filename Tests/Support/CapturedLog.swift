@@ -1,11 +1,13 @@
-import Logging
-import Synchronization
+public import Logging
+public import Synchronization
 
 /// Log lines as a handler received them (message and metadata), for tests that read the log.
-final class CapturedLog: Sendable {
-    let lines = Mutex<[String]>([])
+public final class CapturedLog: Sendable {
+    public let lines = Mutex<[String]>([])
 
-    func handler() -> some LogHandler { Handler(capture: self) }
+    public init() {}
+
+    public func handler() -> some LogHandler { Handler(capture: self) }
 
     struct Handler: LogHandler {
         let capture: CapturedLog
