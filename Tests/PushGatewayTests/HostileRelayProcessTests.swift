@@ -152,7 +152,7 @@ import TestSupport
             }
             let pending = try await Self.metric(gateway, "linkstr_watch_pending_wraps", [:])
             let stillPaused = await Self.stuckBehindTheDatabase(gateway, relay)
-            let sent = relay.records.first?.flooded ?? 0
+            let sent = relay.subscribers.first?.flooded ?? 0
             let first = samples.first?.mb ?? 0, peak = samples.map(\.mb).max() ?? 0
             let summary = """
                 RSS MB \(samples.map { String(format: "%.0f@%.1fs", $0.mb, $0.at) }), healthz p99 \(busy.p99) (idle \(idle.p99)), \
@@ -213,15 +213,15 @@ import TestSupport
             #expect(await eventually(within: 60) { await Self.stuckBehindTheDatabase(gateway, relay) }, "the gateway stopped reading: \(relay.records)")
             switch gapCase {
             case .relayHangsUp:
-                #expect(await eventually(within: 60) { relay.records.first?.closedAsSlow == true }, "the relay gave up: \(relay.records)")
+                #expect(await eventually(within: 60) { relay.subscribers.first?.closedAsSlow == true }, "the relay gave up: \(relay.records)")
             case .relayDropsEvents:
-                #expect(await eventually(within: 60) { relay.records.first?.stalled == true }, "the relay's socket is full: \(relay.records)")
+                #expect(await eventually(within: 60) { relay.subscribers.first?.stalled == true }, "the relay's socket is full: \(relay.records)")
                 relay.stopFlooding()
             }
             let gap = Self.wrapLike(to: bob, createdAt: UnixTime.now() - 172_800 + 3, "in the gap")
             relay.publish(gap)
             if gapCase == .relayDropsEvents {
-                #expect(await eventually { relay.records.first?.dropped == 1 }, "the relay dropped it for the slow reader")
+                #expect(await eventually { relay.subscribers.first?.dropped == 1 }, "the relay dropped it for the slow reader")
             }
             // PostgreSQL stays down past the watcher's long-pause threshold (5 s) and past the gap
             // wrap's edge of the window (3 s).
@@ -235,9 +235,9 @@ import TestSupport
             #expect(try await Self.metric(gateway, "linkstr_watch_relay_read_paused_seconds_total", ["relay": relay.url]) >= 5)
             if gapCase == .relayDropsEvents {
                 #expect(try await Self.metric(gateway, "linkstr_watch_relay_resubscribed_after_pause_total", ["relay": relay.url]) >= 1)
-                #expect(relay.records.count == 1, "on the same connection")
+                #expect(relay.subscribers.count == 1, "on the same connection")
             } else {
-                #expect(relay.records.count >= 2)
+                #expect(relay.subscribers.count >= 2)
             }
             #expect(await gateway.stop(within: 30))
         }
@@ -273,7 +273,7 @@ import TestSupport
                 defer { gateway.kill() }
                 let signatureChecks = { try await Self.metric(gateway, "linkstr_watch_signature_checks_total", ["relay": relay.url]) }
                 let disconnects = { try await Self.metric(gateway, "linkstr_watch_relay_limit_disconnects_total", ["relay": relay.url, "reason": "invalid"]) }
-                #expect(await eventually(within: 30) { relay.records.first?.closed != nil }, "the first connection was closed")
+                #expect(await eventually(within: 30) { relay.subscribers.first?.closed != nil }, "the first connection was closed")
                 // The relay sees the close before the gateway has finished its close handshake.
                 #expect(try await GatewayHarness.eventually { try await Self.relayStatus(gateway)?["last_limit"] == "invalid" })
                 #expect(try await signatureChecks() == 0, "wrong ids cost no signature check")
@@ -282,8 +282,8 @@ import TestSupport
                 #expect((status?["invalid_events"]?.integerValue ?? 0) > 10)
                 #expect(status?["error"] == .string(RelayError.limitExceeded(.invalid).description))
 
-                #expect(await eventually(within: 60) { relay.records.count >= 3 }, "reconnected twice: \(relay.records)")
-                let records = relay.records
+                #expect(await eventually(within: 60) { relay.subscribers.count >= 3 }, "reconnected twice: \(relay.records)")
+                let records = relay.subscribers
                 if let first = records[0].closed, let second = records[1].closed {
                     // 5 s after the first breach, 10 s after the second (plus up to 25 % jitter).
                     #expect(records[1].opened - first >= .milliseconds(4_500), "first wait \(records[1].opened - first)")
@@ -315,7 +315,7 @@ import TestSupport
             try await SandboxFixture.with { sandbox in
                 let gateway = try await Self.start(url, sandbox, relay, ["WATCH_RELAY_MAX_EVENTS_PER_SECOND": "200"], watching: bob)
                 defer { gateway.kill() }
-                #expect(await eventually(within: 30) { relay.records.first?.closed != nil }, "disconnected")
+                #expect(await eventually(within: 30) { relay.subscribers.first?.closed != nil }, "disconnected")
                 // The relay sees the close before the gateway has finished its close handshake.
                 #expect(try await GatewayHarness.eventually { try await Self.relayStatus(gateway)?["last_limit"] == "flood" })
                 #expect(try await Self.metric(gateway, "linkstr_watch_relay_limit_disconnects_total", ["reason": "flood", "relay": relay.url]) == 1)

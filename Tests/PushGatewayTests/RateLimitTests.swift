@@ -94,6 +94,17 @@ import Testing
         #expect(!used.contains("flood-0") && used.contains("flood-9999"), "a full generation rotates early")
     }
 
+    /// A long client-chosen nonce is kept as 32 bytes inline, and keys that differ only at their
+    /// end are still told apart.
+    @Test func usedAuthorizationsKeepFixedSizeFingerprints() {
+        #expect(MemoryLayout<UsedAuthorizations.Fingerprint>.size == 32)
+        let nonce = String(repeating: "n", count: HTTPAuth.maxNonceBytes - 1)
+        let used = UsedAuthorizations(window: .seconds(10))
+        used.insert("pubkey " + nonce + "a")
+        #expect(used.contains("pubkey " + nonce + "a"))
+        #expect(!used.contains("pubkey " + nonce + "b") && !used.contains("other " + nonce + "a"))
+    }
+
     @Test(arguments: ["/", "/v1/push", "/v1/conversations/archive-state", "/healthz", "/openapi.yaml", "/a/.hidden", "/a/..b", "/x~y_z"])
     func canonicalPaths(_ path: String) {
         #expect(CanonicalPathMiddleware<GatewayRequestContext>.isCanonical(path))

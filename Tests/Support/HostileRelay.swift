@@ -52,7 +52,8 @@ public final class HostileRelay: Sendable {
         }
     }
 
-    /// How one connection behaves, chosen when it opens (by its number, from 1).
+    /// How one connection behaves, chosen at its first REQ by the order of first REQs (from 1):
+    /// a connection the client opens and drops without subscribing does not shift the scripts.
     public struct Script: Sendable {
         public var flood: Flood?
         public var slowReader: SlowReader
@@ -69,6 +70,8 @@ public final class HostileRelay: Sendable {
     /// What happened on one connection.
     public struct Record: Sendable {
         public var number: Int
+        /// Its place in the order of first REQs (from 1), which chose its script; nil before a REQ.
+        public var subscriber: Int?
         public var opened: ContinuousClock.Instant
         public var closed: ContinuousClock.Instant?
         /// REQs received.
@@ -86,6 +89,7 @@ public final class HostileRelay: Sendable {
     private struct State {
         var stored: [NostrEvent] = []
         var records: [Record] = []
+        var subscribers = 0
         var handlers: [Int: NIOLoopBound<ConnectionHandler>] = [:]
         var server: (any Channel)?
     }
@@ -96,13 +100,18 @@ public final class HostileRelay: Sendable {
     private let state = Mutex(State())
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
-    public init(script: @escaping @Sendable (_ connection: Int) -> Script = { _ in Script() }) throws {
+    public init(script: @escaping @Sendable (_ subscriber: Int) -> Script = { _ in Script() }) throws {
         self.script = script
         port = try LoopbackPort.free()
     }
 
     /// Every connection so far, in order.
     public var records: [Record] { state.withLock { $0.records } }
+
+    /// The connections that sent a REQ, in the order of their first REQ: the ones scripts go to.
+    public var subscribers: [Record] {
+        state.withLock { $0.records.filter { $0.subscriber != nil }.sorted { $0.subscriber! < $1.subscriber! } }
+    }
 
     /// Listens on `port`.
     public func start() async throws {
@@ -180,9 +189,19 @@ public final class HostileRelay: Sendable {
             state.records.append(Record(number: state.records.count + 1, opened: .now))
             return state.records.count
         }
-        let handler = ConnectionHandler(relay: self, number: number, script: script(number))
+        let handler = ConnectionHandler(relay: self, number: number)
         state.withLock { $0.handlers[number] = NIOLoopBound(handler, eventLoop: channel.eventLoop) }
         return handler
+    }
+
+    /// The script of connection `number`, which has just sent its first REQ.
+    fileprivate func firstRequest(_ number: Int) -> Script {
+        let subscriber = state.withLock { state in
+            state.subscribers += 1
+            state.records[number - 1].subscriber = state.subscribers
+            return state.subscribers
+        }
+        return script(subscriber)
     }
 
     fileprivate func update(_ number: Int, _ change: (inout Record) -> Void) {
@@ -207,12 +226,11 @@ public final class HostileRelay: Sendable {
 
         let relay: HostileRelay
         let number: Int
-        let script: Script
         var context: ChannelHandlerContext?
         var subscriptions: [String: [Filter]] = [:]
         /// The latest subscription, which a flood goes to.
         var latest: String?
-        var slowReader: SlowReader
+        var slowReader = SlowReader.wait
         var flood: Flood?
         /// The flood's messages as they go out to `latest`, made once per subscription: a relay
         /// that builds every frame anew is slower than the client it means to overwhelm.
@@ -223,11 +241,9 @@ public final class HostileRelay: Sendable {
         var ticking = false
         var requested = false
 
-        init(relay: HostileRelay, number: Int, script: Script) {
+        init(relay: HostileRelay, number: Int) {
             self.relay = relay
             self.number = number
-            self.script = script
-            self.slowReader = script.slowReader
         }
 
         func handlerAdded(context: ChannelHandlerContext) { self.context = context }
@@ -275,6 +291,8 @@ public final class HostileRelay: Sendable {
                 send(#"["EOSE",\#(quoted(id))]"#)
                 context.flush()
                 if first {
+                    let script = relay.firstRequest(number)
+                    slowReader = script.slowReader
                     if script.stopReading { stopReading() }
                     if let flood = script.flood { start(flood, slowReader: script.slowReader) }
                 }
