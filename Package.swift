@@ -16,6 +16,8 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "NostrProtocol", targets: ["NostrProtocol"]),
+        .library(name: "GatewayWire", targets: ["GatewayWire"]),
+        .library(name: "LinkstrWire", targets: ["LinkstrWire"]),
         .library(name: "PushGateway", targets: ["PushGateway"]),
         .library(name: "APNsSandbox", targets: ["APNsSandbox"]),
         .library(name: "NostrRelay", targets: ["NostrRelay"]),
@@ -73,11 +75,25 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
-        // The shared client library (issue #5): linkstr's wire format today; the core, persistence
-        // and relays next.
+        // The gateway's HTTP contract as values: request bodies parsed and validated, no I/O (so the
+        // fuzz targets build it without the server stack).
+        .target(
+            name: "GatewayWire",
+            dependencies: ["NostrProtocol"],
+            swiftSettings: strictSwift
+        ),
+        // linkstr's wire format as values: payloads, rumors, fan-out, opening a wrap. No I/O.
+        .target(
+            name: "LinkstrWire",
+            dependencies: ["NostrProtocol"],
+            swiftSettings: strictSwift
+        ),
+        // The shared client library: linkstr's session, post and reaction logic, its store, its
+        // relays and its push registrar, which an app embeds and the CLI runs on.
         .target(
             name: "LinkstrCore",
             dependencies: [
+                "LinkstrWire",
                 "NostrProtocol",
                 "NostrRelay",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -89,6 +105,7 @@ let package = Package(
         .target(
             name: "PushGateway",
             dependencies: [
+                "GatewayWire",
                 "NostrProtocol",
                 "NostrRelay",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -171,6 +188,7 @@ let package = Package(
                 "NostrProtocol",
                 "LoadSupport",
                 "LinkstrCore",
+                "LinkstrWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -220,6 +238,7 @@ let package = Package(
             name: "PushGatewayTests",
             dependencies: [
                 "PushGateway",
+                "GatewayWire",
                 "LinkstrCore",
                 "NostrRelay",
                 "TestSupport",
@@ -263,7 +282,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LinkstrCoreTests",
-            dependencies: ["LinkstrCore", "NostrProtocol", "NostrRelay", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["LinkstrCore", "LinkstrWire", "NostrProtocol", "NostrRelay", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -38,8 +38,8 @@ let package = Package(
             ]),
         fuzzTarget("base64", [nostrProtocol]),
         fuzzTarget("nip98", [nostrProtocol]),
-        fuzzTarget("linkstr-payload", [nostrProtocol, .product(name: "LinkstrCore", package: rootIdentity)]),
-        fuzzTarget("gateway-requests", [nostrProtocol, .product(name: "PushGateway", package: rootIdentity)]),
+        fuzzTarget("linkstr-payload", [nostrProtocol, .product(name: "LinkstrWire", package: rootIdentity)]),
+        fuzzTarget("gateway-requests", [nostrProtocol, .product(name: "GatewayWire", package: rootIdentity)]),
     ],
     swiftLanguageModes: [.v6]
 )

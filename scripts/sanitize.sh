@@ -13,7 +13,7 @@ cd "$REPO_ROOT"
 setup_all
 export LINKSTR_PYTHON="$VENV/bin/python"
 
-SUITES='CLITests|GatewayProcessTests|AbuseProcessTests|FaultTests'
+SUITES='CLITests|GatewayProcessTests|AbuseProcessTests|FaultTests|HostileRelayProcessTests'
 say "building the test bundle (debug), which starts the sanitized executables"
 swift build --build-tests
 

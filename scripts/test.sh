@@ -31,8 +31,8 @@ swift test --skip-build "$@"
 # What users run is a release build, and the optimizer can break what the debug build does not
 # (a release-only crash in `linkstr post` once did). Unless a filter was given, build the release
 # executables and run everything that starts them again on those: the CLI end to end through a
-# real relay, the gateway's process tests, the process-level abuse and fault tests, the
-# benchmarks in miniature, and the fuzz targets. LINKSTR_SKIP_RELEASE=1 skips this pass.
+# real relay, the gateway's process tests, the process-level abuse, fault and hostile-relay
+# tests, the benchmarks in miniature, and the fuzz targets. LINKSTR_SKIP_RELEASE=1 skips this pass.
 if [[ $# -eq 0 && "${LINKSTR_SKIP_RELEASE:-}" != 1 ]]; then
     say "building release executables"
     swift build -c release
@@ -52,7 +52,7 @@ if [[ $# -eq 0 && "${LINKSTR_SKIP_RELEASE:-}" != 1 ]]; then
 
     say "release: process suites on the release executables in $RELEASE_BIN"
     LINKSTR_BIN_DIR="$RELEASE_BIN" swift test --skip-build \
-        --filter 'CLITests|GatewayProcessTests|AbuseProcessTests|FaultTests|DeploymentFilesTests'
+        --filter 'CLITests|GatewayProcessTests|AbuseProcessTests|FaultTests|HostileRelayProcessTests|DeploymentFilesTests'
 
     say "release: benchmark smoke runs (tiny sizes; they must run end to end, figures are not checked)"
     BENCH_BIN="$RELEASE_BIN" REGISTRATIONS=400 DEVICES=200 PUSHES=4 RECIPIENTS=50 SMOKE=1 scripts/bench-gateway.sh

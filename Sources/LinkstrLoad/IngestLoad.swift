@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LinkstrCore
+import LinkstrWire
 import NostrProtocol
 
 /// `linkstr-load ingest`: the client library's ingest figures (issue #5) on this machine.

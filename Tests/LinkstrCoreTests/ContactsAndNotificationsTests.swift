@@ -1,5 +1,6 @@
 import Foundation
 @testable import LinkstrCore
+import LinkstrWire
 import NostrProtocol
 import Testing
 

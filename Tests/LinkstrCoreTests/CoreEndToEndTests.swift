@@ -1,5 +1,6 @@
 import Foundation
 @testable import LinkstrCore
+import LinkstrWire
 import Logging
 import NostrProtocol
 import NostrRelay
@@ -16,14 +17,14 @@ import Testing
     }
 
     static func makeCore(relay: RelayFixture, directory: URL = temporaryDirectory(), identity: AppAction? = .createIdentity,
-                         pageSize: Int = 500, stepSize: Int = 512) async throws -> LinkstrAppCore {
+                         pageSize: Int = 500, stepSize: Int = 512, logger: Logger = Logger(label: "linkstr.core")) async throws -> LinkstrAppCore {
         var configuration = CoreConfiguration(dataDirectory: directory)
         configuration.defaultRelays = [relay.url]
         configuration.historyPageSize = pageSize
         configuration.maxHistoryPageSize = pageSize * 8
         configuration.historyStepSize = stepSize
         configuration.sendTimeout = .seconds(5)
-        let core = try LinkstrAppCore(configuration: configuration)
+        let core = try LinkstrAppCore(configuration: configuration, logger: logger)
         if let identity { #expect(await core.perform(identity) == .done) }
         #expect(await core.perform(.startRelays) == .done)
         return core
@@ -392,5 +393,33 @@ import Testing
         #expect(await core.perform(.createSession(name: "X", members: [])) == .failed(CoreError.notSignedIn.description))
         await core.shutdown()
         _ = pubkey
+    }
+
+    /// A wrap whose payload names a kind no client knows, the kind holding a newline, a forged log
+    /// line and a terminal escape: the core drops it, and the log line saying so carries the
+    /// sender's text escaped, so a sender cannot forge the app's log.
+    @Test func aDroppedWrapIsLoggedWithTheSendersTextEscaped() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        defer { relay.kill() }
+        let alice = Keys.generate(), bob = Keys.generate()
+        let forged = "2026-11-24T06:00:00+0000 critical linkstr : forged"
+        let content = JSONValue.object(["kind": .string("poll\n\(forged)\u{1b}[2K"), "conversation_id": .string(String(repeating: "C", count: 32))]).serialized
+        let wrap = try GiftWrap.make(UnsignedEvent(pubkey: alice.publicKey, kind: LinkstrRumor.kind, content: content), author: alice, recipient: bob.publicKey)
+        let publisher = try await Self.makeCore(relay: relay)
+        #expect(await Self.eventually { await publisher.state().relays.connectedOrReadOnly == 1 })
+        try await publisher.pool.publish([wrap])
+
+        let log = CapturedLog()
+        let core = try await Self.makeCore(relay: relay, identity: .importIdentity(bob.secretKey.exportNsec()),
+                                           logger: Logger(label: "linkstr.core") { _ in log.handler() })
+        let dropped = { log.lines.withLock { $0.filter { $0.contains("dropped a wrap") } } }
+        #expect(await Self.eventually(within: 20) { !dropped().isEmpty }, "the wrap was dropped and logged")
+        for line in dropped() {
+            #expect(!line.contains("\n") && !line.contains("\u{1b}"), "no raw newline or escape: \(line)")
+            #expect(line.contains(#"poll\n2026-11-24T06:00:00+0000 critical"#) && line.contains(#"\u{1b}[2K"#), "escaped, still readable: \(line)")
+        }
+        await core.shutdown()
+        await publisher.shutdown()
     }
 }

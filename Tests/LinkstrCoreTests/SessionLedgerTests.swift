@@ -1,4 +1,5 @@
 @testable import LinkstrCore
+import LinkstrWire
 import NostrProtocol
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import GatewayWire
 import HTTPTypes
 import NostrProtocol
 @testable import PushGateway

@@ -1,4 +1,5 @@
 import Crypto
+import GatewayWire
 @testable import PushGateway
 import Testing
 

@@ -1,5 +1,6 @@
 import APNsSandbox
 import Foundation
+import GatewayWire
 import Logging
 import NostrProtocol
 import NostrRelay
@@ -701,7 +702,7 @@ import TestSupport
         #expect(huge.payload.utf8.count <= APNsNotification.maxPayloadBytes)
         #expect((try JSONValue(parsing: huge.payload))["relay"] == nil)
         // `POST /v1/push` cannot ask for the watcher's type.
-        #expect(throws: APIError.self) { try PushRequest.parse(Array(#"{"notification_type":"gift_wrap","event_id":"e","conversation_id":"c","recipient_pubkeys":["\#(recipient)"]}"#.utf8)) }
+        #expect(throws: RequestBodyError.self) { try PushRequest.parse(Array(#"{"notification_type":"gift_wrap","event_id":"e","conversation_id":"c","recipient_pubkeys":["\#(recipient)"]}"#.utf8)) }
     }
 
     /// The payload is written straight out (it runs once per push); it must be byte for byte what

@@ -1,3 +1,4 @@
+import GatewayWire
 @testable import PushGateway
 import Testing
 

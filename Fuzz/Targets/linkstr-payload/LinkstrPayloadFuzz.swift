@@ -1,4 +1,4 @@
-import LinkstrCore
+import LinkstrWire
 import NostrProtocol
 
 /// Stands in for a missing `timestamp`; fixed so that a crash reproduces.

@@ -1,3 +1,4 @@
+import LinkstrWire
 public import NostrProtocol
 
 /// Names from other users' kind-0 metadata (NIP-01/NIP-24): `display_name`, else `name`. The

@@ -1,4 +1,5 @@
 import Foundation
+import LinkstrWire
 import NostrProtocol
 import NostrRelay
 

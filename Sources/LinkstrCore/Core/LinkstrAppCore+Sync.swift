@@ -1,4 +1,5 @@
 import Foundation
+import LinkstrWire
 import NostrProtocol
 import NostrRelay
 
@@ -77,7 +78,7 @@ extension LinkstrAppCore {
             // The relay refused or ended the page (a subscription limit, a slow query): paging on
             // this relay ends for this run, without a floor, so the next run asks again.
             backfills[relay] = nil
-            logger.notice("relay closed a history page", metadata: ["relay.url": "\(relay)", "relay.reason": "\(reason.prefix(200))"])
+            logger.notice("relay closed a history page", metadata: ["relay.url": "\(relay)", "relay.reason": "\(RelayTextLog.escape(reason, maxLength: 200))"])
             await pool.unsubscribe(id, on: relay)
         case (let id, .endOfStoredEvents) where backfills[relay]?.subscriptionID == id:
             guard let backfill = backfills.removeValue(forKey: relay) else { return }
@@ -241,6 +242,7 @@ extension LinkstrAppCore {
         for result in await WrapOpener(keys: account.keys, cache: cache).open(unseen) {
             switch result {
             case .success(let message): messages.append(message)
+            // The reason can quote the sender's payload (an unknown kind): escaped like relay text.
             case .failure(let error): logger.debug("dropped a wrap", metadata: ["reason": "\(error)"])
             }
         }

@@ -1,4 +1,5 @@
 import Foundation
+import LinkstrWire
 public import Logging
 import NostrProtocol
 import NostrRelay

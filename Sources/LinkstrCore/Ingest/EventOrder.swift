@@ -1,3 +1,4 @@
+public import LinkstrWire
 /// linkstr's order rule (linkstr-wire.md §3): a newer rumor `created_at` wins; on equal
 /// timestamps the greater event-id string wins.
 public struct EventOrder: Comparable, Hashable, Sendable {

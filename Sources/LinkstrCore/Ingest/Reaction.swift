@@ -1,3 +1,4 @@
+import LinkstrWire
 import NostrProtocol
 
 /// One participant's state for one emoji on one post (R8): keyed by (session, root, emoji,

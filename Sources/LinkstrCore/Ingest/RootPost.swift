@@ -1,3 +1,4 @@
+import LinkstrWire
 import NostrProtocol
 
 /// A root post: a link (and optional note) shared in a session. Its id is the rumor id (R6).

@@ -1,3 +1,4 @@
+import LinkstrWire
 public import NostrProtocol
 
 /// Which ingested messages notify (linkstr-reference "Notifications"): inbound live roots and

@@ -1,4 +1,5 @@
 import Foundation
+public import LinkstrWire
 public import NostrProtocol
 
 /// Opens gift wraps on every core: unwrapping (two signature checks, one or two ECDH, two

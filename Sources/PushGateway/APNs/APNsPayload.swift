@@ -1,3 +1,4 @@
+public import GatewayWire
 import NostrProtocol
 
 /// The APNs request for one queued job, exactly as the linkstr app expects it

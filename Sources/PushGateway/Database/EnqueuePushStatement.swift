@@ -1,4 +1,5 @@
 import Foundation
+import GatewayWire
 import PostgresNIO
 
 /// `POST /v1/push` as one prepared statement: the replay key, dedupe rows per (event, type,

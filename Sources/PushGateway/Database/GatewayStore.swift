@@ -1,4 +1,5 @@
 public import Foundation
+public import GatewayWire
 public import Logging
 public import NostrProtocol
 public import PostgresNIO

@@ -1,3 +1,4 @@
+import GatewayWire
 public import Logging
 
 /// Sends notifications and reports what APNs answered.

@@ -1,4 +1,5 @@
 import Foundation
+import GatewayWire
 public import Logging
 public import ServiceLifecycle
 

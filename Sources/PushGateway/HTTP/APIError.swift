@@ -1,3 +1,4 @@
+public import GatewayWire
 public import Hummingbird
 import NIOCore
 
@@ -17,6 +18,8 @@ public struct APIError: Error, Sendable, Equatable, HTTPResponseError {
     }
 
     public static func badRequest(_ message: String) -> APIError { APIError(.badRequest, message) }
+    /// A body GatewayWire refused: 400 with its message.
+    public static func badRequest(_ error: RequestBodyError) -> APIError { APIError(.badRequest, error.message) }
     public static func unauthorized(_ message: String, code: String = "other") -> APIError {
         var error = APIError(.unauthorized, message)
         error.authFailureCode = code
@@ -33,7 +36,7 @@ public struct APIError: Error, Sendable, Equatable, HTTPResponseError {
         return error
     }
 
-    public static let invalidJSON = APIError.badRequest("invalid json body")
+    public static let invalidJSON = APIError.badRequest(RequestBodyError.invalidJSON)
     public static let unreadableBody = APIError.badRequest("failed to read request body")
     public static let storage = APIError(.internalServerError, "storage error")
 

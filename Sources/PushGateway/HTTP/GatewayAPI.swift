@@ -1,4 +1,5 @@
 public import Foundation
+import GatewayWire
 public import Hummingbird
 import Logging
 import NIOCore
@@ -87,7 +88,7 @@ public struct GatewayAPI: Sendable {
     /// here (done, refused as replayed, or a 4xx that would only repeat), it is remembered and a
     /// copy is refused before the limiter is asked; a charge for one the database refuses as
     /// replayed (first seen here, or used at another instance) is given back.
-    func signed<Parsed, Result>(_ request: inout Request, parse: ([UInt8]) throws(APIError) -> Parsed,
+    func signed<Parsed, Result>(_ request: inout Request, parse: ([UInt8]) throws(RequestBodyError) -> Parsed,
                                 perform: (VerifiedHTTPAuth, Parsed) async throws -> Result) async throws -> Result {
         let body = try await Self.readBody(&request)
         let auth = try authenticate(request, body: body)
@@ -98,7 +99,7 @@ public struct GatewayAPI: Sendable {
             parsed = try parse(body)
         } catch {
             usedAuthorizations.insert(used)
-            throw error
+            throw APIError.badRequest(error)
         }
         if let pubkeyLimiter, let wait = pubkeyLimiter.take(auth.pubkey.hex) {
             metrics.rateLimited(scope: "pubkey")
@@ -193,7 +194,7 @@ public struct GatewayAPI: Sendable {
     }
 
     /// Routes without a body take whatever was sent (it is covered by the signature) and ignore it.
-    static func noBody(_: [UInt8]) throws(APIError) {}
+    static func noBody(_: [UInt8]) throws(RequestBodyError) {}
 
     /// `GET /metrics`: refreshes the queue gauges (at most once a second), then renders every metric.
     public func metricsExposition() async -> Response {

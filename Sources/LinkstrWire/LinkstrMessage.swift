@@ -10,6 +10,15 @@ public struct LinkstrMessage: Sendable, Equatable {
     public var createdAt: Int64
     public var payload: LinkstrPayload
 
+    /// A message as the client core builds it for what it sends itself (no wrap to open).
+    package init(wrapID: EventID, rumorID: EventID, sender: PublicKey, createdAt: Int64, payload: LinkstrPayload) {
+        self.wrapID = wrapID
+        self.rumorID = rumorID
+        self.sender = sender
+        self.createdAt = createdAt
+        self.payload = payload
+    }
+
     public enum OpenError: Error, Sendable, Equatable, CustomStringConvertible {
         case notAGiftWrap(kind: UInt16)
         case giftWrap(GiftWrapError)

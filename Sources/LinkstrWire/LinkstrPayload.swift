@@ -136,9 +136,11 @@ public struct LinkstrPayload: Sendable, Equatable {
 }
 
 extension String {
-    var isBlank: Bool { allSatisfy(\.isWhitespace) }
+    /// Empty or only whitespace (by `Character.isWhitespace`): what the wire calls blank.
+    package var isBlank: Bool { allSatisfy(\.isWhitespace) }
 
-    func trimmingWhitespaceAndNewlines() -> String {
+    /// Without leading and trailing whitespace characters, as the wire trims a note or a name.
+    package func trimmingWhitespaceAndNewlines() -> String {
         var scalars = Substring(self)
         while let first = scalars.first, first.isWhitespace { scalars.removeFirst() }
         while let last = scalars.last, last.isWhitespace { scalars.removeLast() }
