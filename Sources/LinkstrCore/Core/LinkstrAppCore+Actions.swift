@@ -196,7 +196,7 @@ extension LinkstrAppCore {
         // Unregister with the old key while we still have it; a gateway that cannot be reached
         // does not keep the user signed in.
         if let registrar = account.registrar, let device = account.pushDevice {
-            do { try await registrar.unregister(deviceToken: device.token) } catch { logger.info("unregister failed at logout", metadata: ["error": "\(error)"]) }
+            do { try await registrar.unregister(deviceToken: device.token) } catch { logger.info("unregister failed at logout", metadata: ["error": Self.logValue(error)]) }
             self.account?.pushDevice = nil
             try? savePushDevice()
         }
@@ -361,7 +361,7 @@ extension LinkstrAppCore {
         let pushes = payload.kind == .root || (payload.kind == .reaction && payload.reactionActive == true)
         if pushes, let registrar = account.registrar, account.pushDevice?.relayWatch == true {
             let ownCopies = wraps.filter { $0.firstTagValue("p") == account.me }.map(\.id.hex)
-            do { try await registrar.suppress(wrapIDs: ownCopies) } catch { logger.info("suppression failed", metadata: ["error": "\(error)"]) }
+            do { try await registrar.suppress(wrapIDs: ownCopies) } catch { logger.info("suppression failed", metadata: ["error": Self.logValue(error)]) }
         }
         try await pool.publish(wraps)
         var ledger = account.ledger
@@ -380,7 +380,7 @@ extension LinkstrAppCore {
                                                     emoji: payload.kind == .reaction ? payload.emoji : nil,
                                                     postID: payload.kind == .reaction ? payload.rootID : nil)
             } catch {
-                logger.info("push request failed", metadata: ["error": "\(error)"])
+                logger.info("push request failed", metadata: ["error": Self.logValue(error)])
             }
         }
         return rumor.id.hex
@@ -391,7 +391,7 @@ extension LinkstrAppCore {
         guard let account, !wrapIDs.isEmpty else { return }
         let ids = wrapIDs.compactMap { try? EventID(hex: $0) }
         let request = DeletionRequest.make(keys: account.keys, eventIDs: ids, kinds: [GiftWrap.wrapKind])
-        do { try await pool.publish([request]) } catch { logger.debug("kind-5 request not accepted", metadata: ["error": "\(error)"]) }
+        do { try await pool.publish([request]) } catch { logger.debug("kind-5 request not accepted", metadata: ["error": Self.logValue(error)]) }
     }
 
     private func publishFollowList(_ pubkeys: [String]) async throws {

@@ -243,7 +243,7 @@ extension LinkstrAppCore {
             switch result {
             case .success(let message): messages.append(message)
             // The reason can quote the sender's payload (an unknown kind): escaped like relay text.
-            case .failure(let error): logger.debug("dropped a wrap", metadata: ["reason": "\(error)"])
+            case .failure(let error): logger.debug("dropped a wrap", metadata: ["reason": Self.logValue(error)])
             }
         }
         guard self.account?.me == account.me else { return nil }

@@ -247,4 +247,11 @@ public actor LinkstrAppCore {
         if next.toast != current.toast { publish(.toast(next.toast)) }
         current = next
     }
+
+    /// An error as a log value. Errors can quote what a relay, a gateway or a sender wrote (an OK
+    /// message, a response body, an unknown payload kind), so the text is escaped like relay text:
+    /// nobody on the other end can forge or disguise a line of the app's log.
+    nonisolated static func logValue(_ error: any Error) -> Logger.MetadataValue {
+        "\(RelayTextLog.escape("\(error)", maxLength: 200))"
+    }
 }
