@@ -1,9 +1,12 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
-// Layers, each importing only what is below it:
-//   CSecp256k1 (Debian's libsecp256k1)  →  NostrProtocol (pure, no I/O)  →  executables.
-// Later layers (relay client, client core, gateway) slot in between NostrProtocol and the executables.
+// Layers, each importing only what is below it (docs/architecture.md tables the imports):
+//   executables (thin @main)
+//   PushGateway, LinkstrCore, APNsSandbox, LoadSupport   (gateway, client core, sandbox)
+//   NostrRelay                                           (relay client)
+//   GatewayWire, LinkstrWire                             (parsers of outside input, no I/O)
+//   NostrProtocol                                        (pure, no I/O)  over CSecp256k1
 // scripts/test.sh (and so CI) sets LINKSTR_STRICT=1: warnings in our own targets are errors there.
 let strict = Context.environment["LINKSTR_STRICT"] == "1"
 let strictSwift: [SwiftSetting] = [
