@@ -1,7 +1,6 @@
 public import Crypto
 import Foundation
 import NostrProtocol
-import Synchronization
 
 /// A team's signing key as the sandbox knows it: what Apple holds for a `.p8` key.
 public struct ProviderKey: Sendable {
@@ -43,10 +42,10 @@ public final class ProviderTokenVerifier: Sendable {
     public static let futureSkew: Int64 = 60
 
     private let keys: [String: ProviderKey]
-    private let verified = Mutex<[String: Int64]>([:])
+    private let verified = Locked<[String: Int64]>([:])
     /// The last header verified: a provider shares one token across every request, so one string
     /// comparison usually answers, without copying and hashing the ~250-byte token per request.
-    private let lastVerified = Mutex<(authorization: String, issuedAt: Int64)?>(nil)
+    private let lastVerified = Locked<(authorization: String, issuedAt: Int64)?>(nil)
 
     public init(keys: [ProviderKey]) {
         self.keys = Dictionary(keys.map { ($0.keyID, $0) }, uniquingKeysWith: { first, _ in first })

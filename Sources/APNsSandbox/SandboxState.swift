@@ -10,16 +10,16 @@ public final class SandboxState: Sendable {
     public let configuration: SandboxConfiguration
     let validator: APNsRequestValidator
     let verifier: ProviderTokenVerifier?
-    private let scriptedFailuresPlayed = Mutex<[String: Int]>([:])
-    private let log = Mutex(Log())
-    private let file: Mutex<FileHandle?>
+    private let scriptedFailuresPlayed = Locked<[String: Int]>([:])
+    private let log = Locked(Log())
+    private let file: Locked<FileHandle?>
     private let peakStreams = Atomic<Int>(0)
     private let openConnections = Atomic<Int>(0)
     private let streamLimit: Atomic<Int>
     /// Pushes left before the scripted GOAWAY (0: none scheduled).
     private let goAwayCountdown = Atomic<Int>(0)
     private let goAwaysSent = Atomic<Int>(0)
-    private let channels = Mutex<[ObjectIdentifier: any Channel]>([:])
+    private let channels = Locked<[ObjectIdentifier: any Channel]>([:])
 
     struct Log {
         var records: [DeliveryRecord] = []
@@ -40,7 +40,7 @@ public final class SandboxState: Sendable {
             opened.seekToEndOfFile()
             handle = opened
         }
-        file = Mutex(handle)
+        file = Locked(handle)
     }
 
     /// Answers one push the way APNs would.
@@ -202,7 +202,7 @@ public final class SandboxState: Sendable {
 final class SandboxConnectionState: Sendable {
     static let minimumTokenLifetime: Int64 = 20 * 60
     private let streams = Atomic<Int>(0)
-    private let token = Mutex<(value: String, since: Int64)?>(nil)
+    private let token = Locked<(value: String, since: Int64)?>(nil)
 
     func streamOpened() -> Int { streams.add(1, ordering: .relaxed).newValue }
     func streamClosed() { streams.subtract(1, ordering: .relaxed) }

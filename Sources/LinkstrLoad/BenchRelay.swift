@@ -4,7 +4,6 @@ import NIOHTTP1
 import NIOPosix
 import NIOWebSocket
 import NostrProtocol
-import Synchronization
 
 /// A minimal Nostr relay for the watcher benchmark: it answers every REQ with EOSE at once,
 /// remembers which `#p` values each subscription asked for, and sends events to the subscription
@@ -27,7 +26,7 @@ final class BenchRelay: Sendable {
         var nextID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Every pubkey some subscription covers, with where to send events for it.
     func routes() -> [String: (connection: Int, subscription: String)] {

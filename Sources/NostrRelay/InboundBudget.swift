@@ -1,4 +1,4 @@
-import Synchronization
+import NostrProtocol
 
 /// The bytes of relay messages a connection holds for its subscriptions' consumers, at most
 /// `limit`. The reading task reserves a message's bytes before handing it over and waits while
@@ -25,7 +25,7 @@ final class InboundBudget: Sendable {
     }
 
     let limit: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(limit: Int) {
         self.limit = max(limit, 1)

@@ -4,7 +4,6 @@ import NIOCore
 import NIOSSL
 public import NostrProtocol
 public import ServiceLifecycle
-import Synchronization
 import WSClient
 
 /// One WebSocket connection to one relay, kept up for as long as the service runs.
@@ -104,7 +103,7 @@ public actor RelayConnection: Service {
 
     private var subscriptions: [String: Subscription] = [:]
     private nonisolated let budget: InboundBudget
-    private nonisolated let reading: Mutex<Reading>
+    private nonisolated let reading: Locked<Reading>
     private var textLog: RelayTextLog
     /// The live connection's writer queue (nil while disconnected).
     private var outbound: AsyncStream<String>.Continuation?
@@ -125,7 +124,7 @@ public actor RelayConnection: Service {
         logger[metadataKey: "relay.url"] = "\(url)"
         self.logger = logger
         budget = InboundBudget(limit: configuration.inboundBufferBytes)
-        reading = Mutex(Reading(traffic: RelayTraffic(limits: configuration.limits)))
+        reading = Locked(Reading(traffic: RelayTraffic(limits: configuration.limits)))
         textLog = RelayTextLog(interval: configuration.relayTextLogInterval)
     }
 

@@ -1,4 +1,4 @@
-import Synchronization
+import NostrProtocol
 
 /// The queue between a connection's reading task and one subscription's consumer. It holds no
 /// limit of its own: the connection's `InboundBudget` bounds every subscription's queue together,
@@ -26,7 +26,7 @@ final class SubscriptionBuffer: Sendable {
     }
 
     let budget: InboundBudget
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(budget: InboundBudget) {
         self.budget = budget

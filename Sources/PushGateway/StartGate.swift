@@ -1,5 +1,5 @@
+import NostrProtocol
 import ServiceLifecycle
-import Synchronization
 
 /// Opens once, when the migrations have been applied at start-up. The services that query the
 /// gateway's tables wait for it: run alongside the migrations, a delivery round's query on
@@ -12,7 +12,7 @@ final class StartGate: Sendable {
         var nextID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func open() {
         let waiters = state.withLock { state in

@@ -1,9 +1,9 @@
 public import Logging
-public import Synchronization
+package import NostrProtocol
 
 /// Log lines as a handler received them (message and metadata), for tests that read the log.
 public final class CapturedLog: Sendable {
-    public let lines = Mutex<[String]>([])
+    package let lines = Locked<[String]>([])
 
     public init() {}
 

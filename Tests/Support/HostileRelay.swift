@@ -3,7 +3,6 @@ import NIOHTTP1
 import NIOPosix
 import NIOWebSocket
 public import NostrProtocol
-import Synchronization
 
 /// A scriptable Nostr relay on loopback, for tests of what a client does with a relay that does
 /// not play fair. Left alone it is a plain store-and-forward relay: a REQ gets the stored events
@@ -97,7 +96,7 @@ public final class HostileRelay: Sendable {
     public let port: Int
     public var url: String { "ws://127.0.0.1:\(port)" }
     private let script: @Sendable (Int) -> Script
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
     public init(script: @escaping @Sendable (_ subscriber: Int) -> Script = { _ in Script() }) throws {

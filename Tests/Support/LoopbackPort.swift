@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NostrProtocol
 
 /// Loopback ports for the fixtures and tests that start servers.
 public enum LoopbackPort {
@@ -28,7 +28,7 @@ public enum LoopbackPort {
 
     private static let reserved = 20_000..<32_000
     /// Starts at a per-process offset so two test processes on one machine rarely meet.
-    private static let cursor = Mutex(reserved.lowerBound + Int(getpid()) * 7_919 % reserved.count)
+    private static let cursor = Locked(reserved.lowerBound + Int(getpid()) * 7_919 % reserved.count)
 
     private static func canBind(_ port: Int) -> Bool {
         onLoopback(port) { bind($0, $1, $2) }

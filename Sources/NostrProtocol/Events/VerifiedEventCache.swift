@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Verifies events, checking each id's signature once: a process reading several relays gets
 /// most events once per relay, and the BIP-340 check (tens of µs) is most of what an event costs.
@@ -34,7 +33,7 @@ public final class VerifiedEventCache: Sendable {
     }
 
     public let capacity: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init(capacity: Int = 65_536) {
         self.capacity = max(capacity, 1)

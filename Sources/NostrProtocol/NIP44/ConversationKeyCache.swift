@@ -1,4 +1,3 @@
-import Synchronization
 
 /// A bounded, thread-safe cache of conversation keys per (own key, peer key).
 ///
@@ -12,7 +11,7 @@ public final class ConversationKeyCache: Sendable {
     }
 
     private let capacity: Int
-    private let entries = Mutex<[Pair: ConversationKey]>([:])
+    private let entries = Locked<[Pair: ConversationKey]>([:])
 
     public init(capacity: Int = 4096) {
         self.capacity = max(capacity, 1)

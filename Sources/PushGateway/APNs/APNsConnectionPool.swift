@@ -4,7 +4,7 @@ import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
-import Synchronization
+import NostrProtocol
 
 /// Long-lived HTTP/2 connections to APNs hosts: `connectionsPerHost` per host, each on its own
 /// event loop (one connection's TLS and HTTP/2 work runs on one thread), a request always on the
@@ -28,7 +28,7 @@ final class APNsConnectionPool: APNsTransport {
     private let group: any EventLoopGroup
     private let connectionsPerHost: Int
     private let requestTimeout: TimeAmount
-    private let slots = Mutex<(attempts: Int, byEndpoint: [APNsEndpoint: [Slot?]])>((0, [:]))
+    private let slots = Locked<(attempts: Int, byEndpoint: [APNsEndpoint: [Slot?]])>((0, [:]))
     /// Told how many requests a GOAWAY refused and were sent again on a fresh connection.
     private let onResend: (@Sendable (Int) -> Void)?
 

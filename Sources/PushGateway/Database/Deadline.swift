@@ -1,4 +1,4 @@
-import Synchronization
+import NostrProtocol
 
 /// `withDeadline` gave up: the work did not finish in time and was cancelled.
 struct DeadlineExceeded: Error {}
@@ -42,7 +42,7 @@ private final class DeadlineRace<Result: Sendable>: Sendable {
         var answered = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func start(_ continuation: CheckedContinuation<Result, any Error>, cancelTasks: @escaping @Sendable () -> Void) {
         let early: Swift.Result<Result, any Error>? = state.withLock { state in

@@ -1,5 +1,5 @@
 import NIOCore
-import Synchronization
+import NostrProtocol
 
 /// A `TaskExecutor` that runs jobs on one SwiftNIO event loop. Code under
 /// `withTaskExecutorPreference` of it runs on that loop between its suspension points, so it can
@@ -21,7 +21,7 @@ final class EventLoopTaskExecutor: TaskExecutor, @unchecked Sendable {
 
     /// One executor per event loop, made on first use. Event loops live as long as their group,
     /// which for the database client is the process.
-    private static let executors = Mutex<[ObjectIdentifier: EventLoopTaskExecutor]>([:])
+    private static let executors = Locked<[ObjectIdentifier: EventLoopTaskExecutor]>([:])
 
     static func of(_ eventLoop: any EventLoop) -> EventLoopTaskExecutor {
         executors.withLock { executors in

@@ -1,4 +1,4 @@
-import Synchronization
+import NostrProtocol
 
 /// Group commit for device registrations: requests that arrive while a group is being written
 /// wait and go together in the next one, one statement and one commit per group
@@ -19,7 +19,7 @@ final class RegistrationBatcher: Sendable {
         var groupsInFlight = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let apply: Apply
     let maxGroupSize: Int
     let maxConcurrentGroups: Int

@@ -1,4 +1,4 @@
-import Synchronization
+import NostrProtocol
 
 /// Jobs this instance has just queued already claimed (leased, attempt 1, in the same statement
 /// that queued them), handed straight to its delivery worker: they skip the claim query, which
@@ -14,7 +14,7 @@ public final class DirectDelivery: Sendable {
     public let leaseSeconds: Int
     public let limit: Int
     private let send: @Sendable ([ClaimedJob]) async -> Void
-    private let inFlight = Mutex(0)
+    private let inFlight = Locked(0)
 
     public init(leaseSeconds: Int, limit: Int = 1024, send: @escaping @Sendable ([ClaimedJob]) async -> Void) {
         self.leaseSeconds = leaseSeconds

@@ -1,4 +1,4 @@
-import Synchronization
+import NostrProtocol
 
 /// Wakes loops that wait for work: the idle delivery loops when this instance has just queued
 /// something (so a push is claimed at once instead of at the next poll; jobs queued by other
@@ -14,7 +14,7 @@ public final class WakeupSignal: Sendable {
         var tickerStarted = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let interval: Duration
 
     public init(interval: Duration = .milliseconds(200)) {

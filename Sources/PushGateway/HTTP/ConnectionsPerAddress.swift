@@ -1,12 +1,12 @@
 import NIOCore
-import Synchronization
+import NostrProtocol
 
 /// Open connections per client address (an IPv6 client by its /64), shared by every connection of
 /// one server. `HTTP_MAX_CONNECTIONS` caps them all together, so without a share per address one
 /// client could hold every slot and lock everyone else out, orchestrator probes included.
 final class ConnectionsPerAddress: Sendable {
     let limit: Int
-    private let open = Mutex<[String: Int]>([:])
+    private let open = Locked<[String: Int]>([:])
 
     init(limit: Int) {
         self.limit = limit

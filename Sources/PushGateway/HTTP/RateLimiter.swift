@@ -1,4 +1,4 @@
-import Synchronization
+import NostrProtocol
 
 /// Token buckets by key (a client address or a pubkey): each key refills at `perSecond` up to
 /// `burst`.
@@ -26,13 +26,13 @@ final class RateLimiter: Sendable {
     private let maxKeysPerGeneration: Int
     /// How long an untouched bucket takes to fill from empty.
     private let refill: Duration
-    private let generations: Mutex<Generations>
+    private let generations: Locked<Generations>
 
     init(limit: RateLimitSettings.Limit, maxKeys: Int = 100_000, now: ContinuousClock.Instant = .now) {
         self.limit = limit
         self.maxKeysPerGeneration = max(1, maxKeys / 2)
         self.refill = .milliseconds(Int64((limit.burst / limit.perSecond * 1000).rounded(.up)))
-        self.generations = Mutex(Generations(rotatedAt: now))
+        self.generations = Locked(Generations(rotatedAt: now))
     }
 
     /// Takes a token for `key`: nil when allowed, else how long until one is available.

@@ -1,5 +1,5 @@
 import Crypto
-import Synchronization
+import NostrProtocol
 
 /// Authorization events this instance has seen used (or refused as replayed) within the auth
 /// window, so that a replayed header is refused before it is charged to its pubkey's rate limit.
@@ -40,13 +40,13 @@ final class UsedAuthorizations: Sendable {
 
     private let window: Duration
     private let maxKeysPerGeneration: Int
-    private let generations: Mutex<Generations>
+    private let generations: Locked<Generations>
 
     /// `window` must cover how long a header stays acceptable (twice the allowed clock skew).
     init(window: Duration, maxKeys: Int = 200_000, now: ContinuousClock.Instant = .now) {
         self.window = window
         self.maxKeysPerGeneration = max(1, maxKeys / 2)
-        self.generations = Mutex(Generations(rotatedAt: now))
+        self.generations = Locked(Generations(rotatedAt: now))
     }
 
     /// A key kept longer than its header stays valid does no harm: such a header is refused as

@@ -1,7 +1,7 @@
 public import CoreMetrics
 import Foundation
+import NostrProtocol
 public import Prometheus
-import Synchronization
 
 /// The gateway's Prometheus metrics, recorded through swift-metrics into one collector registry
 /// that `GET /metrics` renders. Nothing is bootstrapped globally, so several gateways (tests) can
@@ -37,7 +37,7 @@ public final class GatewayMetrics: Sendable {
     public let factory: PrometheusMetricsFactory
     /// The last APNs failures, for `GET /admin/status`.
     public let recentFailures = RecentAPNsFailures(capacity: 50)
-    private let scrapeHooks = Mutex<[@Sendable () async -> Void]>([])
+    private let scrapeHooks = Locked<[@Sendable () async -> Void]>([])
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry

@@ -1,5 +1,5 @@
 public import Foundation
-import Synchronization
+import NostrProtocol
 
 /// The last few APNs failures, newest first, for operators (`GET /admin/status`). Device tokens
 /// are kept redacted.
@@ -13,7 +13,7 @@ public final class RecentAPNsFailures: Sendable {
     }
 
     private let capacity: Int
-    private let failures = Mutex<[Failure]>([])
+    private let failures = Locked<[Failure]>([])
 
     public init(capacity: Int) { self.capacity = capacity }
 

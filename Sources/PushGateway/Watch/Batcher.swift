@@ -1,4 +1,4 @@
-import Synchronization
+import NostrProtocol
 
 /// Items waiting to be written to the database: producers add one at a time (a lock, not an actor
 /// hop: for gift-wrap sightings this runs once per wrap); a writer loop takes what has gathered,
@@ -19,7 +19,7 @@ final class Batcher<Element: Sendable>: Sendable {
     }
 
     let limit: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private enum Step {
         case batch([Element], admitted: [CheckedContinuation<Bool, Never>])

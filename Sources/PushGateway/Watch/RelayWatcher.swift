@@ -4,7 +4,6 @@ import NostrProtocol
 public import NostrRelay
 import PostgresNIO
 public import ServiceLifecycle
-import Synchronization
 
 /// Watches relays for gift wraps (kind 1059) to the pubkeys with a `relay_watch` device in the
 /// shards this instance holds, and turns live ones into generic pushes through the durable queue.
@@ -61,7 +60,7 @@ public actor RelayWatcher: Service {
     /// Per relay: pubkeys whose subscription has reached EOSE there.
     private var livePubkeys: [String: Set<String>] = [:]
     /// Written by consumers on every event, so behind a lock rather than the actor.
-    private let lastEventAt = Mutex<[String: Date]>([:])
+    private let lastEventAt = Locked<[String: Date]>([:])
     private var consumers: [String: Task<Void, Never>] = [:]
     private var changedPubkeys: Set<String> = []
     /// Wakes the maintenance loop early (a registration changed); it also ticks every heartbeat.
