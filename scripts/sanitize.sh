@@ -31,10 +31,11 @@ for sanitizer in ${SANITIZERS:-address thread}; do
     mkdir -p "$REPORTS/$sanitizer"
     say "running $SUITES on them"
     # Reports go to files (a process's own log is read by no one once its test passes); leak
-    # checking is off: Swift's runtime keeps metadata for the process's life by design.
+    # checking is off: Swift's runtime keeps metadata for the process's life by design. TSan skips
+    # the races in synchronization it cannot see (scripts/tsan-suppressions.txt says which).
     status=0
     ASAN_OPTIONS="log_path=$REPORTS/$sanitizer/report:detect_leaks=0:abort_on_error=0" \
-    TSAN_OPTIONS="log_path=$REPORTS/$sanitizer/report:halt_on_error=0" \
+    TSAN_OPTIONS="log_path=$REPORTS/$sanitizer/report:halt_on_error=0:suppressions=$REPO_ROOT/scripts/tsan-suppressions.txt" \
         LINKSTR_BIN_DIR="$bin" swift test --skip-build --filter "$SUITES" || status=$?
     reports=("$REPORTS/$sanitizer"/report*)
     if [[ -e "${reports[0]}" ]]; then
