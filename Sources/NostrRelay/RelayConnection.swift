@@ -35,7 +35,7 @@ public actor RelayConnection: Service {
     private struct Subscription {
         /// Called each time the REQ is sent, so a re-sent REQ can move a relative `since`.
         var filters: @Sendable (RequestContext) -> [Filter]
-        let buffer: SubscriptionBuffer
+        let buffer: SubscriptionBuffer<SubscriptionEvent>
         /// The relay sent EOSE for the latest REQ: everything stored up to then has arrived.
         var caughtUp = false
         /// From when events may have been missed (Unix seconds): when a connection on which it was
@@ -49,7 +49,7 @@ public actor RelayConnection: Service {
 
     /// A parsed message on its way from the reading task to a subscription's queue.
     struct Delivery: Sendable {
-        let buffer: SubscriptionBuffer
+        let buffer: SubscriptionBuffer<SubscriptionEvent>
         let event: SubscriptionEvent
         /// The message's bytes, reserved in `budget` while it is queued.
         let cost: Int
@@ -219,7 +219,7 @@ public actor RelayConnection: Service {
     /// context says when a re-sent REQ follows a lost connection or a long read pause (see
     /// `RequestContext`).
     public func subscribe(id: String, filters: @escaping @Sendable (RequestContext) -> [Filter]) -> SubscriptionStream {
-        let buffer = SubscriptionBuffer(budget: budget)
+        let buffer = SubscriptionBuffer<SubscriptionEvent>(budget: budget)
         subscriptions[id]?.buffer.finish()
         subscriptions[id] = Subscription(filters: filters, buffer: buffer)
         if stopped { buffer.finish() }

@@ -1,13 +1,16 @@
+import NIOCore
 import NostrProtocol
 
 /// The queue between a connection's reading task and one subscription's consumer. It holds no
 /// limit of its own: the connection's `InboundBudget` bounds every subscription's queue together,
 /// and each item carries the bytes it reserved there, given back when the consumer takes it (or
-/// when the consumer is gone and the item is thrown away).
-final class SubscriptionBuffer: Sendable {
+/// when the consumer is gone and the item is thrown away). The connection queues
+/// `SubscriptionEvent`s; generic so that a test can queue objects and watch them go.
+final class SubscriptionBuffer<Element: Sendable>: Sendable {
     private struct State {
-        var items: [(event: SubscriptionEvent, cost: Int)] = []
-        var head = 0
+        /// A ring: taking an item frees its slot at once, so an event the consumer has taken is
+        /// not kept alive behind it (the budget no longer counts it).
+        var items = CircularBuffer<(element: Element, cost: Int)>()
         var consumer: CheckedContinuation<Void, Never>?
         /// Nothing more comes (unsubscribed, or the connection stopped): what is queued is still
         /// read, then the stream ends.
@@ -16,11 +19,11 @@ final class SubscriptionBuffer: Sendable {
         /// items are thrown away and new ones refused, so the reader is never held up for it.
         var terminated = false
 
-        var hasItems: Bool { head < items.count }
+        var hasItems: Bool { !items.isEmpty }
     }
 
     private enum Step {
-        case item(SubscriptionEvent, cost: Int)
+        case item(Element, cost: Int)
         case end
         case wait
     }
@@ -33,14 +36,14 @@ final class SubscriptionBuffer: Sendable {
     }
 
     /// Items waiting for the consumer.
-    var count: Int { state.withLock { $0.items.count - $0.head } }
+    var count: Int { state.withLock { $0.items.count } }
 
-    /// Queues `event`, which holds `cost` bytes of the budget; false when the subscription is over
-    /// (the caller gives the bytes back).
-    func append(_ event: SubscriptionEvent, cost: Int) -> Bool {
+    /// Queues `element`, which holds `cost` bytes of the budget; false when the subscription is
+    /// over (the caller gives the bytes back).
+    func append(_ element: Element, cost: Int) -> Bool {
         let consumer = state.withLock { state -> CheckedContinuation<Void, Never>?? in
             guard !state.finished, !state.terminated else { return .none }
-            state.items.append((event, cost))
+            state.items.append((element, cost))
             defer { state.consumer = nil }
             return .some(state.consumer)
         }
@@ -63,9 +66,8 @@ final class SubscriptionBuffer: Sendable {
     func terminate() {
         let (consumer, cost) = state.withLock { state in
             state.terminated = true
-            let cost = state.items[state.head...].reduce(0) { $0 + $1.cost }
+            let cost = state.items.reduce(0) { $0 + $1.cost }
             state.items.removeAll()
-            state.head = 0
             defer { state.consumer = nil }
             return (state.consumer, cost)
         }
@@ -75,25 +77,18 @@ final class SubscriptionBuffer: Sendable {
 
     /// The next item; nil once finished and drained, or terminated. Cancelling the waiting task
     /// terminates the subscription's stream, as it does an `AsyncStream`.
-    func next() async -> SubscriptionEvent? {
+    func next() async -> Element? {
         while true {
             let step: Step = state.withLock { state in
-                if state.hasItems {
-                    let item = state.items[state.head]
-                    state.head += 1
-                    // Compact now and then, not on every read.
-                    if state.head >= 1024, state.head * 2 >= state.items.count {
-                        state.items.removeFirst(state.head)
-                        state.head = 0
-                    }
-                    return .item(item.event, cost: item.cost)
+                if let item = state.items.popFirst() {
+                    return .item(item.element, cost: item.cost)
                 }
                 return state.finished || state.terminated ? .end : .wait
             }
             switch step {
-            case .item(let event, let cost):
+            case .item(let element, let cost):
                 budget.release(cost)
-                return event
+                return element
             case .end:
                 return nil
             case .wait:

@@ -15,7 +15,7 @@ public struct SubscriptionStream: AsyncSequence, Sendable {
 
     private let handle: Handle
 
-    init(buffer: SubscriptionBuffer) {
+    init(buffer: SubscriptionBuffer<SubscriptionEvent>) {
         handle = Handle(buffer: buffer)
     }
 
@@ -37,9 +37,9 @@ public struct SubscriptionStream: AsyncSequence, Sendable {
     /// Ends the subscription's queue once nobody can read it any more, so its items stop taking
     /// the connection's budget (the reader would otherwise wait for a consumer that never comes).
     fileprivate final class Handle: Sendable {
-        let buffer: SubscriptionBuffer
+        let buffer: SubscriptionBuffer<SubscriptionEvent>
 
-        init(buffer: SubscriptionBuffer) {
+        init(buffer: SubscriptionBuffer<SubscriptionEvent>) {
             self.buffer = buffer
         }
 

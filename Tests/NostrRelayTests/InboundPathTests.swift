@@ -53,7 +53,7 @@ struct InboundPathTests {
 
     @Test func aConsumerGivesTheBytesBackAsItReads() async {
         let budget = InboundBudget(limit: 100)
-        let buffer = SubscriptionBuffer(budget: budget)
+        let buffer = SubscriptionBuffer<SubscriptionEvent>(budget: budget)
         let stream = SubscriptionStream(buffer: buffer)
         for _ in 0..<4 {
             #expect(budget.tryReserve(25))
@@ -72,7 +72,7 @@ struct InboundPathTests {
 
     @Test func aStreamNobodyReadsGivesItsBytesBack() {
         let budget = InboundBudget(limit: 100)
-        let buffer = SubscriptionBuffer(budget: budget)
+        let buffer = SubscriptionBuffer<SubscriptionEvent>(budget: budget)
         var stream: SubscriptionStream? = SubscriptionStream(buffer: buffer)
         #expect(budget.tryReserve(60))
         #expect(buffer.append(Self.event, cost: 60))
@@ -85,7 +85,7 @@ struct InboundPathTests {
 
     @Test(.timeLimit(.minutes(1))) func cancellingTheConsumerEndsTheStreamAndFreesItsQueue() async {
         let budget = InboundBudget(limit: 100)
-        let buffer = SubscriptionBuffer(budget: budget)
+        let buffer = SubscriptionBuffer<SubscriptionEvent>(budget: budget)
         let stream = SubscriptionStream(buffer: buffer)
         let consumer = Task { () -> Int in
             var count = 0
@@ -99,5 +99,28 @@ struct InboundPathTests {
         #expect(await consumer.value == 1)
         #expect(!buffer.append(Self.event, cost: 1), "terminated")
         #expect(budget.used == 0)
+    }
+
+    /// An item the consumer has taken is not kept alive by the queue: a relay could otherwise
+    /// hold memory the budget no longer counts (once, up to a thousand events in every
+    /// subscription until the queue compacted).
+    @Test func anItemTheConsumerTookIsNotKeptByTheQueue() async {
+        final class Item: Sendable {}
+        let budget = InboundBudget(limit: 1 << 20)
+        let buffer = SubscriptionBuffer<Item>(budget: budget)
+        var taken: [Weak] = []
+        for _ in 0..<100 {
+            #expect(budget.tryReserve(100))
+            #expect(buffer.append(Item(), cost: 100))
+            guard let item = await buffer.next() else { Issue.record("the queue ended"); return }
+            taken.append(Weak(item))
+        }
+        #expect(taken.allSatisfy { $0.object == nil }, "\(taken.filter { $0.object != nil }.count) of 100 taken items still alive")
+        #expect(budget.used == 0)
+    }
+
+    struct Weak {
+        weak var object: AnyObject?
+        init(_ object: AnyObject) { self.object = object }
     }
 }
