@@ -11,7 +11,7 @@
 - docker/Dockerfile: non-root user, HEALTHCHECK on /healthz, the three executables, the run-time
   packages read from docker/runtime-packages.txt.
 - deploy/systemd: the unit's required settings.
-- Every configuration key set anywhere is one linkstr-push documents (README.md's table).
+- Every configuration key set anywhere is one linkstr-push documents (docs/configuration.md).
 
 Prints each problem and exits 1 when there is any.
 """
@@ -34,7 +34,7 @@ def problem(where: str, text: str) -> None:
 
 def documented_keys() -> set[str]:
     keys: set[str] = set()
-    for line in (ROOT / "README.md").read_text().splitlines():
+    for line in (ROOT / "docs/configuration.md").read_text().splitlines():
         if line.startswith("| `"):
             first_cell = line.split("|")[1]
             keys.update(re.findall(r"`([A-Z][A-Z0-9_]+)`", first_cell))

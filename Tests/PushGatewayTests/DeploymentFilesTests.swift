@@ -18,7 +18,8 @@ import Testing
         let copy = FileManager.default.temporaryDirectory.appendingPathComponent("lint-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: copy) }
-        for item in ["README.md", "docker", "deploy"] {
+        try FileManager.default.createDirectory(at: copy.appendingPathComponent("docs"), withIntermediateDirectories: true)
+        for item in ["docs/configuration.md", "docker", "deploy"] {
             try FileManager.default.copyItem(at: Self.root.appendingPathComponent(item), to: copy.appendingPathComponent(item))
         }
         func edit(_ path: String, _ from: String, _ to: String) throws {
