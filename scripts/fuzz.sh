@@ -6,8 +6,7 @@
 # reproducer.
 #   scripts/fuzz.sh                                    # every target, 30 s each
 #   FUZZ_SECONDS=300 FUZZ_TARGETS="json nip44" scripts/fuzz.sh
-#   scripts/fuzz.sh build; scripts/fuzz.sh run          # the two steps apart (scripts/test.sh
-#                                                      # builds while it builds the release)
+#   scripts/fuzz.sh build; scripts/fuzz.sh run          # the two steps apart
 #   Fuzz/.build-fuzz/release/fuzz-json Fuzz/artifacts/json-crash-…   # replay one reproducer
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
