@@ -6,17 +6,10 @@
 # reproducer.
 #   scripts/fuzz.sh                                    # every target, 30 s each
 #   FUZZ_SECONDS=300 FUZZ_TARGETS="json nip44" scripts/fuzz.sh
-#   scripts/fuzz.sh build; scripts/fuzz.sh run          # the two steps apart
 #   Fuzz/.build-fuzz/release/fuzz-json Fuzz/artifacts/json-crash-…   # replay one reproducer
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
 cd "$REPO_ROOT"
-
-STEP="${1:-all}"
-case "$STEP" in
-    build|run|all) ;;
-    *) echo "usage: scripts/fuzz.sh [build|run]" >&2; exit 2 ;;
-esac
 
 ALL_TARGETS=(json event relay-message nip19 nip44 base64 nip98 linkstr-payload gateway-requests)
 FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
@@ -28,7 +21,7 @@ for target in "${TARGETS[@]}"; do
     fi
 done
 
-[[ "$STEP" == run ]] || setup_all
+setup_all
 
 # SwiftPM's own --sanitize=fuzzer: with it SwiftPM stops renaming each executable's entry point to
 # <module>_main (for @testable executables), which otherwise fails the link because libFuzzer, not
@@ -38,22 +31,13 @@ done
 # instrumentation (libFuzzer then runs blind) and each order change rebuilt everything. User flags
 # come last, so `-sanitize=fuzzer,address` is what swiftc gets; C code gets fuzzer coverage only.
 BUILD_FLAGS=(-c release --scratch-path .build-fuzz --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library)
-if [[ "$STEP" != run ]]; then
-    say "building fuzz targets: ${TARGETS[*]}"
-    # One product at a time: a plain `swift build` would also build the root package's executables
-    # (the gateway, the CLI, the load tools) with the sanitizers, which no target needs.
-    for target in "${TARGETS[@]}"; do
-        (cd Fuzz && swift build "${BUILD_FLAGS[@]}" --product "fuzz-$target")
-    done
-fi
-[[ "$STEP" == build ]] && exit 0
-BIN="$(cd Fuzz && swift build "${BUILD_FLAGS[@]}" --show-bin-path)"
+say "building fuzz targets: ${TARGETS[*]}"
+# One product at a time: a plain `swift build` would also build the root package's executables
+# (the gateway, the CLI, the load tools) with the sanitizers, which no target needs.
 for target in "${TARGETS[@]}"; do
-    if [[ ! -x "$BIN/fuzz-$target" ]]; then
-        echo "fuzz-$target is not built in $BIN; run scripts/fuzz.sh build first" >&2
-        exit 2
-    fi
+    (cd Fuzz && swift build "${BUILD_FLAGS[@]}" --product "fuzz-$target")
 done
+BIN="$(cd Fuzz && swift build "${BUILD_FLAGS[@]}" --show-bin-path)"
 
 ARTIFACTS="$REPO_ROOT/Fuzz/artifacts"
 mkdir -p "$ARTIFACTS"
