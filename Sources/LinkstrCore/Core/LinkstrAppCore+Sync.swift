@@ -78,7 +78,7 @@ extension LinkstrAppCore {
             // The relay refused or ended the page (a subscription limit, a slow query): paging on
             // this relay ends for this run, without a floor, so the next run asks again.
             backfills[relay] = nil
-            logger.notice("relay closed a history page", metadata: ["relay.url": "\(relay)", "relay.reason": "\(RelayTextLog.escape(reason, maxLength: 200))"])
+            logger.notice("relay closed a history page", metadata: ["relay.url": "\(relay)", "relay.reason": Self.logValue(reason)])
             await pool.unsubscribe(id, on: relay)
         case (let id, .endOfStoredEvents) where backfills[relay]?.subscriptionID == id:
             guard let backfill = backfills.removeValue(forKey: relay) else { return }

@@ -248,10 +248,15 @@ public actor LinkstrAppCore {
         current = next
     }
 
-    /// An error as a log value. Errors can quote what a relay, a gateway or a sender wrote (an OK
-    /// message, a response body, an unknown payload kind), so the text is escaped like relay text:
-    /// nobody on the other end can forge or disguise a line of the app's log.
+    /// Text someone else wrote (a relay's `CLOSED` reason) as a log value, escaped like relay
+    /// text: nobody on the other end can forge or disguise a line of the app's log.
+    nonisolated static func logValue(_ text: some StringProtocol) -> Logger.MetadataValue {
+        "\(RelayTextLog.escape(text, maxLength: 200))"
+    }
+
+    /// An error as a log value, escaped the same way: errors can quote what a relay, a gateway or
+    /// a sender wrote (an OK message, a response body, an unknown payload kind).
     nonisolated static func logValue(_ error: any Error) -> Logger.MetadataValue {
-        "\(RelayTextLog.escape("\(error)", maxLength: 200))"
+        logValue("\(error)")
     }
 }
