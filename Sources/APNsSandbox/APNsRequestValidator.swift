@@ -61,7 +61,7 @@ public struct APNsRequestValidator: Sendable {
     }
 
     /// 8-4-4-4-12 hex digits (either case).
-    static func isUUID(_ text: String) -> Bool {
+    package static func isUUID(_ text: String) -> Bool {
         var index = 0
         for byte in text.utf8 {
             if index == 8 || index == 13 || index == 18 || index == 23 {

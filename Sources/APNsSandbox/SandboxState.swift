@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import NIOCore
 import NIOHTTP2
 import NostrProtocol
@@ -44,7 +44,7 @@ public final class SandboxState: Sendable {
     }
 
     /// Answers one push the way APNs would.
-    func answer(_ request: SandboxRequest, on connection: SandboxConnectionState, now: Date = Date()) -> SandboxReply {
+    package func answer(_ request: SandboxRequest, on connection: SandboxConnectionState, now: Date = Date()) -> SandboxReply {
         let nowSeconds = Int64(now.timeIntervalSince1970)
         let nowMilliseconds = Int64(now.timeIntervalSince1970 * 1000)
         let reply = decide(request, connection: connection, nowSeconds: nowSeconds, nowMilliseconds: nowMilliseconds)
@@ -199,15 +199,17 @@ public final class SandboxState: Sendable {
 /// `TooManyProviderTokenUpdates` when a connection's tokens are refreshed more often than every
 /// 20 minutes; the sandbox judges that by the tokens' `iat`, which keeps it deterministic for
 /// senders whose clock is injected.
-final class SandboxConnectionState: Sendable {
+package final class SandboxConnectionState: Sendable {
     static let minimumTokenLifetime: Int64 = 20 * 60
     private let streams = Atomic<Int>(0)
     private let token = Locked<(value: String, since: Int64)?>(nil)
 
+    package init() {}
+
     func streamOpened() -> Int { streams.add(1, ordering: .relaxed).newValue }
     func streamClosed() { streams.subtract(1, ordering: .relaxed) }
 
-    func accept(providerToken: String, issuedAt: Int64) -> Bool {
+    package func accept(providerToken: String, issuedAt: Int64) -> Bool {
         token.withLock { current in
             guard let existing = current else {
                 current = (providerToken, issuedAt)

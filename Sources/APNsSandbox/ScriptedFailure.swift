@@ -41,7 +41,7 @@ public enum ScriptedFailure: Sendable, Equatable {
     }
 
     /// The answer, at `nowMilliseconds`.
-    func reply(nowMilliseconds: Int64) -> SandboxReply {
+    package func reply(nowMilliseconds: Int64) -> SandboxReply {
         switch self {
         case .badDeviceToken: SandboxReply(status: 400, reason: "BadDeviceToken")
         case .expiredProviderTokenOnce: SandboxReply(status: 403, reason: "ExpiredProviderToken")

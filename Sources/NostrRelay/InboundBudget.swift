@@ -9,7 +9,7 @@ import NostrProtocol
 ///
 /// One budget per connection rather than per subscription, because a relay chooses which
 /// subscription each event goes to: with a limit per subscription it could fill every one.
-final class InboundBudget: Sendable {
+package final class InboundBudget: Sendable {
     private struct Waiter {
         let id: UInt64
         let cost: Int
@@ -27,19 +27,19 @@ final class InboundBudget: Sendable {
     let limit: Int
     private let state = Locked(State())
 
-    init(limit: Int) {
+    package init(limit: Int) {
         self.limit = max(limit, 1)
     }
 
     /// Bytes held now.
-    var used: Int { state.withLock { $0.used } }
+    package var used: Int { state.withLock { $0.used } }
 
     /// Readers waiting for room.
-    var waiting: Int { state.withLock { $0.waiters.count } }
+    package var waiting: Int { state.withLock { $0.waiters.count } }
 
     /// Reserves `cost` bytes when they fit (or nothing is held: one message larger than the limit
     /// still passes, alone) and nobody waits before it; false otherwise.
-    func tryReserve(_ cost: Int) -> Bool {
+    package func tryReserve(_ cost: Int) -> Bool {
         state.withLock { state in
             guard state.waiters.isEmpty, state.fits(cost, limit: limit) else { return false }
             state.used += cost
@@ -48,7 +48,7 @@ final class InboundBudget: Sendable {
     }
 
     /// Reserves `cost` bytes, waiting for room; false when the waiting task was cancelled.
-    func reserve(_ cost: Int) async -> Bool {
+    package func reserve(_ cost: Int) async -> Bool {
         if tryReserve(cost) { return true }
         let id = state.withLock { state in
             defer { state.nextID += 1 }
@@ -78,7 +78,7 @@ final class InboundBudget: Sendable {
     }
 
     /// Gives `cost` bytes back and lets waiters in, in order, while they fit.
-    func release(_ cost: Int) {
+    package func release(_ cost: Int) {
         guard cost > 0 else { return }
         let admitted = state.withLock { state -> [Waiter] in
             state.used = max(0, state.used - cost)

@@ -48,11 +48,11 @@ public actor RelayConnection: Service {
     }
 
     /// A parsed message on its way from the reading task to a subscription's queue.
-    struct Delivery: Sendable {
-        let buffer: SubscriptionBuffer<SubscriptionEvent>
-        let event: SubscriptionEvent
+    package struct Delivery: Sendable {
+        package let buffer: SubscriptionBuffer<SubscriptionEvent>
+        package let event: SubscriptionEvent
         /// The message's bytes, reserved in `budget` while it is queued.
-        let cost: Int
+        package let cost: Int
     }
 
     /// What the reading task counts on every message and consumers report, behind a lock rather
@@ -95,7 +95,7 @@ public actor RelayConnection: Service {
     /// Seconds before a pause's start that a re-sent REQ also covers: what the relay had queued,
     /// or was in the socket buffers, when reading stopped was sent before the pause began, and is
     /// lost with the connection.
-    static let pauseMargin: Int64 = 60
+    package static let pauseMargin: Int64 = 60
     /// A connection lost this many seconds after a pause ended is taken to be lost because of it
     /// (a relay that gives up on a slow client may take a while to do so); pauses this close
     /// together are one stretch.
@@ -477,7 +477,7 @@ public actor RelayConnection: Service {
     /// Parses and handles `text` as if the relay had sent it (tests); what it would queue is
     /// returned, not queued.
     @discardableResult
-    func receive(_ text: String) -> Delivery? {
+    package func receive(_ text: String) -> Delivery? {
         handle(Result { () throws(RelayMessageError) in try RelayMessage(json: text) }, cost: text.utf8.count)
     }
 

@@ -6,7 +6,7 @@ import NostrProtocol
 /// and each item carries the bytes it reserved there, given back when the consumer takes it (or
 /// when the consumer is gone and the item is thrown away). The connection queues
 /// `SubscriptionEvent`s; generic so that a test can queue objects and watch them go.
-final class SubscriptionBuffer<Element: Sendable>: Sendable {
+package final class SubscriptionBuffer<Element: Sendable>: Sendable {
     private struct State {
         /// A ring: taking an item frees its slot at once, so an event the consumer has taken is
         /// not kept alive behind it (the budget no longer counts it).
@@ -28,19 +28,19 @@ final class SubscriptionBuffer<Element: Sendable>: Sendable {
         case wait
     }
 
-    let budget: InboundBudget
+    package let budget: InboundBudget
     private let state = Locked(State())
 
-    init(budget: InboundBudget) {
+    package init(budget: InboundBudget) {
         self.budget = budget
     }
 
     /// Items waiting for the consumer.
-    var count: Int { state.withLock { $0.items.count } }
+    package var count: Int { state.withLock { $0.items.count } }
 
     /// Queues `element`, which holds `cost` bytes of the budget; false when the subscription is
     /// over (the caller gives the bytes back).
-    func append(_ element: Element, cost: Int) -> Bool {
+    package func append(_ element: Element, cost: Int) -> Bool {
         let consumer = state.withLock { state -> CheckedContinuation<Void, Never>?? in
             guard !state.finished, !state.terminated else { return .none }
             state.items.append((element, cost))
@@ -53,7 +53,7 @@ final class SubscriptionBuffer<Element: Sendable>: Sendable {
     }
 
     /// No more items: the consumer reads what is queued, then the stream ends.
-    func finish() {
+    package func finish() {
         let consumer = state.withLock { state in
             state.finished = true
             defer { state.consumer = nil }
@@ -77,7 +77,7 @@ final class SubscriptionBuffer<Element: Sendable>: Sendable {
 
     /// The next item; nil once finished and drained, or terminated. Cancelling the waiting task
     /// terminates the subscription's stream, as it does an `AsyncStream`.
-    func next() async -> Element? {
+    package func next() async -> Element? {
         while true {
             let step: Step = state.withLock { state in
                 if let item = state.items.popFirst() {

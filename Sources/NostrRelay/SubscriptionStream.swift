@@ -15,7 +15,7 @@ public struct SubscriptionStream: AsyncSequence, Sendable {
 
     private let handle: Handle
 
-    init(buffer: SubscriptionBuffer<SubscriptionEvent>) {
+    package init(buffer: SubscriptionBuffer<SubscriptionEvent>) {
         handle = Handle(buffer: buffer)
     }
 

@@ -1,6 +1,6 @@
 public import Logging
 public import ServiceLifecycle
-internal import UnixSignals
+package import UnixSignals
 
 /// Runs the gateway's services until SIGTERM or SIGINT, then shuts them down gracefully within a
 /// bound: the HTTP server stops taking requests, in-flight sends finish, the connections close.
@@ -20,7 +20,7 @@ public enum GracefulShutdownRunner {
     }
 
     /// The same with the signals given (tests feed their own).
-    static func run<Signals: AsyncSequence & Sendable>(
+    package static func run<Signals: AsyncSequence & Sendable>(
         _ services: [any Service], signals: Signals, timeout: Duration, cancellationTimeout: Duration = .seconds(10), logger: Logger
     ) async throws where Signals.Element == UnixSignal {
         var configuration = ServiceGroupConfiguration(services: services, logger: logger)

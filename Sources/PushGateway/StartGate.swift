@@ -1,11 +1,11 @@
 import NostrProtocol
-import ServiceLifecycle
+package import ServiceLifecycle
 
 /// Opens once, when the migrations have been applied at start-up. The services that query the
 /// gateway's tables wait for it: run alongside the migrations, a delivery round's query on
 /// `push_jobs` deadlocked with a migration's DDL on that table, and the failed migration ended
 /// the process (seen once in CI).
-final class StartGate: Sendable {
+package final class StartGate: Sendable {
     private struct State {
         var open = false
         var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
@@ -14,7 +14,9 @@ final class StartGate: Sendable {
 
     private let state = Locked(State())
 
-    func open() {
+    package init() {}
+
+    package func open() {
         let waiters = state.withLock { state in
             state.open = true
             defer { state.waiters = [:] }
@@ -23,10 +25,10 @@ final class StartGate: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    var isOpen: Bool { state.withLock { $0.open } }
+    package var isOpen: Bool { state.withLock { $0.open } }
 
     /// Returns once open, or when the task is cancelled.
-    func wait() async {
+    package func wait() async {
         let id = state.withLock { state in
             state.nextID += 1
             return state.nextID
@@ -47,13 +49,18 @@ final class StartGate: Sendable {
 }
 
 /// Runs `service` once `gate` is open; ends without running it if the group shuts down first.
-struct StartsAfterGate: Service, CustomStringConvertible {
+package struct StartsAfterGate: Service, CustomStringConvertible {
     let gate: StartGate
     let service: any Service
 
-    var description: String { "\(type(of: service)) (after migrations)" }
+    package init(gate: StartGate, service: any Service) {
+        self.gate = gate
+        self.service = service
+    }
 
-    func run() async throws {
+    package var description: String { "\(type(of: service)) (after migrations)" }
+
+    package func run() async throws {
         _ = await cancelWhenGracefulShutdown { await gate.wait() }
         guard gate.isOpen, !Task.isCancelled, !Task.isShuttingDownGracefully else { return }
         try await service.run()

@@ -1,5 +1,5 @@
 import Foundation
-@testable import LinkstrCore
+import LinkstrCore
 import LinkstrWire
 import Logging
 import NostrProtocol

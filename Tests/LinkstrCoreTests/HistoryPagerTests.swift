@@ -1,4 +1,4 @@
-@testable import LinkstrCore
+import LinkstrCore
 import Testing
 
 /// linkstr's backfill paging rule as a value.

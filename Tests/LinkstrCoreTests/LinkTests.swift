@@ -1,4 +1,4 @@
-@testable import LinkstrCore
+import LinkstrCore
 import Testing
 
 /// Links: normalisation, provider classification with canonical mobile hosts, embed URLs and

@@ -1,5 +1,5 @@
 import Foundation
-@testable import LinkstrCore
+import LinkstrCore
 import NostrProtocol
 import Testing
 

@@ -1,4 +1,4 @@
-@testable import LinkstrCore
+import LinkstrCore
 import NostrProtocol
 import Testing
 

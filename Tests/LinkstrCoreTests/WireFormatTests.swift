@@ -1,4 +1,4 @@
-@testable import LinkstrCore
+import LinkstrCore
 import LinkstrWire
 import NostrProtocol
 import Testing

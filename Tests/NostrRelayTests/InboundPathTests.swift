@@ -1,4 +1,4 @@
-@testable import NostrRelay
+import NostrRelay
 import NostrProtocol
 import Synchronization
 import Testing

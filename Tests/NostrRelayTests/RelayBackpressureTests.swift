@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import NostrProtocol
-@testable import NostrRelay
+import NostrRelay
 import Synchronization
 import Testing
 import TestSupport

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
-@testable import NostrProtocol
-@testable import NostrRelay
+import NostrProtocol
+import NostrRelay
 import ServiceLifecycle
 import Synchronization
 import Testing

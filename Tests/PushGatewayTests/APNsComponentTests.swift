@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import NostrProtocol
-@testable import PushGateway
+import PushGateway
 import Synchronization
 import Testing
 

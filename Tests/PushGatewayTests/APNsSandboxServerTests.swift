@@ -1,10 +1,10 @@
-@testable import APNsSandbox
+import APNsSandbox
 import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOSSL
 import NostrProtocol
-@testable import PushGateway
+import PushGateway
 import Synchronization
 import Testing
 

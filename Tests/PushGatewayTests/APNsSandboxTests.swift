@@ -1,8 +1,8 @@
-@testable import APNsSandbox
+import APNsSandbox
 import Crypto
 import Foundation
 import NostrProtocol
-@testable import PushGateway
+import PushGateway
 import Testing
 
 /// The sandbox's rules as values: Apple's request checks, provider-token checks and scripted

@@ -2,7 +2,7 @@ import Foundation
 import GatewayWire
 import HTTPTypes
 import NostrProtocol
-@testable import PushGateway
+import PushGateway
 import Testing
 
 @Suite(.serialized) struct ArchiveAndPushTests {

@@ -1,6 +1,6 @@
 import Crypto
 import GatewayWire
-@testable import PushGateway
+import PushGateway
 import Testing
 
 @Suite struct ConfigurationTests {

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-@testable import PushGateway
+import PushGateway
 import Synchronization
 import TestSupport
 import Testing

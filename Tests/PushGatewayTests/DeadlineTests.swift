@@ -1,4 +1,4 @@
-@testable import PushGateway
+import PushGateway
 import Synchronization
 import Testing
 

@@ -3,7 +3,7 @@ import HTTPTypes
 import Logging
 import NostrProtocol
 import PostgresNIO
-@testable import PushGateway
+import PushGateway
 import Synchronization
 import Testing
 

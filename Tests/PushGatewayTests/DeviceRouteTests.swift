@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import NostrProtocol
-@testable import PushGateway
+import PushGateway
 import Testing
 
 @Suite(.serialized) struct DeviceRouteTests {

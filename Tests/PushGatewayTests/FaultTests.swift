@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NostrProtocol
-@testable import PushGateway
+import PushGateway
 import TestSupport
 import Testing
 

@@ -6,7 +6,7 @@ import Logging
 import NIOCore
 import NostrProtocol
 import PostgresNIO
-@testable import PushGateway
+import PushGateway
 
 /// Runs the real gateway (HTTP server on loopback, real PostgreSQL) for one test.
 struct GatewayHarness: Sendable {

@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 import NIOCore
 import NostrProtocol
-@testable import PushGateway
+import PushGateway
 
 /// A real `linkstr-push serve` process (the binary built next to the test bundle), for tests that
 /// kill it with SIGKILL or run two of them on one database.

@@ -1,6 +1,6 @@
 import Foundation
 import NostrProtocol
-@testable import PushGateway
+import PushGateway
 import Testing
 import TestSupport
 

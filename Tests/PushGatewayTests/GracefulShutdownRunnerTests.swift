@@ -1,5 +1,5 @@
 import Logging
-@testable import PushGateway
+import PushGateway
 import ServiceLifecycle
 import Testing
 import TestSupport

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import NIOHPACK
 import NostrProtocol
-@testable import PushGateway
+import PushGateway
 import Synchronization
 import Testing
 

@@ -1,7 +1,7 @@
 import Foundation
 import NostrProtocol
 import NostrRelay
-@testable import PushGateway
+import PushGateway
 import Testing
 import TestSupport
 

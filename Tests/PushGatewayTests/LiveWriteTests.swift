@@ -1,4 +1,4 @@
-@testable import PushGateway
+import PushGateway
 import Testing
 
 /// How the live-write loop turns its ordered queue into statements, as a value with no I/O.

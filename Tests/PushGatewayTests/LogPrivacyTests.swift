@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import NostrProtocol
-@testable import PushGateway
+import PushGateway
 import Synchronization
 import Testing
 import TestSupport

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import HTTPTypes
 import NostrProtocol
-@testable import PushGateway
+import PushGateway
 import Testing
 
 /// `GET /metrics` after real traffic: requests by route and status, auth failures by reason, queue

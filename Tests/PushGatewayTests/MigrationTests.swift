@@ -1,6 +1,6 @@
 import Foundation
 import PostgresNIO
-@testable import PushGateway
+import PushGateway
 import Testing
 
 @Suite(.serialized) struct MigrationTests {

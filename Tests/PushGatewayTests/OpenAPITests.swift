@@ -2,7 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import PostgresNIO
-@testable import PushGateway
+import PushGateway
 import Testing
 import TestSupport
 

@@ -1,6 +1,6 @@
 import Foundation
 import PostgresNIO
-@testable import PushGateway
+import PushGateway
 import Testing
 
 /// The queue's statements keep reading jobs by key when PostgreSQL's statistics say the queue is

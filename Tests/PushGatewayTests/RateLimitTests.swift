@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NostrProtocol
-@testable import PushGateway
+import PushGateway
 import Testing
 
 /// Per-IP and per-pubkey rate limits: token buckets as values, the settings, and the real HTTP

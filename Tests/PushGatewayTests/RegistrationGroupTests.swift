@@ -1,7 +1,7 @@
 import Foundation
 import NostrProtocol
 import PostgresNIO
-@testable import PushGateway
+import PushGateway
 import Synchronization
 import Testing
 

@@ -4,7 +4,7 @@ import GatewayWire
 import Logging
 import NostrProtocol
 import NostrRelay
-@testable import PushGateway
+import PushGateway
 import Testing
 import TestSupport
 

@@ -1,4 +1,4 @@
-@testable import PushGateway
+import PushGateway
 import Testing
 
 /// Which changed chunks' REQs go out when, as a value with explicit instants.

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import NostrProtocol
-@testable import PushGateway
+import PushGateway
 import Testing
 
 /// Random bodies and headers against every route: never a 5xx, and the server keeps answering.

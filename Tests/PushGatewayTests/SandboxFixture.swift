@@ -2,7 +2,7 @@ import APNsSandbox
 import Crypto
 import Foundation
 import Logging
-@testable import PushGateway
+import PushGateway
 
 /// A real APNs sandbox (HTTP/2, TLS with a generated CA, provider-token checks) on a free
 /// loopback port, and the gateway configuration that trusts and targets it.

@@ -1,5 +1,5 @@
 import GatewayWire
-@testable import PushGateway
+import PushGateway
 import Testing
 
 /// The typed push's `emoji` rule as a value: one emoji, in every form Unicode builds one.

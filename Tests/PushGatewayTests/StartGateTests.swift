@@ -1,4 +1,4 @@
-@testable import PushGateway
+import PushGateway
 import ServiceLifecycle
 import Synchronization
 import Testing

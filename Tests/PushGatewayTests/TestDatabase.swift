@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import NostrProtocol
 import PostgresNIO
-@testable import PushGateway
+import PushGateway
 import Testing
 
 /// A throwaway database per test on the PostgreSQL cluster that scripts/test.sh starts

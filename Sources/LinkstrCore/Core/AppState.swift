@@ -60,6 +60,14 @@ public struct ReactionSummary: Sendable, Equatable {
     public var includesMe: Bool
     /// Who reacted with it (display names), in a stable order.
     public var participants: [String]
+
+    /// Public so that an app can build one for its previews and tests.
+    public init(emoji: String, count: Int, includesMe: Bool, participants: [String]) {
+        self.emoji = emoji
+        self.count = count
+        self.includesMe = includesMe
+        self.participants = participants
+    }
 }
 
 public struct PostView: Sendable, Equatable, Identifiable {

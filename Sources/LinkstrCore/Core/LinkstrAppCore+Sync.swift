@@ -7,7 +7,7 @@ extension LinkstrAppCore {
     static let liveSubscription = "linkstr-live"
     static let followSubscription = "linkstr-follows"
     /// Gift wraps are backdated up to two days (NIP-59), so a live subscription looks that far back.
-    static let wrapBackdating: Int64 = 172_800
+    package static let wrapBackdating: Int64 = 172_800
 
     /// Builds the relay connections from scratch (a foreground start behaves like a cold open)
     /// with the live and follow-list subscriptions of linkstr-wire.md §1.
@@ -133,12 +133,12 @@ extension LinkstrAppCore {
     /// the margin (`historyFloorMargin`) covers a sender's clock running behind and a wrap
     /// published a while after it was made. A floor above the current window's start (the
     /// clock went back) is no floor.
-    func historyFloor(_ relay: String) -> Int64? {
+    package func historyFloor(_ relay: String) -> Int64? {
         guard let floor = historyFloors()[relay], floor <= UnixTime.now() - Self.wrapBackdating else { return nil }
         return floor
     }
 
-    static let historyFloorMargin: Int64 = 6 * 3600
+    package static let historyFloorMargin: Int64 = 6 * 3600
 
     /// Per relay URL, sealed in one account value like the relay list (a key per relay would
     /// show the URLs in clear). Unreadable reads as none: every relay pages to the beginning.

@@ -83,7 +83,7 @@ public actor LinkstrAppCore {
     /// Nil when the database could not be opened; every action that needs it reports why.
     let store: LinkstrStore?
     let storeError: StoreError?
-    let pool: RelayPool
+    package let pool: RelayPool
     let cache = ConversationKeyCache()
 
     var account: Account?

@@ -7,6 +7,11 @@ public struct LinkstrLedger: Sendable {
     public struct Applied: Sendable, Equatable {
         public var message: LinkstrMessage
         public var origin: IngestOrigin
+
+        package init(message: LinkstrMessage, origin: IngestOrigin) {
+            self.message = message
+            self.origin = origin
+        }
     }
 
     /// The result of one `ingest`: the message's own outcome, and every message (it and any

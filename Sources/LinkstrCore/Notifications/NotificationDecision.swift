@@ -23,6 +23,13 @@ public struct NotificationContent: Sendable, Equatable {
     public var body: String
     /// The session to open when the notification is tapped.
     public var sessionID: String
+
+    /// Public so that an app can build one for its previews and tests.
+    public init(title: String, body: String, sessionID: String) {
+        self.title = title
+        self.body = body
+        self.sessionID = sessionID
+    }
 }
 
 /// For an iOS notification service extension: given a gift wrap that came with a push, the text

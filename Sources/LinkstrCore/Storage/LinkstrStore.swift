@@ -1,12 +1,12 @@
 import Foundation
-import GRDB
+package import GRDB
 
 /// The client's SQLite database (through GRDB). Rows belong to an owner (an account's pubkey), so
 /// two accounts on one device never see each other's data; `account(_:cipher:)` gives the view of
 /// one owner. Opening a file that is not a usable database throws `StoreError.cannotOpen`.
 public final class LinkstrStore: Sendable {
     public let path: String
-    let database: DatabaseQueue
+    package let database: DatabaseQueue
 
     /// Opens (creating when missing) the database at `path` and migrates it; nil `path` is an
     /// in-memory database.

@@ -1,6 +1,6 @@
 import Foundation
 import NIOCore
-import NIOHPACK
+package import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
@@ -11,7 +11,7 @@ import NostrProtocol
 /// slot its caller picks. A connection that closed, received GOAWAY or failed is replaced at the
 /// next request; a request refused before it was sent (the connection was going away) is moved
 /// to a fresh connection once.
-final class APNsConnectionPool: APNsTransport {
+package final class APNsConnectionPool: APNsTransport {
     private enum Slot {
         case connecting(id: Int, EventLoopFuture<any Channel>)
         case connected(id: Int, any Channel)
@@ -112,7 +112,7 @@ final class APNsConnectionPool: APNsTransport {
         var slot: Int
     }
 
-    static func headers(_ request: APNsRequest) -> HPACKHeaders {
+    package static func headers(_ request: APNsRequest) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.reserveCapacity(request.headers.count + 4)
         headers.add(name: ":method", value: "POST")

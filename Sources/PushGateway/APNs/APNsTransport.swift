@@ -22,7 +22,7 @@ extension APNsTransport {
 
 /// One request: POST `path` on `endpoint` with `headers` (no pseudo-headers) and `body`, on the
 /// connection `slot` picks (modulo the number of connections).
-struct APNsRequest: Sendable {
+package struct APNsRequest: Sendable {
     var endpoint: APNsEndpoint
     var slot: Int
     var path: String

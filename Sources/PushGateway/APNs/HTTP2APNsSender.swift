@@ -169,10 +169,10 @@ public final class HTTP2APNsSender: APNsSender {
         return result
     }
 
-    static func authorization(_ providerToken: String) -> String { "bearer " + providerToken }
+    package static func authorization(_ providerToken: String) -> String { "bearer " + providerToken }
 
     /// `authorization` is the header's whole value (`authorization(_:)`).
-    func request(_ job: ClaimedJob, payload: String, authorization: String) -> APNsRequest {
+    package func request(_ job: ClaimedJob, payload: String, authorization: String) -> APNsRequest {
         var headers: [(String, String)] = [("authorization", authorization), ("apns-id", job.apnsID.uuidString.lowercased())]
         headers += job.notification.headers(topic: job.topic, expiration: Int64(job.expiresAt.timeIntervalSince1970))
         let body = ByteBuffer(string: payload)

@@ -73,7 +73,7 @@ public struct WatchSettings: Sendable {
         self.resubscribeSeconds = resubscribeSeconds
     }
 
-    static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> WatchSettings {
+    package static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> WatchSettings {
         var relays: [String] = []
         for item in (env["RELAYS"] ?? "").split(separator: ",") {
             let url = item.trimmingCharacters(in: .whitespaces)

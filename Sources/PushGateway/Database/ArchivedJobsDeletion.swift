@@ -6,8 +6,8 @@ import PostgresNIO
 /// named as an array keep it a probe of `push_jobs_queued_device_idx` under any statistics, also
 /// those of a drained queue (`QueuePlanTests`). Queued jobs only; a direct one in flight is dropped
 /// by the claim if it comes back.
-struct ArchivedJobsDeletion {
-    static let sql = """
+package struct ArchivedJobsDeletion {
+    package static let sql = """
         DELETE FROM push_jobs
         WHERE device_token = ANY (ARRAY(SELECT device_token FROM devices WHERE pubkey = $1))
           AND NOT direct AND pubkey = $1 AND conversation_id = ANY ($2::text[])

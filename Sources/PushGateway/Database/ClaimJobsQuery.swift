@@ -11,8 +11,8 @@ import PostgresNIO
 ///
 /// Sent unnamed, so planned for its values on every call: claims are a worker's poll or wake-up,
 /// not the relay watcher's hot path (its jobs are queued already leased).
-struct ClaimJobsQuery {
-    static let sql = """
+package struct ClaimJobsQuery {
+    package static let sql = """
         WITH due AS (
             SELECT j.id FROM push_jobs j
             WHERE j.next_attempt_at <= now() AND (j.locked_until IS NULL OR j.locked_until < now()) AND j.expires_at > now()

@@ -1,7 +1,7 @@
 import NostrProtocol
 
 /// `withDeadline` gave up: the work did not finish in time and was cancelled.
-struct DeadlineExceeded: Error {}
+package struct DeadlineExceeded: Error {}
 
 /// Runs `body`, answering with `DeadlineExceeded` once `limit` has passed, whether or not `body`
 /// has stopped by then. An unreachable database leaves the pool waiting for a connection that
@@ -13,7 +13,7 @@ struct DeadlineExceeded: Error {}
 /// every child has, so a body deaf to cancellation held the answer until the database spoke again
 /// (`/readyz` hung past its 1.5 s limit in CI). `body` is cancelled at the deadline and left to
 /// finish on its own; its result is then dropped.
-func withDeadline<Result: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
+package func withDeadline<Result: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
     let race = DeadlineRace<Result>()
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Result, any Error>) in

@@ -1,6 +1,6 @@
-import Foundation
-import GatewayWire
-import PostgresNIO
+package import Foundation
+package import GatewayWire
+package import PostgresNIO
 
 /// `POST /v1/push` as one prepared statement: the replay key, dedupe rows per (event, type,
 /// recipient) and one job per eligible device, in one round trip and one transaction. Everything
@@ -17,8 +17,8 @@ import PostgresNIO
 ///
 /// Rows: `(replay fresh 1/0, recipients, jobs)` on every row, plus one leased job per row (a
 /// single row without one when nothing was leased).
-struct EnqueuePushStatement: PostgresPreparedStatement {
-    static let sql = """
+package struct EnqueuePushStatement: PostgresPreparedStatement {
+    package static let sql = """
         WITH replay AS (
             INSERT INTO auth_replays (pubkey, replay_key, expires_at) VALUES ($1, $2, $3)
             ON CONFLICT DO NOTHING RETURNING 1
@@ -91,7 +91,23 @@ struct EnqueuePushStatement: PostgresPreparedStatement {
     /// Each device's alert budget; nil: none.
     var budget: PushBudget?
 
-    func makeBindings() throws -> PostgresBindings {
+    package init(sender: String, replayKey: String, replayExpires: Date, recipients: [String], eventID: String, notificationType: NotificationType, conversationID: String, emoji: String? = nil, postID: String? = nil, lifetimeSeconds: Int, skipRelayWatchDevices: Bool, leaseSeconds: Int? = nil, budget: PushBudget? = nil) {
+        self.sender = sender
+        self.replayKey = replayKey
+        self.replayExpires = replayExpires
+        self.recipients = recipients
+        self.eventID = eventID
+        self.notificationType = notificationType
+        self.conversationID = conversationID
+        self.emoji = emoji
+        self.postID = postID
+        self.lifetimeSeconds = lifetimeSeconds
+        self.skipRelayWatchDevices = skipRelayWatchDevices
+        self.leaseSeconds = leaseSeconds
+        self.budget = budget
+    }
+
+    package func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 15)
         bindings.append(sender)
         bindings.append(replayKey)
@@ -111,16 +127,16 @@ struct EnqueuePushStatement: PostgresPreparedStatement {
         return bindings
     }
 
-    struct Row {
-        var fresh: Bool
-        var recipients: Int
-        var jobs: Int
+    package struct Row {
+        package var fresh: Bool
+        package var recipients: Int
+        package var jobs: Int
         /// Devices whose budget was spent: dropped, never queued.
-        var overBudget: Int
-        var leased: ClaimedJob?
+        package var overBudget: Int
+        package var leased: ClaimedJob?
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> Row {
+    package func decodeRow(_ row: PostgresRow) throws -> Row {
         let (fresh, recipients, jobs, overBudget, id, apnsID, token, pubkey, environment, topic, updatedAt, attempts, expiresAt) =
             try row.decode((Int, Int, Int, Int, Int64?, UUID?, String?, String?, String?, String?, Date?, Int?, Date?).self)
         let leased = ClaimedJob(

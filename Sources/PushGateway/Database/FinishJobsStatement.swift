@@ -14,7 +14,7 @@ import PostgresNIO
 /// with those figures the plain join was planned as a full scan of the primary key (every dead
 /// entry of the last burst visited) joined to the ids: 0.5–1 s a call instead of 0.1 ms,
 /// ~50 s of backlog in the watcher benchmark until the next ANALYZE (`QueuePlanTests`).
-struct FinishJobsStatement: PostgresPreparedStatement {
+package struct FinishJobsStatement: PostgresPreparedStatement {
     static let sql = """
         DELETE FROM push_jobs j USING unnest($1::bigint[], $2::int[]) AS done(id, attempts)
         WHERE j.id = ANY ($1::bigint[]) AND j.id = done.id AND j.attempts = done.attempts

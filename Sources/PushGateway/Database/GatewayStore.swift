@@ -145,7 +145,7 @@ public struct GatewayStore: Sendable {
 
     /// Writes a group of registrations in one statement. A group PostgreSQL refuses as a whole is
     /// written again one registration at a time, so one bad registration fails only itself.
-    static func applyRegistrations(
+    package static func applyRegistrations(
         _ group: [PendingRegistration], maxDevicesPerPubkey: Int, database: Database, logger: Logger
     ) async throws -> [RegistrationBatcher.Outcome] {
         @Sendable func write(_ registrations: [PendingRegistration]) async throws -> [Bool] {

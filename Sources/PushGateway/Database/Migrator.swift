@@ -10,6 +10,12 @@ public struct Migrator: Sendable {
         public let version: Int
         public let name: String
         public let sql: String
+
+        package init(version: Int, name: String, sql: String) {
+            self.version = version
+            self.name = name
+            self.sql = sql
+        }
     }
 
     public let migrations: [Migration]

@@ -19,7 +19,7 @@ import PostgresNIO
 ///    lease's end, so the claim query's index scan stops before it instead of stepping over
 ///    every job in flight (see `DeliveryQueue.claim`).
 /// Rows are (wrap id, recipient, relay, live, realtime); history rows (`live` false) only claim.
-struct RecordWrapsStatement: PostgresPreparedStatement {
+package struct RecordWrapsStatement: PostgresPreparedStatement {
     static let sql = """
         WITH input AS (
             SELECT DISTINCT ON (wrap_id, recipient) wrap_id, recipient, relay, live, realtime

@@ -14,7 +14,7 @@ import PostgresNIO
 /// one row per registration, in input order: its position, whether it was applied (false: a
 /// replay) and how many devices its pubkey had before (`EvictExcessDevicesStatement` runs only
 /// when that could pass the cap).
-struct RegisterDevicesStatement: PostgresPreparedStatement {
+package struct RegisterDevicesStatement: PostgresPreparedStatement {
     static let sql = """
         WITH input AS (
             SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::bool[])

@@ -8,11 +8,11 @@ import NostrProtocol
 ///
 /// At most `maxConcurrentGroups` groups are in flight, so a burst gathers into groups instead of
 /// taking every pool connection one registration at a time.
-final class RegistrationBatcher: Sendable {
-    typealias Outcome = Result<Bool, any Error>
+package final class RegistrationBatcher: Sendable {
+    package typealias Outcome = Result<Bool, any Error>
     /// Applies a group and answers each registration: applied (true), replayed (false) or failed.
     /// Throwing fails the whole group.
-    typealias Apply = @Sendable ([PendingRegistration]) async throws -> [Outcome]
+    package typealias Apply = @Sendable ([PendingRegistration]) async throws -> [Outcome]
 
     private struct State {
         var queue = RegistrationQueue<CheckedContinuation<Bool, any Error>>()
@@ -24,7 +24,7 @@ final class RegistrationBatcher: Sendable {
     let maxGroupSize: Int
     let maxConcurrentGroups: Int
 
-    init(maxGroupSize: Int = 64, maxConcurrentGroups: Int = 2, apply: @escaping Apply) {
+    package init(maxGroupSize: Int = 64, maxConcurrentGroups: Int = 2, apply: @escaping Apply) {
         precondition(maxGroupSize > 0 && maxConcurrentGroups > 0)
         self.maxGroupSize = maxGroupSize
         self.maxConcurrentGroups = maxConcurrentGroups
@@ -32,11 +32,11 @@ final class RegistrationBatcher: Sendable {
     }
 
     /// Registrations waiting for a group.
-    var queued: Int { state.withLock { $0.queue.count } }
+    package var queued: Int { state.withLock { $0.queue.count } }
 
     /// Writes `registration` with the next group; true when applied, false when its replay key had
     /// been used before. A cancelled caller still queued is withdrawn and gets `CancellationError`.
-    func register(_ registration: PendingRegistration) async throws -> Bool {
+    package func register(_ registration: PendingRegistration) async throws -> Bool {
         let id = state.withLock { $0.queue.reserveID() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in

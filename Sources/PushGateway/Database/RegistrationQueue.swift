@@ -1,14 +1,24 @@
-import Foundation
+package import Foundation
 
 /// One `POST /v1/devices/register`, ready for the database: its replay key and the device row.
-struct PendingRegistration: Sendable, Equatable {
+package struct PendingRegistration: Sendable, Equatable {
     var pubkey: String
-    var replayKey: String
+    package var replayKey: String
     var replayExpires: Date
-    var deviceToken: String
+    package var deviceToken: String
     var environment: String
     var topic: String
     var relayWatch: Bool
+
+    package init(pubkey: String, replayKey: String, replayExpires: Date, deviceToken: String, environment: String, topic: String, relayWatch: Bool) {
+        self.pubkey = pubkey
+        self.replayKey = replayKey
+        self.replayExpires = replayExpires
+        self.deviceToken = deviceToken
+        self.environment = environment
+        self.topic = topic
+        self.relayWatch = relayWatch
+    }
 }
 
 /// Registrations waiting for the next group commit, in arrival order: a pure value, so the batch
@@ -18,33 +28,35 @@ struct PendingRegistration: Sendable, Equatable {
 /// statement could not apply them in order: `ON CONFLICT DO UPDATE` refuses to touch a row twice,
 /// and both would read the same snapshot. The later one waits for the next batch, so the outcome
 /// is the one sequential statements would give.
-struct RegistrationQueue<Waiter> {
-    struct Entry {
+package struct RegistrationQueue<Waiter> {
+    package struct Entry {
         var id: UInt64
         var registration: PendingRegistration
-        var waiter: Waiter
+        package var waiter: Waiter
     }
 
-    private(set) var entries: [Entry] = []
+    package private(set) var entries: [Entry] = []
     private var nextID: UInt64 = 0
 
-    var isEmpty: Bool { entries.isEmpty }
+    package init() {}
+
+    package var isEmpty: Bool { entries.isEmpty }
     var count: Int { entries.count }
 
     /// An id for a registration about to be queued; its waiter withdraws it by this id.
-    mutating func reserveID() -> UInt64 {
+    package mutating func reserveID() -> UInt64 {
         nextID += 1
         return nextID
     }
 
     /// Queues `registration` under an id from `reserveID()`.
-    mutating func append(_ registration: PendingRegistration, id: UInt64, waiter: Waiter) {
+    package mutating func append(_ registration: PendingRegistration, id: UInt64, waiter: Waiter) {
         entries.append(Entry(id: id, registration: registration, waiter: waiter))
     }
 
     /// Takes the next batch: up to `limit` entries, oldest first, skipping (and keeping queued)
     /// any whose device token or replay key is already in the batch.
-    mutating func takeBatch(limit: Int) -> [Entry] {
+    package mutating func takeBatch(limit: Int) -> [Entry] {
         var batch: [Entry] = []
         var tokens = Set<String>()
         var replayKeys = Set<ReplayIdentity>()
@@ -65,7 +77,7 @@ struct RegistrationQueue<Waiter> {
     }
 
     /// Withdraws a still-queued entry (its request was cancelled); nil when it already left.
-    mutating func remove(id: UInt64) -> Entry? {
+    package mutating func remove(id: UInt64) -> Entry? {
         guard let index = entries.firstIndex(where: { $0.id == id }) else { return nil }
         return entries.remove(at: index)
     }

@@ -2,8 +2,8 @@ import Foundation
 /// Splits a migration script into statements. PostgreSQL's extended query protocol, which
 /// postgres-nio speaks, takes one statement at a time, so `;` separators are found here, outside
 /// quotes ('…', "…"), dollar-quoted bodies ($$…$$, $tag$…$tag$) and comments (-- …, /* … */).
-enum SQLScript {
-    static func statements(_ script: String) -> [String] {
+package enum SQLScript {
+    package static func statements(_ script: String) -> [String] {
         let chars = Array(script.unicodeScalars)
         var statements: [String] = []
         var current = String.UnicodeScalarView()

@@ -18,6 +18,19 @@ public struct ClaimedJob: Sendable, Equatable {
     /// Attempts including this one.
     public var attempts: Int
     public var expiresAt: Date
+
+    package init(id: Int64, apnsID: UUID, deviceToken: String, pubkey: String, environment: APNsEnvironment, topic: String, deviceUpdatedAt: Date, notification: APNsNotification, attempts: Int, expiresAt: Date) {
+        self.id = id
+        self.apnsID = apnsID
+        self.deviceToken = deviceToken
+        self.pubkey = pubkey
+        self.environment = environment
+        self.topic = topic
+        self.deviceUpdatedAt = deviceUpdatedAt
+        self.notification = notification
+        self.attempts = attempts
+        self.expiresAt = expiresAt
+    }
 }
 
 extension ClaimedJob {

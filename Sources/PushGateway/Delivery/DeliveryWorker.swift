@@ -12,7 +12,7 @@ public struct DeliveryWorker: Service {
     let logger: Logger
     let metrics: GatewayMetrics?
     let settings: DeliverySettings
-    var retryPolicy = RetryPolicy()
+    package var retryPolicy = RetryPolicy()
     /// How long a loop waits when the queue is empty.
     public var idleInterval: Duration = .milliseconds(200)
     /// Signalled when this instance queues something: idle loops claim at once.

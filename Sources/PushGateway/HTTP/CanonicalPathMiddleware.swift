@@ -1,4 +1,4 @@
-import Hummingbird
+package import Hummingbird
 
 /// Refuses a request whose path is not spelled canonically, with 400, before it reaches a route.
 ///
@@ -8,15 +8,15 @@ import Hummingbird
 /// would then see a spelling it does not expect; refusing every non-canonical one closes that. Every path the
 /// gateway serves is plain ASCII, so a canonical one is `/` followed by non-empty segments of
 /// unreserved characters (RFC 3986 §2.3), none of them `.` or `..`, with no trailing slash.
-struct CanonicalPathMiddleware<Context: RequestContext>: RouterMiddleware {
+package struct CanonicalPathMiddleware<Context: RequestContext>: RouterMiddleware {
     static var refusal: APIError { .badRequest("non-canonical request path") }
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard Self.isCanonical(request.uri.path) else { throw Self.refusal }
         return try await next(request, context)
     }
 
-    static func isCanonical(_ path: String) -> Bool {
+    package static func isCanonical(_ path: String) -> Bool {
         let bytes = Array(path.utf8)
         guard bytes.first == UInt8(ascii: "/") else { return false }
         if bytes.count == 1 { return true }

@@ -9,8 +9,8 @@ import Darwin
 /// An IPv4 address counts alone. An IPv6 client counts by its /64: one subscriber is usually given
 /// a whole /64 (often more), so per-address buckets would hand an attacker 2^64 fresh ones. An
 /// IPv4-mapped IPv6 address counts as its IPv4 address. Text that is not an IP address has no key.
-enum ClientAddress {
-    static func limiterKey(_ text: some StringProtocol) -> String? {
+package enum ClientAddress {
+    package static func limiterKey(_ text: some StringProtocol) -> String? {
         let text = String(text)
         guard !text.isEmpty, text.utf8.count <= 64 else { return nil }
         var v4 = in_addr()

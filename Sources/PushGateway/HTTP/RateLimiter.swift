@@ -10,7 +10,7 @@ import NostrProtocol
 /// refill period ago, so it was full again and forgetting it changes nothing. A generation that
 /// reaches `maxKeys / 2` keys rotates early; buckets dropped that way may not have been full, so
 /// under a flood of that many distinct keys the limiter forgets sooner, and memory stays capped.
-final class RateLimiter: Sendable {
+package final class RateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
         var updated: ContinuousClock.Instant
@@ -28,7 +28,7 @@ final class RateLimiter: Sendable {
     private let refill: Duration
     private let generations: Locked<Generations>
 
-    init(limit: RateLimitSettings.Limit, maxKeys: Int = 100_000, now: ContinuousClock.Instant = .now) {
+    package init(limit: RateLimitSettings.Limit, maxKeys: Int = 100_000, now: ContinuousClock.Instant = .now) {
         self.limit = limit
         self.maxKeysPerGeneration = max(1, maxKeys / 2)
         self.refill = .milliseconds(Int64((limit.burst / limit.perSecond * 1000).rounded(.up)))
@@ -36,7 +36,7 @@ final class RateLimiter: Sendable {
     }
 
     /// Takes a token for `key`: nil when allowed, else how long until one is available.
-    func take(_ key: String, now: ContinuousClock.Instant = .now) -> Duration? {
+    package func take(_ key: String, now: ContinuousClock.Instant = .now) -> Duration? {
         var dropped: [String: Bucket] = [:]
         let wait = generations.withLock { state -> Duration? in
             if now - state.rotatedAt >= refill || state.current.count >= maxKeysPerGeneration {
@@ -62,7 +62,7 @@ final class RateLimiter: Sendable {
     }
 
     /// Gives back a token taken for a request that turned out not to count (a replayed header).
-    func refund(_ key: String) {
+    package func refund(_ key: String) {
         generations.withLock { state in
             guard var bucket = state.current[key] ?? state.previous[key] else { return }
             bucket.tokens = min(limit.burst, bucket.tokens + 1)
@@ -71,7 +71,7 @@ final class RateLimiter: Sendable {
     }
 
     /// Keys held across both generations (a key can be in both for a moment; counted once each).
-    var count: Int { generations.withLock { $0.current.count + $0.previous.count } }
+    package var count: Int { generations.withLock { $0.current.count + $0.previous.count } }
 
     private static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18

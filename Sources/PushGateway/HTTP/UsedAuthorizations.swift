@@ -11,9 +11,9 @@ import NostrProtocol
 /// fixed-size SHA-256 fingerprint, not as the text: a linkstr nonce is chosen by the client and
 /// can be as long as `HTTPAuth.maxNonceBytes`, and a full generation would otherwise hold that
 /// much per header on the heap.
-final class UsedAuthorizations: Sendable {
+package final class UsedAuthorizations: Sendable {
     /// The SHA-256 of a key, stored inline in the set (no allocation per key).
-    struct Fingerprint: Hashable {
+    package struct Fingerprint: Hashable {
         let words: (UInt64, UInt64, UInt64, UInt64)
 
         init(_ key: String) {
@@ -22,11 +22,11 @@ final class UsedAuthorizations: Sendable {
             self.words = words
         }
 
-        static func == (lhs: Self, rhs: Self) -> Bool {
+        package static func == (lhs: Self, rhs: Self) -> Bool {
             lhs.words.0 == rhs.words.0 && lhs.words.1 == rhs.words.1 && lhs.words.2 == rhs.words.2 && lhs.words.3 == rhs.words.3
         }
 
-        func hash(into hasher: inout Hasher) {
+        package func hash(into hasher: inout Hasher) {
             hasher.combine(words.0)
             hasher.combine(words.1)
         }
@@ -43,7 +43,7 @@ final class UsedAuthorizations: Sendable {
     private let generations: Locked<Generations>
 
     /// `window` must cover how long a header stays acceptable (twice the allowed clock skew).
-    init(window: Duration, maxKeys: Int = 200_000, now: ContinuousClock.Instant = .now) {
+    package init(window: Duration, maxKeys: Int = 200_000, now: ContinuousClock.Instant = .now) {
         self.window = window
         self.maxKeysPerGeneration = max(1, maxKeys / 2)
         self.generations = Locked(Generations(rotatedAt: now))
@@ -51,12 +51,12 @@ final class UsedAuthorizations: Sendable {
 
     /// A key kept longer than its header stays valid does no harm: such a header is refused as
     /// expired before anyone asks.
-    func contains(_ key: String) -> Bool {
+    package func contains(_ key: String) -> Bool {
         let fingerprint = Fingerprint(key)
         return generations.withLock { $0.current.contains(fingerprint) || $0.previous.contains(fingerprint) }
     }
 
-    func insert(_ key: String, now: ContinuousClock.Instant = .now) {
+    package func insert(_ key: String, now: ContinuousClock.Instant = .now) {
         let fingerprint = Fingerprint(key)
         var dropped: Set<Fingerprint> = []
         generations.withLock { state in

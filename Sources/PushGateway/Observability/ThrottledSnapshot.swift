@@ -5,23 +5,23 @@
 /// each request reading PostgreSQL would let a flood of probes turn into a flood of queries. Callers
 /// within the interval get the cached value; callers while a refresh runs wait for that refresh
 /// instead of starting their own.
-actor ThrottledSnapshot<Value: Sendable> {
+package actor ThrottledSnapshot<Value: Sendable> {
     private let interval: Duration
     private let now: @Sendable () -> ContinuousClock.Instant
     private let refresh: @Sendable () async -> Value
     private var cached: (value: Value, at: ContinuousClock.Instant)?
     private var inFlight: Task<Value, Never>?
     /// How many times `refresh` ran (for tests and the curious).
-    private(set) var refreshes = 0
+    package private(set) var refreshes = 0
 
-    init(interval: Duration = .seconds(1), now: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
+    package init(interval: Duration = .seconds(1), now: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
          refresh: @escaping @Sendable () async -> Value) {
         self.interval = interval
         self.now = now
         self.refresh = refresh
     }
 
-    func value() async -> Value {
+    package func value() async -> Value {
         if let cached, now() - cached.at < interval { return cached.value }
         if let inFlight { return await inFlight.value }
         refreshes += 1

@@ -9,7 +9,7 @@ import NostrProtocol
 /// reading of relays' sockets, while PostgreSQL is slow or down, instead of holding every wrap a
 /// relay sends in memory. `add` never waits, for producers whose count is bounded by
 /// construction (live marks: one per subscription and relay).
-final class Batcher<Element: Sendable>: Sendable {
+package final class Batcher<Element: Sendable>: Sendable {
     private struct State {
         var pending: [Element] = []
         var waiters: [CheckedContinuation<Void, Never>] = []
@@ -34,12 +34,12 @@ final class Batcher<Element: Sendable>: Sendable {
         case full
     }
 
-    init(limit: Int = .max) {
+    package init(limit: Int = .max) {
         self.limit = max(limit, 1)
     }
 
     /// Adds `element` whatever is pending.
-    func add(_ element: Element) {
+    package func add(_ element: Element) {
         let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in
             state.pending.append(element)
             return state.waiters.isEmpty ? nil : state.waiters.removeFirst()
@@ -50,7 +50,7 @@ final class Batcher<Element: Sendable>: Sendable {
     /// Adds `element`, first waiting while `limit` items are pending; false when the batcher
     /// closed before it could be added (the item is not written).
     @discardableResult
-    func send(_ element: Element) async -> Bool {
+    package func send(_ element: Element) async -> Bool {
         let admission: Admission = state.withLock { state in
             if state.closed { return .closed }
             guard state.pending.count < limit, state.senders.isEmpty else { return .full }
@@ -81,7 +81,7 @@ final class Batcher<Element: Sendable>: Sendable {
     }
 
     /// The next batch; nil once closed and drained.
-    func next(max: Int) async -> [Element]? {
+    package func next(max: Int) async -> [Element]? {
         while true {
             let step: Step = state.withLock { state in
                 if !state.pending.isEmpty {
@@ -119,7 +119,7 @@ final class Batcher<Element: Sendable>: Sendable {
 
     /// Nothing more will be added; waiting loops drain what is left, then end. Producers still
     /// waiting for room are turned away.
-    func close() {
+    package func close() {
         let (waiting, senders) = state.withLock { state in
             state.closed = true
             defer {
@@ -132,8 +132,8 @@ final class Batcher<Element: Sendable>: Sendable {
         for sender in senders { sender.resume(returning: false) }
     }
 
-    var count: Int { state.withLock { $0.pending.count } }
+    package var count: Int { state.withLock { $0.pending.count } }
 
     /// Producers waiting for room.
-    var waitingSenders: Int { state.withLock { $0.senders.count } }
+    package var waitingSenders: Int { state.withLock { $0.senders.count } }
 }

@@ -3,7 +3,7 @@
 /// pubkey that stopped being watched (unregistered, account erased) could be written back as live
 /// by a mark that was still waiting, and a later registration would take its unclaimed wraps for
 /// live ones instead of history.
-enum LiveWrite: Sendable, Equatable {
+package enum LiveWrite: Sendable, Equatable {
     /// `pubkeys` reached EOSE on `relay`.
     case mark(relay: String, pubkeys: [String])
     /// `pubkeys` are no longer watched: forgotten on every relay.
@@ -21,7 +21,7 @@ enum LiveWrite: Sendable, Equatable {
     /// gather per relay (first-seen relay order) until a forget; a forget drops the gathered marks
     /// it covers (they would be deleted right after being written), then writes them out before
     /// itself, so each step runs after everything queued before it.
-    static func plan(_ writes: [LiveWrite]) -> [LiveWrite] {
+    package static func plan(_ writes: [LiveWrite]) -> [LiveWrite] {
         var steps: [LiveWrite] = []
         var relays: [String] = []
         var gathered: [String: [String]] = [:]

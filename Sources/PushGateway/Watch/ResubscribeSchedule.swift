@@ -7,24 +7,24 @@
 /// interval is over and then go out as one REQ built from the chunk as it is then. A burst of a
 /// thousand registrations into one chunk is two REQs per relay, not a thousand (each REQ makes a
 /// relay run the chunk's query again, and a new subscription id replays its history).
-struct ResubscribeSchedule: Sendable, Equatable {
+package struct ResubscribeSchedule: Sendable, Equatable {
     let interval: Duration
     /// When each chunk's REQ last went out.
     private(set) var lastSent: [Int: ContinuousClock.Instant] = [:]
     /// Chunks changed since their REQ last went out.
-    private(set) var pending: Set<Int> = []
+    package private(set) var pending: Set<Int> = []
 
-    init(interval: Duration) {
+    package init(interval: Duration) {
         self.interval = interval
     }
 
     /// `chunks` changed (or must be issued again).
-    mutating func note(_ chunks: some Sequence<Int>) {
+    package mutating func note(_ chunks: some Sequence<Int>) {
         pending.formUnion(chunks)
     }
 
     /// The pending chunks that may go out at `now`, in order; they count as sent at `now`.
-    mutating func takeDue(at now: ContinuousClock.Instant) -> [Int] {
+    package mutating func takeDue(at now: ContinuousClock.Instant) -> [Int] {
         let due = pending.filter { chunk in lastSent[chunk].map { now - $0 >= interval } ?? true }.sorted()
         for chunk in due {
             pending.remove(chunk)
@@ -34,7 +34,7 @@ struct ResubscribeSchedule: Sendable, Equatable {
     }
 
     /// When the next pending chunk may go out, as seen at `now`; nil when nothing is pending.
-    func nextDue(now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+    package func nextDue(now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
         pending.map { chunk in lastSent[chunk].map { max(now, $0 + interval) } ?? now }.min()
     }
 }
