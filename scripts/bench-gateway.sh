@@ -22,7 +22,7 @@ REGISTRATIONS="${REGISTRATIONS:-20000}"
 DEVICES="${DEVICES:-10000}"
 PUSHES="${PUSHES:-100}"
 RECIPIENTS="${RECIPIENTS:-500}"
-# SMOKE=1 (scripts/test.sh's release pass): the same steps, the two ceilings measured briefly.
+# SMOKE=1 (scripts/test.sh's full run): the same steps, the two ceilings measured briefly.
 H2LOAD_REQUESTS=100000 PGBENCH_SECONDS=10
 [[ "${SMOKE:-}" == 1 ]] && H2LOAD_REQUESTS=2000 PGBENCH_SECONDS=2
 

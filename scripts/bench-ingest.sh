@@ -9,7 +9,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
 cd "$REPO_ROOT"
 ensure_apt_packages
-# BENCH_BIN=DIR runs the linkstr-load already built there (scripts/test.sh's release pass).
+# BENCH_BIN=DIR runs the linkstr-load already built there (scripts/test.sh's full run).
 if [[ -n "${BENCH_BIN:-}" ]]; then
     LOAD="$BENCH_BIN/linkstr-load"
 else

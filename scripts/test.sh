@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, builds once, then runs all suites from that build
-# (unit, vector and live interop against rust-nostr).
-#   scripts/test.sh                 # everything
-#   scripts/test.sh --filter NIP44  # passes extra arguments to `swift test` (and skips the release pass)
+# (unit, vector, process, end to end through real relays, live interop against rust-nostr), the
+# miscompile reduction, the benchmarks in miniature and the fuzz targets.
+#   scripts/test.sh                 # everything, on a release build
+#   scripts/test.sh --filter NIP44  # passes extra arguments to `swift test`, on a debug build
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/postgres.sh"
@@ -17,28 +18,29 @@ fi
 export LINKSTR_STRICT=1  # warnings are errors in our own targets (see Package.swift)
 export LINKSTR_PYTHON="$VENV/bin/python"
 
-say "building (debug, tests included)"
-swift build --build-tests
+# What users run is a release build, and the optimizer can break what the debug build does not
+# (a release-only crash in `linkstr post` once did). So the full run builds in release only, and
+# every suite runs there: the tests import no module @testable, so SwiftPM compiles the library
+# modules and the executables exactly as `swift build -c release` does, and the process suites
+# start the very binaries a user runs. One configuration also means the dependencies are compiled
+# once. A filtered run is for iterating on a change: it builds in debug, which recompiles faster.
+# LINKSTR_CONFIGURATION=debug|release overrides the choice.
+if [[ $# -eq 0 ]]; then CONFIGURATION="${LINKSTR_CONFIGURATION:-release}"; else CONFIGURATION="${LINKSTR_CONFIGURATION:-debug}"; fi
+say "building ($CONFIGURATION, tests included)"
+swift build -c "$CONFIGURATION" --build-tests
+BIN="$(swift build -c "$CONFIGURATION" --show-bin-path)"
 
 # A throwaway PostgreSQL cluster on loopback for the gateway tests; each test makes its own database.
 PG_DIR="$(mktemp -d /tmp/linkstr-test-pg.XXXXXX)"
 trap 'pg_stop_cluster "$PG_DIR"; rm -rf "$PG_DIR"' EXIT
 pg_start_cluster "$PG_DIR" "$(pg_free_port)"
 
-say "running tests"
-swift test --skip-build "$@"
+say "running tests ($CONFIGURATION)"
+swift test -c "$CONFIGURATION" --skip-build "$@"
 
-# What users run is a release build, and the optimizer can break what the debug build does not
-# (a release-only crash in `linkstr post` once did). Unless a filter was given, build the release
-# executables and run everything that starts them again on those: the CLI end to end through a
-# real relay, the gateway's process tests, the process-level abuse, fault and hostile-relay
-# tests, the benchmarks in miniature, and the fuzz targets. LINKSTR_SKIP_RELEASE=1 skips this pass.
-if [[ $# -eq 0 && "${LINKSTR_SKIP_RELEASE:-}" != 1 ]]; then
-    say "building release executables"
-    swift build -c release
-    RELEASE_BIN="$(swift build -c release --show-bin-path)"
-
-    say "release: the task-group tuple miscompile reduction (Tests/Regressions)"
+# The rest runs on the full run only. LINKSTR_SKIP_EXTRAS=1 skips it.
+if [[ $# -eq 0 && "${LINKSTR_SKIP_EXTRAS:-}" != 1 ]]; then
+    say "the task-group tuple miscompile reduction (Tests/Regressions)"
     REGRESSION="$REPO_ROOT/Tests/Regressions/TaskGroupTupleAcrossSuspension"
     swift build -c release --package-path "$REGRESSION" --scratch-path "$REPO_ROOT/.build-regressions"
     # The shape the code uses must hold; the shape it avoids shows whether the compiler still
@@ -50,14 +52,10 @@ if [[ $# -eq 0 && "${LINKSTR_SKIP_RELEASE:-}" != 1 ]]; then
         say "as expected with this compiler: the split shape is miscompiled (swiftlang/swift#91911), the workaround holds"
     fi
 
-    say "release: process suites on the release executables in $RELEASE_BIN"
-    LINKSTR_BIN_DIR="$RELEASE_BIN" swift test --skip-build \
-        --filter 'CLITests|GatewayProcessTests|AbuseProcessTests|FaultTests|HostileRelayProcessTests|DeploymentFilesTests'
-
-    say "release: benchmark smoke runs (tiny sizes; they must run end to end, figures are not checked)"
-    BENCH_BIN="$RELEASE_BIN" REGISTRATIONS=400 DEVICES=200 PUSHES=4 RECIPIENTS=50 SMOKE=1 scripts/bench-gateway.sh
-    BENCH_BIN="$RELEASE_BIN" COLD=1 WATCHED=2000 RATE=200 SECONDS_=3 scripts/bench-watch.sh
-    EVENTS=500 RUNS=1 BENCH_BIN="$RELEASE_BIN" scripts/bench-ingest.sh
+    say "benchmark smoke runs on the $CONFIGURATION executables (tiny sizes; they must run end to end, figures are not checked)"
+    BENCH_BIN="$BIN" REGISTRATIONS=400 DEVICES=200 PUSHES=4 RECIPIENTS=50 SMOKE=1 scripts/bench-gateway.sh
+    BENCH_BIN="$BIN" COLD=1 WATCHED=2000 RATE=200 SECONDS_=3 scripts/bench-watch.sh
+    EVENTS=500 RUNS=1 BENCH_BIN="$BIN" scripts/bench-ingest.sh
 
     # Every parser of outside input under libFuzzer with AddressSanitizer, from the committed seed
     # corpus, 30 s each (FUZZ_SECONDS); a crash, hang or leak fails the run. Built after the

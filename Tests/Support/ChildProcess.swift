@@ -110,7 +110,7 @@ public final class ChildProcess: @unchecked Sendable {
         return kilobytes * 1024
     }
 
-    /// With `LINKSTR_BIN_DIR` set (scripts/test.sh's release pass, scripts/sanitize.sh), the
+    /// With `LINKSTR_BIN_DIR` set (scripts/sanitize.sh: sanitized release builds), the
     /// executables are taken from there instead: the suites that start processes then run the
     /// binaries a user runs, built in another configuration than the test bundle.
     public static func builtProduct(_ name: String) throws -> String {
