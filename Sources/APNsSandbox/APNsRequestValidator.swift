@@ -1,5 +1,5 @@
 /// Apple's checks on `POST /3/device/<token>`, as a pure function of the request: path, headers,
-/// topic, push type, priority, ids, expiry and payload size (../shared/spec/apns.md). Provider
+/// topic, push type, priority, ids, expiry and payload size (docs/apns.md). Provider
 /// token checks and scripted failures are layered on top by `SandboxState`.
 public struct APNsRequestValidator: Sendable {
     /// Topics the sandbox accepts; empty accepts any.

@@ -1,6 +1,6 @@
 public import NostrProtocol
 
-/// Who gets a wrap of each payload kind (linkstr-wire.md §1). The sender's own copy is added by
+/// Who gets a wrap of each payload kind (docs/linkstr-wire.md §1). The sender's own copy is added by
 /// `LinkstrRumor.wraps` when the sender is not among these.
 public enum Fanout {
     /// - `root`, `reaction`: the active members (self included);

@@ -1,6 +1,6 @@
 public import NostrProtocol
 
-/// A received linkstr message: every check of linkstr-wire.md §1 passed (wrap, seal and rumor by
+/// A received linkstr message: every check of docs/linkstr-wire.md §1 passed (wrap, seal and rumor by
 /// NIP-59, kind 44001, a valid payload). The sender is the seal's author; the message time is the
 /// rumor's `created_at`.
 public struct LinkstrMessage: Sendable, Equatable {

@@ -1,6 +1,6 @@
 public import NostrProtocol
 
-/// The JSON object a linkstr rumor carries (linkstr-wire.md §2): written with absent optionals
+/// The JSON object a linkstr rumor carries (docs/linkstr-wire.md §2): written with absent optionals
 /// omitted, read leniently (unknown keys ignored, a missing `timestamp` taken as now) and
 /// validated strictly per kind.
 public struct LinkstrPayload: Sendable, Equatable {
@@ -102,7 +102,7 @@ public struct LinkstrPayload: Sendable, Equatable {
         return payload
     }
 
-    /// The per-kind rules of linkstr-wire.md §2.
+    /// The per-kind rules of docs/linkstr-wire.md §2.
     public func validate() throws(PayloadError) {
         guard !conversationID.isBlank else { throw .blank(field: "conversation_id") }
         switch kind {

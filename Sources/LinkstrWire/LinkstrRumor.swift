@@ -1,7 +1,7 @@
 public import NostrProtocol
 
 /// linkstr's rumors: unsigned kind-44001 events whose content is a `LinkstrPayload`
-/// (linkstr-wire.md §1), and the gift wraps that carry them.
+/// (docs/linkstr-wire.md §1), and the gift wraps that carry them.
 public enum LinkstrRumor {
     public static let kind: UInt16 = 44001
 

@@ -1,4 +1,4 @@
-/// Why a payload was refused (the message is dropped), one case per rule of linkstr-wire.md §2.
+/// Why a payload was refused (the message is dropped), one case per rule of docs/linkstr-wire.md §2.
 public enum PayloadError: Error, Sendable, Equatable, CustomStringConvertible {
     case notJSONObject
     case wrongType(field: String)

@@ -1,4 +1,4 @@
-/// What a linkstr message does (`kind` in the payload, linkstr-wire.md §2).
+/// What a linkstr message does (`kind` in the payload, docs/linkstr-wire.md §2).
 public enum PayloadKind: String, Sendable, Hashable, CaseIterable {
     case root
     case rootDelete = "root_delete"

@@ -2,7 +2,7 @@ import LinkstrCore
 import Testing
 
 /// Links: normalisation, provider classification with canonical mobile hosts, embed URLs and
-/// playback modes, and `linkstr://open?url=` deep links (linkstr-reference.md).
+/// playback modes, and `linkstr://open?url=` deep links, as the linkstr app has them.
 @Suite struct LinkTests {
     @Test(arguments: [
         ("example.com/a", "https://example.com/a"),

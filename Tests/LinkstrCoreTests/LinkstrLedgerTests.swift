@@ -3,7 +3,7 @@ import LinkstrWire
 import NostrProtocol
 import Testing
 
-/// The ingest rules of linkstr-wire.md §3 beyond the session ledger (R4–R12, dedupe, pending and
+/// The ingest rules of docs/linkstr-wire.md §3 beyond the session ledger (R4–R12, dedupe, pending and
 /// replay) on the account ledger, as a value.
 @Suite struct LinkstrLedgerTests {
     static let me = Keys.generate().publicKey, alice = Keys.generate().publicKey, bob = Keys.generate().publicKey

@@ -3,7 +3,7 @@ import LinkstrWire
 import NostrProtocol
 import Testing
 
-/// The session rules (linkstr-wire.md §3: order, intervals, R1, R2, R3, R4, R10) as a value.
+/// The session rules (docs/linkstr-wire.md §3: order, intervals, R1, R2, R3, R4, R10) as a value.
 @Suite struct SessionLedgerTests {
     static let me = Keys.generate().publicKey, creator = Keys.generate().publicKey, friend = Keys.generate().publicKey
     static let stranger = Keys.generate().publicKey

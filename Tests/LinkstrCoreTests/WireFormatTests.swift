@@ -4,7 +4,7 @@ import NostrProtocol
 import Testing
 import TestSupport
 
-/// linkstr-wire.md §1–2: the payload, the rumor, the fan-out and opening received wraps.
+/// docs/linkstr-wire.md §1–2: the payload, the rumor, the fan-out and opening received wraps.
 @Suite struct WireFormatTests {
     static let member = String(repeating: "ab", count: 32)
 

@@ -161,7 +161,9 @@ import Testing
             #expect(limited.headers[.retryAfter].flatMap { Int($0) }.map { (1...4).contains($0) } == true)
             for _ in 0..<5 {
                 #expect(try await gateway.send(nil, .get, "/healthz").status == .ok)
-                #expect(try await gateway.send(nil, .get, "/readyz").status == .ok)
+                // Exempt from the limit; whether it is ready is another matter (its database
+                // check has a 1.5 s deadline, which a loaded machine can miss).
+                #expect(try await gateway.send(nil, .get, "/readyz").status != .tooManyRequests)
             }
             let metrics = try await gateway.send(nil, .get, "/metrics")
             #expect(String(buffer: metrics.body).contains(#"linkstr_rate_limited_total{scope="ip"} 1"#))

@@ -10,7 +10,7 @@ extension LinkstrAppCore {
     package static let wrapBackdating: Int64 = 172_800
 
     /// Builds the relay connections from scratch (a foreground start behaves like a cold open)
-    /// with the live and follow-list subscriptions of linkstr-wire.md §1.
+    /// with the live and follow-list subscriptions of docs/linkstr-wire.md §1.
     func startRelays() async throws {
         let account = try signedIn()
         let me = account.keys.publicKey

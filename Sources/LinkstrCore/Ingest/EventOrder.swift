@@ -1,5 +1,5 @@
 public import LinkstrWire
-/// linkstr's order rule (linkstr-wire.md §3): a newer rumor `created_at` wins; on equal
+/// linkstr's order rule (docs/linkstr-wire.md §3): a newer rumor `created_at` wins; on equal
 /// timestamps the greater event-id string wins.
 public struct EventOrder: Comparable, Hashable, Sendable {
     public var createdAt: Int64

@@ -1,4 +1,4 @@
-/// A session's members as half-open intervals `[start, end)` per member (linkstr-wire.md §3), so
+/// A session's members as half-open intervals `[start, end)` per member (docs/linkstr-wire.md §3), so
 /// "was X a member when this was sent" has an answer for every point in time.
 ///
 /// The intervals are derived from every member snapshot seen, kept in the order rule's order. A

@@ -1,4 +1,4 @@
-/// Where a link points, which decides how it plays (linkstr-reference.md, "Media and link behavior").
+/// Where a link points, which decides how the linkstr app plays it.
 public enum LinkProvider: String, Sendable, Hashable {
     case tiktok
     case instagramReel

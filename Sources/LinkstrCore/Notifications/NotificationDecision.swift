@@ -1,9 +1,9 @@
 import LinkstrWire
 public import NostrProtocol
 
-/// Which ingested messages notify (linkstr-reference "Notifications"): inbound live roots and
-/// inbound active reactions, in sessions that are not archived. Never our own messages (self
-/// echoes), never history or a restore, never reaction deactivations.
+/// Which ingested messages notify, as in the linkstr app: inbound live roots and inbound active
+/// reactions, in sessions that are not archived. Never our own messages (self echoes), never history or a
+/// restore, never reaction deactivations.
 public enum NotificationDecision {
     public static func notifies(_ applied: LinkstrLedger.Applied, me: String, archived: Set<String>) -> Bool {
         guard applied.origin == .live, applied.message.sender.hex != me else { return false }

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 public import NostrProtocol
 
-/// The client side of the push gateway (linkstr-wire.md §4): every request signed in the linkstr
+/// The client side of the push gateway (docs/linkstr-wire.md §4): every request signed in the linkstr
 /// NIP-98 dialect with a fresh nonce. Archive syncs are serialised (an actor, one at a time) and a
 /// failed batch is retried with the same ids, so nothing is lost between batches.
 public actor PushRegistrar {

@@ -4,7 +4,7 @@ public import NostrRelay
 
 /// The client's relays: one `RelayConnection` per enabled relay, the same subscriptions on each,
 /// live status for the relay screen, and publishing where an event counts as sent once any relay
-/// accepted it (linkstr-wire.md §1). Stopping tears everything down; starting again builds from
+/// accepted it (docs/linkstr-wire.md §1). Stopping tears everything down; starting again builds from
 /// scratch (a foreground restart behaves like a cold open).
 public actor RelayPool {
     public struct Subscription: Sendable {

@@ -1,4 +1,4 @@
-/// The paging rule for history older than the live window (linkstr-wire.md §1): pages of `until`
+/// The paging rule for history older than the live window (docs/linkstr-wire.md §1): pages of `until`
 /// + `limit`, starting at 500; each page continues below its oldest event, and a full page that
 /// spans a single second doubles the limit (up to 4000) so a burst within one second cannot stall
 /// the paging.

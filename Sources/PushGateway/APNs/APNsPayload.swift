@@ -2,7 +2,7 @@ public import GatewayWire
 import NostrProtocol
 
 /// The APNs request for one queued job, exactly as the linkstr app expects it
-/// (../shared/spec/linkstr-wire.md §4).
+/// (docs/linkstr-wire.md §4).
 public struct APNsNotification: Sendable, Equatable {
     public var type: NotificationType
     public var eventID: String

@@ -1,4 +1,4 @@
-/// What a gateway does with one APNs answer (see ../shared/spec/apns.md).
+/// What a gateway does with one APNs answer (see docs/apns.md).
 public enum APNsOutcome: Sendable, Equatable {
     case delivered
     /// The token is dead: remove the device (for 410, only if it was not re-registered after
@@ -20,7 +20,7 @@ public enum APNsResponseClassifier {
     /// 400 answers that say the token itself is bad. Any 410 also removes it (`Unregistered`,
     /// `ExpiredToken`), under the timestamp rule.
     static let removeReasons: Set<String> = ["BadDeviceToken", "DeviceTokenNotForTopic"]
-    /// Answers about the gateway's own topic, key or certificate (../shared/spec/apns.md, 400 and 403).
+    /// Answers about the gateway's own topic, key or certificate (docs/apns.md, 400 and 403).
     static let configurationReasons: Set<String> = [
         "TopicDisallowed", "BadTopic", "MissingTopic", "InvalidProviderToken", "MissingProviderToken", "BadCertificate",
         "BadCertificateEnvironment", "Forbidden", "UnrelatedKeyIdInToken", "BadEnvironmentKeyIdInToken",

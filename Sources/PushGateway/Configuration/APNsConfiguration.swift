@@ -36,10 +36,12 @@ public struct APNsConfiguration: Sendable, Equatable {
 
     public static let appleProductionURL = "https://api.push.apple.com"
     public static let appleSandboxURL = "https://api.sandbox.push.apple.com"
+    public static let defaultConnections = 2
+    public static let defaultTransport = APNsTransportKind.nio
 
     public init(disabled: Bool, apps: [APNsApp], defaultTopic: String, productionURL: String = appleProductionURL,
-                sandboxURL: String = appleSandboxURL, caFile: String? = nil, connections: Int = 2,
-                transport: APNsTransportKind = .nio) {
+                sandboxURL: String = appleSandboxURL, caFile: String? = nil, connections: Int = defaultConnections,
+                transport: APNsTransportKind = defaultTransport) {
         self.disabled = disabled
         self.apps = apps
         self.defaultTopic = defaultTopic
@@ -108,7 +110,7 @@ public struct APNsConfiguration: Sendable, Equatable {
     }
 
     private static func transport(_ env: [String: String]) throws(ConfigurationError) -> APNsTransportKind {
-        guard let text = env["APNS_TRANSPORT"], !text.isEmpty else { return .nio }
+        guard let text = env["APNS_TRANSPORT"], !text.isEmpty else { return defaultTransport }
         guard let kind = APNsTransportKind(rawValue: text.lowercased()) else {
             throw ConfigurationError(key: "APNS_TRANSPORT", "nio or async-http-client")
         }
@@ -116,7 +118,7 @@ public struct APNsConfiguration: Sendable, Equatable {
     }
 
     private static func connections(_ env: [String: String]) throws(ConfigurationError) -> Int {
-        try ConfigurationError.integer(env, "APNS_CONNECTIONS", 1...64, default: 2)
+        try ConfigurationError.integer(env, "APNS_CONNECTIONS", 1...64, default: defaultConnections)
     }
 
     private static func url(_ env: [String: String], _ key: String, default value: String) throws(ConfigurationError) -> String {

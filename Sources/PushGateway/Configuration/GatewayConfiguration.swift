@@ -2,7 +2,8 @@ import Foundation
 public import Logging
 
 /// Everything `linkstr-push` reads from its environment (and an optional `.env` file).
-/// Keys are documented in README.md.
+/// docs/configuration.md documents every key and default; `ConfigurationReferenceTests` holds it
+/// to this code.
 public struct GatewayConfiguration: Sendable {
     public enum LogFormat: String, Sendable { case json, text }
 
@@ -30,10 +31,20 @@ public struct GatewayConfiguration: Sendable {
     /// Timeouts for slow clients and the connection cap.
     public var http: HTTPServerSettings
 
-    public init(listenHost: String = "0.0.0.0", listenPort: Int = 8787, database: DatabaseURL, publicURL: String? = nil,
-                logLevel: Logger.Level = .info, logFormat: LogFormat = .text, authMaxSkewSeconds: Int64 = 300,
+    /// The defaults this type holds itself, each written once: the initializer and
+    /// `fromEnvironment` both use them.
+    public static let defaultListenHost = "0.0.0.0"
+    public static let defaultListenPort = 8787
+    public static let defaultLogLevel = Logger.Level.info
+    public static let defaultLogFormat = LogFormat.text
+    public static let defaultAuthMaxSkewSeconds: Int64 = 300
+    public static let defaultShutdownTimeoutSeconds = 25
+
+    public init(listenHost: String = defaultListenHost, listenPort: Int = defaultListenPort, database: DatabaseURL, publicURL: String? = nil,
+                logLevel: Logger.Level = defaultLogLevel, logFormat: LogFormat = defaultLogFormat,
+                authMaxSkewSeconds: Int64 = defaultAuthMaxSkewSeconds,
                 adminToken: String? = nil, apns: APNsConfiguration, delivery: DeliverySettings = DeliverySettings(),
-                watch: WatchSettings = WatchSettings(), rateLimits: RateLimitSettings = .disabled, shutdownTimeoutSeconds: Int = 25,
+                watch: WatchSettings = WatchSettings(), rateLimits: RateLimitSettings = .disabled, shutdownTimeoutSeconds: Int = defaultShutdownTimeoutSeconds,
                 maxDevicesPerPubkey: Int = GatewayStore.defaultMaxDevicesPerPubkey, deviceBudget: PushBudget? = .default,
                 http: HTTPServerSettings = HTTPServerSettings()) {
         self.listenHost = listenHost
@@ -56,7 +67,7 @@ public struct GatewayConfiguration: Sendable {
 
     /// Reads the configuration; the first problem found stops start-up with the key it concerns.
     public static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> GatewayConfiguration {
-        let (host, port) = try parseListenAddress(env["LISTEN_ADDR"] ?? ":8787")
+        let (host, port) = try parseListenAddress(env["LISTEN_ADDR"] ?? ":\(defaultListenPort)")
         guard let databaseText = env["DATABASE_URL"], !databaseText.isEmpty else {
             throw ConfigurationError(key: "DATABASE_URL", "required (postgres://user:pass@host:port/db)")
         }
@@ -73,23 +84,23 @@ public struct GatewayConfiguration: Sendable {
             }
             level = parsed
         } else {
-            level = .info
+            level = defaultLogLevel
         }
         let format: LogFormat
         if let text = env["LOG_FORMAT"], !text.isEmpty {
             guard let parsed = LogFormat(rawValue: text.lowercased()) else { throw ConfigurationError(key: "LOG_FORMAT", "json or text") }
             format = parsed
         } else {
-            format = .text
+            format = defaultLogFormat
         }
-        var skew: Int64 = 300
+        var skew = defaultAuthMaxSkewSeconds
         if let text = env["AUTH_MAX_SKEW_SECONDS"], !text.isEmpty {
             guard let parsed = Int64(text), (1...86_400).contains(parsed) else {
                 throw ConfigurationError(key: "AUTH_MAX_SKEW_SECONDS", "an integer number of seconds in 1...86400")
             }
             skew = parsed
         }
-        var shutdownTimeout = 25
+        var shutdownTimeout = defaultShutdownTimeoutSeconds
         if let text = env["SHUTDOWN_TIMEOUT_SECONDS"], !text.isEmpty {
             guard let parsed = Int(text), (1...3_600).contains(parsed) else {
                 throw ConfigurationError(key: "SHUTDOWN_TIMEOUT_SECONDS", "an integer number of seconds in 1...3600")
@@ -119,7 +130,7 @@ public struct GatewayConfiguration: Sendable {
         }
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        return (host.isEmpty ? "0.0.0.0" : host, port)
+        return (host.isEmpty ? defaultListenHost : host, port)
     }
 
     /// The process environment over an optional `.env` file (the environment wins).

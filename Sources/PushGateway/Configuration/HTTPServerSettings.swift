@@ -28,12 +28,14 @@ public struct HTTPServerSettings: Sendable, Equatable {
     }
 
     static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> HTTPServerSettings {
+        let defaults = HTTPServerSettings()
         let behindProxy = env["RATE_LIMIT_TRUST_FORWARDED"] == "1"
-        let perAddress = try ConfigurationError.integer(env, "HTTP_MAX_CONNECTIONS_PER_ADDRESS", 0...1_000_000, default: behindProxy ? 0 : 64)
+        let perAddress = try ConfigurationError.integer(env, "HTTP_MAX_CONNECTIONS_PER_ADDRESS", 0...1_000_000,
+                                                        default: behindProxy ? 0 : defaults.maxConnectionsPerAddress ?? 0)
         return HTTPServerSettings(
-            idleTimeoutSeconds: try ConfigurationError.integer(env, "HTTP_IDLE_TIMEOUT_SECONDS", 1...3600, default: 30),
-            requestTimeoutSeconds: try ConfigurationError.integer(env, "HTTP_REQUEST_TIMEOUT_SECONDS", 1...3600, default: 10),
-            maxConnections: try ConfigurationError.integer(env, "HTTP_MAX_CONNECTIONS", 1...1_000_000, default: 4096),
+            idleTimeoutSeconds: try ConfigurationError.integer(env, "HTTP_IDLE_TIMEOUT_SECONDS", 1...3600, default: defaults.idleTimeoutSeconds),
+            requestTimeoutSeconds: try ConfigurationError.integer(env, "HTTP_REQUEST_TIMEOUT_SECONDS", 1...3600, default: defaults.requestTimeoutSeconds),
+            maxConnections: try ConfigurationError.integer(env, "HTTP_MAX_CONNECTIONS", 1...1_000_000, default: defaults.maxConnections),
             maxConnectionsPerAddress: perAddress == 0 ? nil : perAddress)
     }
 }

@@ -29,16 +29,18 @@ public struct RateLimitSettings: Sendable, Equatable {
 
     /// No limits (tests and benchmarks that drive one instance from one address).
     public static let disabled = RateLimitSettings()
+    /// What a deployment gets when it sets nothing.
+    public static let standard = RateLimitSettings(perIP: Limit(perSecond: 100, burst: 200), perPubkey: Limit(perSecond: 20, burst: 100))
 
     public static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> RateLimitSettings {
         RateLimitSettings(
-            perIP: try parse(env["RATE_LIMIT_IP"], key: "RATE_LIMIT_IP", default: Limit(perSecond: 100, burst: 200)),
-            perPubkey: try parse(env["RATE_LIMIT_PUBKEY"], key: "RATE_LIMIT_PUBKEY", default: Limit(perSecond: 20, burst: 100)),
+            perIP: try parse(env["RATE_LIMIT_IP"], key: "RATE_LIMIT_IP", default: standard.perIP),
+            perPubkey: try parse(env["RATE_LIMIT_PUBKEY"], key: "RATE_LIMIT_PUBKEY", default: standard.perPubkey),
             trustForwardedFor: env["RATE_LIMIT_TRUST_FORWARDED"] == "1")
     }
 
     /// `RATE[/BURST]` (burst defaults to twice the rate), or `0` for no limit.
-    static func parse(_ text: String?, key: String, default fallback: Limit) throws(ConfigurationError) -> Limit? {
+    static func parse(_ text: String?, key: String, default fallback: Limit?) throws(ConfigurationError) -> Limit? {
         guard let text = text?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return fallback }
         if text == "0" { return nil }
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)

@@ -2,7 +2,7 @@ public import NostrProtocol
 public import NostrRelay
 import Foundation
 
-/// The relay watcher's settings (issue #4). Watching is off when `RELAYS` is empty.
+/// The relay watcher's settings. Watching is off when `RELAYS` is empty.
 public struct WatchSettings: Sendable {
     /// `RELAYS`: comma-separated ws:// or wss:// URLs.
     public var relays: [String]
@@ -85,18 +85,19 @@ public struct WatchSettings: Sendable {
         if let text = env["GATEWAY_NSEC"], !text.isEmpty {
             do { key = try SecretKey(parsing: text) } catch { throw ConfigurationError(key: "GATEWAY_NSEC", "an nsec1… or 64-character hex secret key") }
         }
+        let defaults = WatchSettings()
         return WatchSettings(
             relays: relays,
-            chunkSize: try ConfigurationError.integer(env, "WATCH_CHUNK_SIZE", 1...5000, default: 500),
-            coalesceSeconds: try ConfigurationError.integer(env, "WATCH_COALESCE_SECONDS", 0...3600, default: 5),
-            shards: try ConfigurationError.integer(env, "WATCH_SHARDS", 1...4096, default: 64),
-            leaseSeconds: try ConfigurationError.integer(env, "WATCH_LEASE_SECONDS", 2...600, default: 30),
+            chunkSize: try ConfigurationError.integer(env, "WATCH_CHUNK_SIZE", 1...5000, default: defaults.chunkSize),
+            coalesceSeconds: try ConfigurationError.integer(env, "WATCH_COALESCE_SECONDS", 0...3600, default: defaults.coalesceSeconds),
+            shards: try ConfigurationError.integer(env, "WATCH_SHARDS", 1...4096, default: defaults.shards),
+            leaseSeconds: try ConfigurationError.integer(env, "WATCH_LEASE_SECONDS", 2...600, default: defaults.leaseSeconds),
             gatewayKey: key,
-            relayMaxEventsPerSecond: try limit(env, "WATCH_RELAY_MAX_EVENTS_PER_SECOND", 0...1_000_000, default: 20_000,
+            relayMaxEventsPerSecond: try limit(env, "WATCH_RELAY_MAX_EVENTS_PER_SECOND", 0...1_000_000, default: defaults.relayMaxEventsPerSecond,
                                                "messages a relay may send per second, averaged over 10 s (0: no limit)"),
-            relayMaxInvalid: try limit(env, "WATCH_RELAY_MAX_INVALID", 0...1_000_000, default: 100,
+            relayMaxInvalid: try limit(env, "WATCH_RELAY_MAX_INVALID", 0...1_000_000, default: defaults.relayMaxInvalid,
                                        "invalid events a relay may send within a minute (0: no limit)"),
-            resubscribeSeconds: try limit(env, "WATCH_RESUBSCRIBE_SECONDS", 0...60, default: 2,
+            resubscribeSeconds: try limit(env, "WATCH_RESUBSCRIBE_SECONDS", 0...60, default: defaults.resubscribeSeconds,
                                           "seconds between two REQs for one subscription chunk (0: at once)"))
     }
 

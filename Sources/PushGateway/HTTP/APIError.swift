@@ -3,7 +3,7 @@ public import Hummingbird
 import NIOCore
 
 /// An error answered as `{"error": message}` with its status. Messages are the ones the linkstr
-/// app knows (see ../shared/spec/linkstr-wire.md §4) or equally plain ones; they never carry
+/// app knows (see docs/linkstr-wire.md §4) or equally plain ones; they never carry
 /// database or crypto internals.
 public struct APIError: Error, Sendable, Equatable, HTTPResponseError {
     public let status: HTTPResponse.Status
