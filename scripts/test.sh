@@ -15,6 +15,10 @@ if [[ ! -d "$REPO_ROOT/../shared/vectors" ]]; then
     say "note: ../shared/vectors not found; vector-file tests are skipped, embedded vectors still run"
 fi
 
+say "Package.swift declares exactly what each target imports (scripts/lint_imports.py)"
+"$VENV/bin/python" scripts/lint_imports.py
+"$VENV/bin/python" scripts/lint_imports.py Fuzz
+
 export LINKSTR_STRICT=1  # warnings are errors in our own targets (see Package.swift)
 export LINKSTR_PYTHON="$VENV/bin/python"
 

@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import NostrProtocol
 import ServiceLifecycle
+import UnixSignals
 
 /// `apns-sandbox`: a local stand-in for Apple's push service, for development, tests and load runs.
 @main

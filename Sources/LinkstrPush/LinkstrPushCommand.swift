@@ -6,6 +6,8 @@ import Logging
 import Metrics
 import NostrProtocol
 import PushGateway
+import NIOHTTP1
+import PostgresNIO
 
 @main
 struct LinkstrPushCommand: AsyncParsableCommand {

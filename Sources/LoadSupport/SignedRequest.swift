@@ -1,6 +1,7 @@
 public import AsyncHTTPClient
 import NIOCore
 public import NostrProtocol
+import NIOHTTP1
 
 /// A request signed ahead of time (linkstr NIP-98 dialect, fresh nonce), so a load run's clock
 /// measures the gateway rather than the signer.

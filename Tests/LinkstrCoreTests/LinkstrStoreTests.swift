@@ -2,6 +2,8 @@ import Foundation
 import LinkstrCore
 import NostrProtocol
 import Testing
+import GRDB
+import LinkstrWire
 
 /// The SQLite store (real SQLite through GRDB, files in a temporary directory): round trips,
 /// owner scoping, encryption at rest, and errors that leave data untouched.

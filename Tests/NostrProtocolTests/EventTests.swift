@@ -1,5 +1,6 @@
 import NostrProtocol
 import Testing
+import Foundation
 
 @Suite struct EventTests {
     static let secret = "7f7ff03d123792d6ac594bfa67bf6d0c0ab55b6b1fdb6249303fe861f1ccba9a"

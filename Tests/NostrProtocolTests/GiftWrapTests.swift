@@ -1,5 +1,6 @@
 import NostrProtocol
 import Testing
+import Foundation
 
 @Suite struct GiftWrapTests {
     let alice = Keys.generate()

@@ -1,6 +1,7 @@
 import Crypto
 import NostrProtocol
 import Testing
+import CryptoExtras
 
 @Suite struct NIP44Tests {
     /// Embedded from nip44.vectors.json (valid.encrypt_decrypt[0]).

@@ -4,6 +4,7 @@ import NostrProtocol
 import PushGateway
 import Synchronization
 import Testing
+import GatewayWire
 
 @Suite struct APNsTokenTests {
     static let key = P256.Signing.PrivateKey()

@@ -7,6 +7,7 @@ import NostrProtocol
 import PushGateway
 import Synchronization
 import Testing
+import NIOHTTP1
 
 /// The sandbox's HTTP/2 server over the wire (TLS, ALPN h2) with a general-purpose client: what
 /// its frame-level handler must get right beyond the gateway's own requests: flow control for a

@@ -4,6 +4,7 @@ import HTTPTypes
 import NostrProtocol
 import PushGateway
 import Testing
+import HummingbirdTesting
 
 @Suite(.serialized) struct ArchiveAndPushTests {
     static func pushBody(_ type: String = "new_post", event: String = "ev1", conversation: String = "C1", to recipients: [Keys], extra: String = "") -> String {

@@ -3,6 +3,7 @@ import HTTPTypes
 import NostrProtocol
 import PushGateway
 import Testing
+import HummingbirdTesting
 
 @Suite(.serialized) struct AuthTests {
     @Test func rejectionsAre401WithReasonAndStoreNothing() async throws {

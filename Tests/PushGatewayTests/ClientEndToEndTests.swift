@@ -3,6 +3,8 @@ import LinkstrCore
 import NostrProtocol
 import TestSupport
 import Testing
+import APNsSandbox
+import HummingbirdTesting
 
 /// The whole system: two client cores (LinkstrCore) talking through a real `nostr-relay`, the
 /// gateway on a real PostgreSQL delivering to the APNs sandbox over HTTP/2 with TLS.

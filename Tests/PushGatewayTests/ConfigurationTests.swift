@@ -2,6 +2,7 @@ import Crypto
 import GatewayWire
 import PushGateway
 import Testing
+import Logging
 
 @Suite struct ConfigurationTests {
     static let base = ["DATABASE_URL": "postgres://u:p%40ss@db.local:6543/push", "APNS_DISABLE": "1"]

@@ -4,6 +4,7 @@ import PushGateway
 import Synchronization
 import TestSupport
 import Testing
+import PostgresNIO
 
 /// PostgreSQL restarted under statements in flight. postgres-nio 1.33.2 drops a statement written
 /// to a connection that closed a moment before, and its caller then waits forever, cancellation

@@ -6,6 +6,7 @@ import PostgresNIO
 import PushGateway
 import Synchronization
 import Testing
+import GatewayWire
 
 /// Queue and worker against a real PostgreSQL. APNs answers come from a scripted sender here;
 /// the HTTP/2 path against the APNs sandbox is tested with the sender that speaks it.

@@ -3,6 +3,8 @@ import HTTPTypes
 import NostrProtocol
 import PushGateway
 import Testing
+import HummingbirdTesting
+import PostgresNIO
 
 @Suite(.serialized) struct DeviceRouteTests {
     @Test func healthAndReadiness() async throws {

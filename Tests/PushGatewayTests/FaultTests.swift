@@ -4,6 +4,9 @@ import NostrProtocol
 import PushGateway
 import TestSupport
 import Testing
+import APNsSandbox
+import HTTPTypes
+import HummingbirdTesting
 
 /// Faults under a real `linkstr-push` process: its database going away and coming back, and what
 /// its logs must never contain.

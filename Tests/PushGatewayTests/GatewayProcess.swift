@@ -5,6 +5,7 @@ import Testing
 import NIOCore
 import NostrProtocol
 import PushGateway
+import NIOHTTP1
 
 /// A real `linkstr-push serve` process (the binary built next to the test bundle), for tests that
 /// kill it with SIGKILL or run two of them on one database.

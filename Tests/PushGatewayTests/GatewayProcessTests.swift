@@ -3,6 +3,7 @@ import NostrProtocol
 import PushGateway
 import Testing
 import TestSupport
+import APNsSandbox
 
 /// Real `linkstr-push` processes against a real PostgreSQL and the APNs sandbox: a SIGKILL mid-send
 /// loses nothing, and two instances on one database deliver each job once.

@@ -4,6 +4,7 @@ import ServiceLifecycle
 import Testing
 import TestSupport
 import UnixSignals
+import NostrProtocol
 
 /// The shutdown runner in-process, with signals fed by the test: a graceful stop, the cut after the
 /// timeout, a second signal, and services that end or fail on their own. (GatewayProcessTests runs

@@ -6,6 +6,9 @@ import NostrProtocol
 import PushGateway
 import Synchronization
 import Testing
+import GatewayWire
+import HummingbirdTesting
+import PostgresNIO
 
 /// The gateway delivering to the APNs sandbox over HTTP/2 with TLS, against a real PostgreSQL.
 @Suite(.serialized) struct HTTP2DeliveryTests {

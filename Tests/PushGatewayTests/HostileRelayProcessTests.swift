@@ -4,6 +4,7 @@ import NostrRelay
 import PushGateway
 import Testing
 import TestSupport
+import APNsSandbox
 
 /// A real `linkstr-push` process whose only relay is a `HostileRelay` in this process: a flood
 /// leaves its memory bounded and its health check fast, a relay past its limits is disconnected

@@ -6,6 +6,7 @@ import PushGateway
 import Synchronization
 import Testing
 import TestSupport
+import HummingbirdTesting
 
 /// Captures every log line of a gateway run and checks that no device token or key material
 /// appears in it.

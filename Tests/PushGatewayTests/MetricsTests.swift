@@ -4,6 +4,8 @@ import HTTPTypes
 import NostrProtocol
 import PushGateway
 import Testing
+import HummingbirdTesting
+import NIOCore
 
 /// `GET /metrics` after real traffic: requests by route and status, auth failures by reason, queue
 /// depth, pushes by outcome and reason, the send-latency histogram and the provider token's age.

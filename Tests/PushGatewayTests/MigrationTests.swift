@@ -2,6 +2,8 @@ import Foundation
 import PostgresNIO
 import PushGateway
 import Testing
+import HTTPTypes
+import HummingbirdCore
 
 @Suite(.serialized) struct MigrationTests {
     @Test func appliesOnceAndConcurrentStartsAreSafe() async throws {

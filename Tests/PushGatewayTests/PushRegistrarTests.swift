@@ -8,6 +8,7 @@ import PostgresNIO
 import Synchronization
 import TestSupport
 import Testing
+import HummingbirdTesting
 
 /// The client library's registrar against the real gateway (HTTP on loopback, real PostgreSQL).
 @Suite struct PushRegistrarTests {

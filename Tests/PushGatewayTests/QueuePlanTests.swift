@@ -2,6 +2,7 @@ import Foundation
 import PostgresNIO
 import PushGateway
 import Testing
+import GatewayWire
 
 /// The queue's statements keep reading jobs by key when PostgreSQL's statistics say the queue is
 /// empty. The queue drains between bursts; an autovacuum that catches it empty records one row

@@ -4,6 +4,8 @@ import PostgresNIO
 import PushGateway
 import Synchronization
 import Testing
+import HTTPTypes
+import HummingbirdTesting
 
 /// Group commit of registrations: the batch rules as a value, the batcher's concurrency with a
 /// recording writer, and the group statement against PostgreSQL.

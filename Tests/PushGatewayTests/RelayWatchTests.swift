@@ -7,6 +7,9 @@ import NostrRelay
 import PushGateway
 import Testing
 import TestSupport
+import HTTPTypes
+import HummingbirdTesting
+import PostgresNIO
 
 /// The relay watcher end to end: a real relay (`nostr-relay` from PyPI) on loopback, the gateway
 /// on a real PostgreSQL, pushes counted where they land, in the APNs sandbox.

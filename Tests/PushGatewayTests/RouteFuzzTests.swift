@@ -3,6 +3,7 @@ import HTTPTypes
 import NostrProtocol
 import PushGateway
 import Testing
+import HummingbirdTesting
 
 /// Random bodies and headers against every route: never a 5xx, and the server keeps answering.
 @Suite(.serialized) struct RouteFuzzTests {

@@ -2,6 +2,7 @@ import Foundation
 import NostrProtocol
 import TestSupport
 import Testing
+import HummingbirdTesting
 
 /// Property-based fuzzing of the HTTP API from its own OpenAPI document with schemathesis (PyPI):
 /// generated and mutated requests for every route; no answer may be a 5xx, and every status

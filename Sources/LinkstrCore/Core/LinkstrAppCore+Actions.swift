@@ -2,6 +2,8 @@ import Foundation
 import LinkstrWire
 import NostrProtocol
 import NostrRelay
+import Crypto
+import Logging
 
 extension LinkstrAppCore {
     static let currentAccountSecret = "current-account"

@@ -2,6 +2,7 @@ import Foundation
 import LinkstrWire
 import NostrProtocol
 import NostrRelay
+import Logging
 
 extension LinkstrAppCore {
     static let liveSubscription = "linkstr-live"

@@ -1,4 +1,5 @@
 public import LinkstrWire
+import NostrProtocol
 /// One account's linkstr state as a value, and the ingest rules of docs/linkstr-wire.md §3 that change
 /// it: opened messages go in, an outcome comes out, and pending messages are replayed whenever
 /// what they wait for changes. No I/O: the core feeds it, the store persists `takeChanges()`.

@@ -1,4 +1,5 @@
 public import LinkstrWire
+import NostrProtocol
 /// The session rules of docs/linkstr-wire.md §3 as a value: `session_create`, `session_members` and
 /// `session_delete` messages (already opened and validated) go in, an outcome comes out. Holding
 /// pending messages and replaying them is the core's job; this only says which it is.

@@ -3,6 +3,7 @@ public import Logging
 import NIOCore
 import NIOSSL
 import NostrProtocol
+import GatewayWire
 
 /// Sends notifications to APNs over HTTP/2 (SwiftNIO, TLS with ALPN `h2`).
 ///

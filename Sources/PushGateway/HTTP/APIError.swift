@@ -1,6 +1,7 @@
 public import GatewayWire
 public import Hummingbird
 import NIOCore
+import NostrProtocol
 
 /// An error answered as `{"error": message}` with its status. Messages are the ones the linkstr
 /// app knows (see docs/linkstr-wire.md §4) or equally plain ones; they never carry

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NostrProtocol
 import PostgresNIO
+import NostrRelay
 
 /// The HTTP API: linkstr's routes exactly as the app calls them, plus the additions.
 /// Every signed route reads the body (≤ 64 KiB), verifies the `Authorization: Nostr` header

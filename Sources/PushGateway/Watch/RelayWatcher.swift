@@ -4,6 +4,7 @@ import NostrProtocol
 public import NostrRelay
 import PostgresNIO
 public import ServiceLifecycle
+import CoreMetrics
 
 /// Watches relays for gift wraps (kind 1059) to the pubkeys with a `relay_watch` device in the
 /// shards this instance holds, and turns live ones into generic pushes through the durable queue.
