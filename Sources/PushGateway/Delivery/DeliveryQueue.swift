@@ -115,21 +115,25 @@ public struct DeliveryQueue: Sendable {
         }
     }
 
-    /// How many jobs are counted as due at most: past it the gauge reads this figure.
-    static let dueCountCap = 10_000
+    /// How many jobs are counted exactly at most, for each figure: past it the queue figure is
+    /// PostgreSQL's live-row estimate and the due figure reads this cap.
+    package static let exactCountCap = 10_000
 
-    /// Jobs in the queue, and how many of them are due now, without reading the queue: `queued` is PostgreSQL's live-row count for
-    /// the table (kept by its statistics as rows come and go, so it lags by a moment), and `due`
-    /// counts jobs due now through the claim index, up to `dueCountCap`. A `count(*)` of the whole
-    /// queue per scrape would cost most when the queue is longest.
+    /// Jobs in the queue, and how many of them are due now, at a cost that does not grow with the
+    /// queue: each figure is an exact count up to `exactCountCap` rows. Past the cap `queued` is
+    /// PostgreSQL's live-row estimate for the table (kept by its statistics, so it lags and can be
+    /// off after an ANALYZE), which is good enough for a long queue; a short or drained queue, which
+    /// is what alerts and operators compare against, is always counted exactly.
     public func depth() async throws -> (queued: Int, due: Int) {
         var result = (queued: 0, due: 0)
         for row in try await database.query("""
-            SELECT coalesce((SELECT n_live_tup FROM pg_stat_user_tables WHERE relid = 'push_jobs'::regclass), 0)::int,
-                   (SELECT count(*) FROM (SELECT 1 FROM push_jobs WHERE next_attempt_at <= now() LIMIT \(Self.dueCountCap)) due)::int
+            SELECT (SELECT count(*) FROM (SELECT 1 FROM push_jobs LIMIT \(Self.exactCountCap)) queued)::int,
+                   coalesce((SELECT n_live_tup FROM pg_stat_user_tables WHERE relid = 'push_jobs'::regclass), 0)::int,
+                   (SELECT count(*) FROM (SELECT 1 FROM push_jobs WHERE next_attempt_at <= now() LIMIT \(Self.exactCountCap)) due)::int
             """, logger: logger
-        ).decode((Int, Int).self) {
-            result = (row.0, row.1)
+        ).decode((Int, Int, Int).self) {
+            let (counted, estimated, due) = row
+            result = (counted < Self.exactCountCap ? counted : max(counted, estimated), due)
         }
         return result
     }
