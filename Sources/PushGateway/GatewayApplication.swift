@@ -70,13 +70,6 @@ public enum GatewayApplication {
         }
         let api = GatewayAPI(store: store, configuration: configuration, latestMigration: migrator.latestVersion, metrics: metrics, watcher: watcher,
                              wakeup: wakeup, directDelivery: direct)
-        // Scrapes read the queue's depth at most once a second, however many arrive, and within a
-        // deadline: without PostgreSQL the query waits for a connection indefinitely, and the
-        // scrape with it, so an outage would also take away the metrics that describe it.
-        let depth = ThrottledSnapshot { try? await withDeadline(GatewayAPI.readinessTimeout) { try await queue.depth() } }
-        metrics.onScrape {
-            if let depth = await depth.value() { metrics.queue(queued: depth.queued, due: depth.due) }
-        }
         // The services that query our tables start once the migrations are in (see StartGate);
         // the PostgreSQL client and the APNs connections run from the start.
         let migrated = StartGate()

@@ -119,21 +119,25 @@ public struct DeliveryQueue: Sendable {
     /// PostgreSQL's live-row estimate and the due figure reads this cap.
     package static let exactCountCap = 10_000
 
-    /// Jobs in the queue, and how many of them are due now, at a cost that does not grow with the
-    /// queue: each figure is an exact count up to `exactCountCap` rows. Past the cap `queued` is
-    /// PostgreSQL's live-row estimate for the table (kept by its statistics, so it lags and can be
-    /// off after an ANALYZE), which is good enough for a long queue; a short or drained queue, which
-    /// is what alerts and operators compare against, is always counted exactly.
-    public func depth() async throws -> (queued: Int, due: Int) {
-        var result = (queued: 0, due: 0)
+    /// Jobs in the queue, how many of them are due now and how long the oldest has waited, at a
+    /// cost that does not grow with the queue: each count is exact up to `exactCountCap` rows.
+    /// Past the cap `queued` is PostgreSQL's live-row estimate for the table (kept by its
+    /// statistics, so it lags and can be off after an ANALYZE), which is good enough for a long
+    /// queue; a short or drained queue, which is what alerts and operators compare against, is
+    /// always counted exactly. The oldest job is the one with the lowest id (ids are handed out
+    /// in queueing order), read through the primary key.
+    public func depth() async throws -> QueueDepth {
+        var result = QueueDepth(queued: 0, due: 0, oldestJobAgeSeconds: 0)
         for row in try await database.query("""
             SELECT (SELECT count(*) FROM (SELECT 1 FROM push_jobs LIMIT \(Self.exactCountCap)) queued)::int,
                    coalesce((SELECT n_live_tup FROM pg_stat_user_tables WHERE relid = 'push_jobs'::regclass), 0)::int,
-                   (SELECT count(*) FROM (SELECT 1 FROM push_jobs WHERE next_attempt_at <= now() LIMIT \(Self.exactCountCap)) due)::int
+                   (SELECT count(*) FROM (SELECT 1 FROM push_jobs WHERE next_attempt_at <= now() LIMIT \(Self.exactCountCap)) due)::int,
+                   coalesce((SELECT extract(epoch FROM clock_timestamp() - created_at) FROM push_jobs ORDER BY id LIMIT 1), 0)::float8
             """, logger: logger
-        ).decode((Int, Int, Int).self) {
-            let (counted, estimated, due) = row
-            result = (counted < Self.exactCountCap ? counted : max(counted, estimated), due)
+        ).decode((Int, Int, Int, Double).self) {
+            let (counted, estimated, due, oldest) = row
+            result = QueueDepth(queued: counted < Self.exactCountCap ? counted : max(counted, estimated), due: due,
+                                oldestJobAgeSeconds: max(0, oldest))
         }
         return result
     }

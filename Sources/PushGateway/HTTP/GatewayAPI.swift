@@ -18,6 +18,8 @@ public struct GatewayAPI: Sendable {
     let defaultTopic: String
     let topics: Set<String>
     let adminToken: String?
+    /// The console's sign-in cookies; nil when admin routes are off.
+    let adminSession: AdminSession?
     let startedAt: Date
     let latestMigration: Int
     public let metrics: GatewayMetrics
@@ -36,6 +38,10 @@ public struct GatewayAPI: Sendable {
     let usedAuthorizations: UsedAuthorizations
     /// What `/readyz` answers, read from the database at most once a second.
     let readiness: ThrottledSnapshot<(HTTPResponse.Status, [String: JSONValue])>
+    /// The queue's depth for the gauges and the console, read at most once a second and within
+    /// a deadline: without PostgreSQL the query would wait for a connection indefinitely, and the
+    /// scrape with it, so an outage would also take away the metrics that describe it.
+    let queueDepth: ThrottledSnapshot<QueueDepth?>
 
     /// `store` should be built with `configuration.authMaxSkewSeconds` as its replay window.
     public init(store: GatewayStore, configuration: GatewayConfiguration, latestMigration: Int, metrics: GatewayMetrics = GatewayMetrics(),
@@ -49,6 +55,7 @@ public struct GatewayAPI: Sendable {
         self.defaultTopic = configuration.apns.defaultTopic
         self.topics = configuration.apns.topics
         self.adminToken = configuration.adminToken
+        self.adminSession = configuration.adminToken.map { AdminSession(adminToken: $0, secure: configuration.publicURL?.hasPrefix("https://") == true) }
         self.startedAt = startedAt
         self.latestMigration = latestMigration
         self.ipLimiter = configuration.rateLimits.perIP.map { RateLimiter(limit: $0) }
@@ -57,7 +64,16 @@ public struct GatewayAPI: Sendable {
         self.usedAuthorizations = UsedAuthorizations(window: .seconds(2 * configuration.authMaxSkewSeconds + 60))
         self.readiness = ThrottledSnapshot { [store, watcher, metrics] in
             metrics.readinessChecked()
-            return await Self.checkReadiness(store: store, watcher: watcher, latestMigration: latestMigration)
+            let readiness = await Self.checkReadiness(store: store, watcher: watcher, latestMigration: latestMigration)
+            metrics.ready(readiness.0 == .ok)
+            return readiness
+        }
+        let queue = DeliveryQueue(client: store.database.client, logger: store.logger)
+        self.queueDepth = ThrottledSnapshot { try? await withDeadline(Self.readinessTimeout) { try await queue.depth() } }
+        // Every scrape shows readiness and the queue as of the last second.
+        metrics.onScrape { [readiness, queueDepth] in
+            _ = await readiness.value()
+            if let depth = await queueDepth.value() { metrics.queue(depth) }
         }
     }
 
@@ -235,82 +251,6 @@ public struct GatewayAPI: Sendable {
         }
     }
 
-    /// `GET /admin/status` with `Authorization: Bearer <ADMIN_TOKEN>`.
-    public func adminStatus(_ request: Request) async throws -> Response {
-        guard let adminToken else { throw APIError(.notFound, "admin routes are disabled (set ADMIN_TOKEN)") }
-        let presented = request.headers[.authorization] ?? ""
-        guard Self.constantTimeEquals(presented, "Bearer \(adminToken)") else { throw APIError.unauthorized("admin token required", code: "admin_token") }
-        let (devices, watching, queued, due) = try await store.storage {
-            var counts = (0, 0, 0, 0)
-            for row in try await store.database.query("""
-                SELECT (SELECT count(*) FROM devices)::int, (SELECT count(*) FROM devices WHERE relay_watch)::int,
-                       (SELECT count(*) FROM push_jobs)::int, (SELECT count(*) FROM push_jobs WHERE next_attempt_at <= now())::int
-                """, logger: store.logger).decode((Int, Int, Int, Int).self) {
-                counts = row
-            }
-            return counts
-        }
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        let failures: [JSONValue] = metrics.recentFailures.snapshot.map { failure in
-            .object([
-                "at": .string(formatter.string(from: failure.at)), "status": .integer(Int64(failure.status)), "reason": .string(failure.reason),
-                "outcome": .string(failure.outcome), "device_token": .string(failure.redactedToken),
-            ])
-        }
-        var watch: JSONValue = .null
-        if let watcher { watch = Self.watchStatus(await watcher.status()) }
-        return JSONBody.response(.ok, [
-            "watch": watch,
-            "status": "ok", "uptime_seconds": .integer(Int64(Date().timeIntervalSince(startedAt))),
-            "devices": .integer(Int64(devices)), "relay_watch_devices": .integer(Int64(watching)),
-            "queue": .object(["jobs": .integer(Int64(queued)), "due": .integer(Int64(due))]),
-            "recent_apns_failures": .array(failures),
-            "migration": .integer(Int64(latestMigration)),
-        ])
-    }
-
-    /// Relays (state, last event, error, counters), shards held, watched pubkeys.
-    static func watchStatus(_ status: RelayWatcher.Status) -> JSONValue {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return .object([
-            "relays": .array(status.relays.map { relay in
-                var state = "idle"
-                var error: JSONValue = .null
-                switch relay.state {
-                case .idle: state = "idle"
-                case .connecting: state = "connecting"
-                case .connected: state = "connected"
-                case .authRequired: state = "auth_required"
-                case .failed(let reason): state = "failed"; error = .string(reason)
-                case .stopped: state = "stopped"
-                }
-                let statistics = relay.statistics
-                let paused = statistics.readPausedTime
-                return .object([
-                    "url": .string(relay.url), "state": .string(state), "error": error,
-                    "last_event_at": relay.lastEventAt.map { .string(formatter.string(from: $0)) } ?? .null,
-                    "connections": .integer(Int64(statistics.connections)), "failures": .integer(Int64(statistics.failures)),
-                    "events": .integer(Int64(statistics.events)), "notices": .integer(Int64(statistics.notices)),
-                    "live_pubkeys": .integer(Int64(relay.livePubkeys)),
-                    // Rates over the last 10 s; invalid counts unreadable messages and events that
-                    // failed the watcher's checks.
-                    "events_per_second": .double(statistics.eventsPerSecond), "invalid_per_second": .double(statistics.invalidPerSecond),
-                    "invalid_events": .integer(Int64(statistics.invalidEvents + statistics.invalidMessages)),
-                    "limit_disconnects": .integer(Int64(statistics.limitDisconnects.values.reduce(0, +))),
-                    "last_limit": statistics.lastBreach.map { .string($0.rawValue) } ?? .null,
-                    "reading_paused": .bool(statistics.readingPaused),
-                    "read_paused_seconds": .double(Double(paused.components.seconds) + Double(paused.components.attoseconds) / 1e18),
-                    "resubscribed_after_pause": .integer(Int64(statistics.resubscribedAfterPause)),
-                ])
-            }),
-            "shards": .array(status.shards.map { .integer(Int64($0)) }),
-            "watched_pubkeys": .integer(Int64(status.watchedPubkeys)),
-            "pending_wraps": .integer(Int64(status.pendingSightings)),
-        ])
-    }
-
     static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
         let x = Array(a.utf8), y = Array(b.utf8)
         guard x.count == y.count else { return false }
@@ -342,5 +282,8 @@ public func buildRouter(api: GatewayAPI) -> Router<GatewayRequestContext> {
     router.get("/v1/devices") { request, _ in var request = request; return try await api.listDevices(&request) }
     router.delete("/v1/account") { request, _ in var request = request; return try await api.deleteAccount(&request) }
     router.get("/admin/status") { request, _ in try await api.adminStatus(request) }
+    router.get("/admin") { request, _ in try await api.console(request) }
+    router.post("/admin/login") { request, _ in var request = request; return try await api.signIn(&request) }
+    router.post("/admin/logout") { _, _ in try api.signOut() }
     return router
 }

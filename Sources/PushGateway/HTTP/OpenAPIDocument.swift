@@ -20,6 +20,10 @@ public enum OpenAPIDocument {
             admin:
               type: http
               scheme: bearer
+            adminSession:
+              type: apiKey
+              in: cookie
+              name: linkstr_admin
           schemas:
             Error:
               type: object
@@ -210,6 +214,37 @@ public enum OpenAPIDocument {
                 "200": {description: Status, content: {application/json: {schema: {type: object}}}}
                 "401": {description: Wrong or missing admin token, content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
                 "404": {description: Admin routes disabled (no ADMIN_TOKEN), content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
+                "429": {$ref: "#/components/responses/RateLimited"}
+          /admin:
+            get:
+              summary: The operator's console, an HTML page that reloads itself; the sign-in form without a session
+              security: [{admin: []}, {adminSession: []}]
+              responses:
+                "200": {description: The console, content: {text/html: {schema: {type: string}}}}
+                "401": {description: No session; the sign-in form, content: {text/html: {schema: {type: string}}}}
+                "404": {description: Admin routes disabled (no ADMIN_TOKEN), content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
+                "429": {$ref: "#/components/responses/RateLimited"}
+          /admin/login:
+            post:
+              summary: Signs a browser in to the console with the admin token; the session cookie lasts 12 hours
+              requestBody:
+                required: true
+                content:
+                  application/x-www-form-urlencoded:
+                    schema: {type: object, properties: {token: {type: string}}, required: [token]}
+              responses:
+                "303": {description: Signed in; back to /admin with the session cookie, headers: {Set-Cookie: {schema: {type: string}}}}
+                "400": {description: The form could not be read; the sign-in form, content: {text/html: {schema: {type: string}}}}
+                "401": {description: Not the admin token; the sign-in form, content: {text/html: {schema: {type: string}}}}
+                "404": {description: Admin routes disabled (no ADMIN_TOKEN), content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
+                "429": {$ref: "#/components/responses/RateLimited"}
+          /admin/logout:
+            post:
+              summary: Ends the browser's console session
+              responses:
+                "303": {description: Signed out; back to /admin with the cookie cleared}
+                "404": {description: Admin routes disabled (no ADMIN_TOKEN), content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
+                "429": {$ref: "#/components/responses/RateLimited"}
 
         """
 }

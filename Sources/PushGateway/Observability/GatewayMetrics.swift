@@ -11,7 +11,9 @@ public import Prometheus
 /// Names and labels:
 /// - `linkstr_http_requests_total{route,method,status}`
 /// - `linkstr_auth_failures_total{reason}`
-/// - `linkstr_queue_jobs{state="queued"|"due"}` (read from PostgreSQL at scrape time)
+/// - `linkstr_ready` (1 when `/readyz` answers 200, else 0; refreshed at scrape time)
+/// - `linkstr_queue_jobs{state="queued"|"due"}`, `linkstr_queue_oldest_job_age_seconds` (read from
+///   PostgreSQL at scrape time, at most once a second)
 /// - `linkstr_pushes_total{outcome,reason}`: outcome is delivered, device_removed, retry,
 ///   token_refresh, dropped, configuration_error, expired or over_budget (a device's
 ///   `PUSH_DEVICE_BUDGET` spent: dropped, never queued); reason is Apple's (or `none`)
@@ -27,7 +29,8 @@ public import Prometheus
 ///   `linkstr_watch_subscriptions_closed_total` (REQs a relay closed; they are issued again),
 ///   `linkstr_watch_relay_to_queue_seconds` (histogram: received to committed in the queue),
 ///   `linkstr_watch_pubkeys`, `linkstr_watch_shards`, `linkstr_watch_pending_wraps` (gauges);
-///   per relay, read from its connection at scrape time: `linkstr_watch_relay_events_per_second`,
+///   per relay, read from its connection at scrape time: `linkstr_watch_relay_up` (1 connected,
+///   0 otherwise), `linkstr_watch_relay_events_per_second`,
 ///   `linkstr_watch_relay_invalid_per_second`, `linkstr_watch_relay_reading_paused` (gauges),
 ///   `linkstr_watch_relay_limit_disconnects_total{relay,reason="flood"|"invalid"}`,
 ///   `linkstr_watch_relay_read_paused_seconds_total`, `linkstr_watch_relay_resubscribed_after_pause_total`,
@@ -37,6 +40,8 @@ public final class GatewayMetrics: Sendable {
     public let factory: PrometheusMetricsFactory
     /// The last APNs failures, for `GET /admin/status`.
     public let recentFailures = RecentAPNsFailures(capacity: 50)
+    /// Pushes by outcome over the last 15 minutes, for the console's sparklines.
+    private let pushRates = Locked(PushRateWindow.console)
     private let scrapeHooks = Locked<[@Sendable () async -> Void]>([])
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
@@ -70,7 +75,12 @@ public final class GatewayMetrics: Sendable {
 
     public func push(outcome: String, reason: String?, count: Int = 1) {
         Counter(label: "linkstr_pushes_total", dimensions: [("outcome", outcome), ("reason", reason ?? "none")], factory: factory).increment(by: count)
+        let now = Date().timeIntervalSince1970
+        pushRates.withLock { $0.record(outcome, count: count, at: now) }
     }
+
+    /// Pushes by outcome over the last 15 minutes (see `PushRateWindow`).
+    public var recentPushRates: PushRateWindow { pushRates.withLock { $0 } }
 
     public func apnsSend(status: Int, duration: Duration) {
         let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
@@ -83,9 +93,15 @@ public final class GatewayMetrics: Sendable {
         Counter(label: "linkstr_apns_goaway_resends_total", factory: factory).increment(by: count)
     }
 
-    public func queue(queued: Int, due: Int) {
-        Gauge(label: "linkstr_queue_jobs", dimensions: [("state", "queued")], factory: factory).record(queued)
-        Gauge(label: "linkstr_queue_jobs", dimensions: [("state", "due")], factory: factory).record(due)
+    public func queue(_ depth: QueueDepth) {
+        Gauge(label: "linkstr_queue_jobs", dimensions: [("state", "queued")], factory: factory).record(depth.queued)
+        Gauge(label: "linkstr_queue_jobs", dimensions: [("state", "due")], factory: factory).record(depth.due)
+        Gauge(label: "linkstr_queue_oldest_job_age_seconds", factory: factory).record(depth.oldestJobAgeSeconds)
+    }
+
+    /// Whether `/readyz` answers 200, as of its last refresh.
+    public func ready(_ ready: Bool) {
+        Gauge(label: "linkstr_ready", factory: factory).record(ready ? 1 : 0)
     }
 
     public func jwtAge(keyID: String, seconds: Double) {
@@ -126,6 +142,11 @@ public final class GatewayMetrics: Sendable {
         Gauge(label: "linkstr_watch_relay_events_per_second", dimensions: [("relay", relay)], factory: factory).record(eventsPerSecond)
         Gauge(label: "linkstr_watch_relay_invalid_per_second", dimensions: [("relay", relay)], factory: factory).record(invalidPerSecond)
         Gauge(label: "linkstr_watch_relay_reading_paused", dimensions: [("relay", relay)], factory: factory).record(readingPaused ? 1 : 0)
+    }
+
+    /// Whether the watcher's connection to `relay` is up (connected, subscriptions issued).
+    public func watchRelayUp(relay: String, _ up: Bool) {
+        Gauge(label: "linkstr_watch_relay_up", dimensions: [("relay", relay)], factory: factory).record(up ? 1 : 0)
     }
 
     /// Connections to `relay` closed because it broke a limit (`reason`: flood or invalid).

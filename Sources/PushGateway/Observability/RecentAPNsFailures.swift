@@ -10,6 +10,14 @@ public final class RecentAPNsFailures: Sendable {
         public var reason: String
         public var outcome: String
         public var redactedToken: String
+
+        package init(at: Date, status: Int, reason: String, outcome: String, redactedToken: String) {
+            self.at = at
+            self.status = status
+            self.reason = reason
+            self.outcome = outcome
+            self.redactedToken = redactedToken
+        }
     }
 
     private let capacity: Int

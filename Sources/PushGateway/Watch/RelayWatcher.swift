@@ -530,20 +530,36 @@ public actor RelayWatcher: Service {
 
     // MARK: Status
 
-    public struct RelayStatus: Sendable, Equatable {
+    /// One watched relay as operators see it.
+    public struct WatchedRelay: Sendable, Equatable {
         public var url: String
         public var state: RelayState
         public var lastEventAt: Date?
         public var statistics: RelayStatistics
         /// Watched pubkeys whose subscription on this relay has reached EOSE.
         public var livePubkeys: Int
+
+        package init(url: String, state: RelayState, lastEventAt: Date?, statistics: RelayStatistics, livePubkeys: Int) {
+            self.url = url
+            self.state = state
+            self.lastEventAt = lastEventAt
+            self.statistics = statistics
+            self.livePubkeys = livePubkeys
+        }
     }
 
     public struct Status: Sendable, Equatable {
-        public var relays: [RelayStatus]
+        public var relays: [WatchedRelay]
         public var shards: [Int]
         public var watchedPubkeys: Int
         public var pendingSightings: Int
+
+        package init(relays: [WatchedRelay], shards: [Int], watchedPubkeys: Int, pendingSightings: Int) {
+            self.relays = relays
+            self.shards = shards
+            self.watchedPubkeys = watchedPubkeys
+            self.pendingSightings = pendingSightings
+        }
     }
 
     /// Per-relay gauges and counters from each connection's statistics, at scrape time: the
@@ -558,6 +574,11 @@ public actor RelayWatcher: Service {
             let now = await connection.statistics
             let before = exported[url] ?? RelayStatistics()
             exported[url] = now
+            if case .connected = await connection.state {
+                metrics.watchRelayUp(relay: url, true)
+            } else {
+                metrics.watchRelayUp(relay: url, false)
+            }
             metrics.watchRelayTraffic(relay: url, eventsPerSecond: now.eventsPerSecond, invalidPerSecond: now.invalidPerSecond,
                                       readingPaused: now.readingPaused)
             for breach in [RelayTraffic.Breach.flood, .invalid] {
@@ -574,13 +595,13 @@ public actor RelayWatcher: Service {
 
     public func status() async -> Status {
         let lastEvents = lastEventAt.withLock { $0 }
-        var relays: [RelayStatus] = []
+        var relays: [WatchedRelay] = []
         for url in settings.relays {
             guard let connection = connections[url] else {
-                relays.append(RelayStatus(url: url, state: .idle, lastEventAt: nil, statistics: RelayStatistics(), livePubkeys: 0))
+                relays.append(WatchedRelay(url: url, state: .idle, lastEventAt: nil, statistics: RelayStatistics(), livePubkeys: 0))
                 continue
             }
-            relays.append(RelayStatus(url: url, state: await connection.state, lastEventAt: lastEvents[url], statistics: await connection.statistics,
+            relays.append(WatchedRelay(url: url, state: await connection.state, lastEventAt: lastEvents[url], statistics: await connection.statistics,
                                       livePubkeys: livePubkeys[url]?.count ?? 0))
         }
         return Status(relays: relays, shards: heldShards.sorted(), watchedPubkeys: chunks.count, pendingSightings: batchers.reduce(0) { $0 + $1.count })

@@ -1,0 +1,102 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOCore
+import NostrProtocol
+import PushGateway
+import Testing
+
+/// `/admin` against a running gateway and real PostgreSQL: the sign-in, the session cookie, the
+/// headers, and the figures of a gateway that has done something.
+@Suite struct AdminConsoleTests {
+    static func form(_ token: String) -> ByteBuffer {
+        ByteBuffer(string: "token=" + (token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""))
+    }
+
+    static let formHeaders: HTTPFields = [.contentType: "application/x-www-form-urlencoded"]
+
+    @Test func aBrowserSignsInSeesTheConsoleAndSignsOut() async throws {
+        try await GatewayHarness.run { gateway in
+            // No session: the sign-in form, with the console's headers.
+            let anonymous = try await gateway.client.execute(uri: "/admin", method: .get)
+            #expect(anonymous.status == .unauthorized)
+            #expect(String(buffer: anonymous.body).contains(#"<form method="post" action="/admin/login">"#))
+            #expect(anonymous.headers[.contentType] == "text/html; charset=utf-8")
+            #expect(anonymous.headers[.contentSecurityPolicy]?.contains("default-src 'none'") == true)
+            #expect(anonymous.headers[.cacheControl] == "no-store")
+
+            // A wrong token: the form again, counted, no cookie.
+            let wrong = try await gateway.client.execute(uri: "/admin/login", method: .post, headers: Self.formHeaders, body: Self.form("admin-secreT"))
+            #expect(wrong.status == .unauthorized)
+            #expect(wrong.headers[.setCookie] == nil)
+            #expect(String(buffer: wrong.body).contains("That is not this gateway&#39;s admin token."))
+            let unreadable = try await gateway.client.execute(uri: "/admin/login", method: .post, headers: Self.formHeaders,
+                                                              body: ByteBuffer(string: "token=%zz"))
+            #expect(unreadable.status == .badRequest)
+            let oversized = try await gateway.client.execute(uri: "/admin/login", method: .post, headers: Self.formHeaders,
+                                                             body: ByteBuffer(string: "token=" + String(repeating: "a", count: 5000)))
+            #expect(oversized.status == .badRequest)
+
+            // The right token: a cookie, and back to the console.
+            let signedIn = try await gateway.client.execute(uri: "/admin/login", method: .post, headers: Self.formHeaders, body: Self.form("admin-secret"))
+            #expect(signedIn.status == .seeOther)
+            #expect(signedIn.headers[.location] == "/admin")
+            let setCookie = try #require(signedIn.headers[.setCookie])
+            #expect(setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Strict") && setCookie.contains("Secure"), "PUBLIC_URL is https")
+            let cookie = try #require(setCookie.split(separator: ";").first.map(String.init))
+            let console = try await gateway.client.execute(uri: "/admin", method: .get, headers: [.cookie: cookie])
+            #expect(console.status == .ok)
+            let html = String(buffer: console.body)
+            #expect(html.contains(#"data-field="readiness">ready<"#), "\(html.prefix(2000))")
+            #expect(html.contains(#"data-field="queue-queued">0<"#))
+
+            // A forged or tampered cookie is the sign-in form; the bearer token also works (curl).
+            let tampered = try await gateway.client.execute(uri: "/admin", method: .get, headers: [.cookie: cookie + "0"])
+            #expect(tampered.status == .unauthorized)
+            let bearer = try await gateway.client.execute(uri: "/admin", method: .get, headers: [.authorization: "Bearer admin-secret"])
+            #expect(bearer.status == .ok)
+            // The cookie is for the console only: /admin/status still wants the bearer token.
+            #expect(try await gateway.client.execute(uri: "/admin/status", method: .get, headers: [.cookie: cookie]).status == .unauthorized)
+
+            let signedOut = try await gateway.client.execute(uri: "/admin/logout", method: .post, headers: [.cookie: cookie])
+            #expect(signedOut.status == .seeOther)
+            #expect(signedOut.headers[.setCookie]?.contains("Max-Age=0") == true)
+
+            let metrics = String(buffer: try await gateway.client.execute(uri: "/metrics", method: .get).body)
+            // The wrong token at sign-in, and /admin/status asked with a cookie.
+            #expect(metrics.contains(#"linkstr_auth_failures_total{reason="admin_token"} 2"#))
+            #expect(metrics.contains("linkstr_ready 1"))
+        }
+    }
+
+    /// What a push did shows on the console: the queue and the push table.
+    @Test func theConsoleShowsTheQueueAndThePushesOfARealPush() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate(), bob = Keys.generate()
+            #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x31))).status == .accepted)
+            #expect(try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob])).status == .accepted)
+            // Nobody delivers here: the job stays queued, and the console says so within a second or two.
+            #expect(try await GatewayHarness.eventually(within: 5) {
+                let html = String(buffer: try await gateway.client.execute(uri: "/admin", method: .get, headers: [.authorization: "Bearer admin-secret"]).body)
+                return html.contains(#"data-field="queue-queued">1<"#)
+            })
+            let status = try await gateway.send(nil, .get, "/admin/status", headers: [.authorization: "Bearer admin-secret"])
+            #expect(status.json?["queue"]?["jobs"] == 1)
+            let metrics = String(buffer: try await gateway.client.execute(uri: "/metrics", method: .get).body)
+            #expect(metrics.contains("linkstr_queue_oldest_job_age_seconds "))
+        }
+    }
+
+    @Test func theConsoleIsOffWithoutAnAdminToken() async throws {
+        try await TestDatabase.with { url, database in
+            let configuration = GatewayHarness.configuration(url, adminToken: nil)
+            let app = try GatewayApplication.build(configuration: configuration, migrator: try Migrator.load(directory: Migrator.defaultDirectory()),
+                                                   deliver: false, metrics: GatewayMetrics(), logger: TestDatabase.logger)
+            try await app.test(.live) { (client: any TestClientProtocol) async throws in
+                #expect(try await client.execute(uri: "/admin", method: .get).status == .notFound)
+                #expect(try await client.execute(uri: "/admin/login", method: .post, headers: Self.formHeaders, body: Self.form("")).status == .notFound)
+                #expect(try await client.execute(uri: "/admin/logout", method: .post).status == .notFound)
+            }
+        }
+    }
+}
