@@ -34,7 +34,7 @@ import TestSupport
         let router = buildRouter(api: api)
         let served = Set(router.routes.map { "\($0.method.rawValue) \($0.path)" })
         let documented = Self.documentedRoutes()
-        #expect(served.count == 12)
+        #expect(served.count == 15)
         #expect(documented == served, "undocumented: \(served.subtracting(documented)); not served: \(documented.subtracting(served))")
     }
 

@@ -26,8 +26,12 @@ import HummingbirdTesting
                timeout: .seconds(600))
             #expect(code == 0, "\(output.suffix(4000))")
             #expect(!output.contains("Server error"), "\(output.suffix(4000))")
-            // Signing works: only the admin route (bearer token, not Nostr auth) saw nothing but 401s.
-            #expect(output.contains("401 Unauthorized (1 operation)") && output.contains("GET /admin/status"), "\(output.suffix(4000))")
+            // Signing works: only the admin routes (the bearer token or the console's sign-in, not
+            // Nostr auth) saw nothing but 401s.
+            #expect(output.contains("401 Unauthorized (3 operations)"), "\(output.suffix(4000))")
+            for route in ["GET /admin\n", "GET /admin/status", "POST /admin/login"] {
+                #expect(output.contains("- " + route), "\(output.suffix(4000))")
+            }
             #expect(output.contains(" passed") && !output.contains("errored"), "\(output.suffix(4000))")
         }
     }
