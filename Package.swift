@@ -257,6 +257,7 @@ let package = Package(
                 "TestSupport",
                 "APNsSandbox",
                 "NostrProtocol",
+                "PushLoad",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What a `push-load` run measured, and its outputs: the summary, a CSV of every matched push and
-/// an SVG plot of latency over the run.
+/// an SVG chart of throughput and latency over the run (`LoadChart`).
 struct LoadReport {
     struct Sample {
         var kind: String
@@ -19,6 +19,8 @@ struct LoadReport {
     var samples: [Sample] = []
     var expected: [String: Int] = [:]
     var undelivered: [String: Int] = [:]
+    /// Kind and send time (Unix seconds) of each request never delivered.
+    var lost: [(kind: String, sentAt: Double)] = []
     var errors: [String: Int] = [:]
 
     mutating func merge(errors more: [String: Int]) {
@@ -62,52 +64,16 @@ struct LoadReport {
         return text
     }
 
-    /// Latency (ms, log scale) against send time, one colour per kind, with p50/p99 lines.
-    func svg(since start: Double) -> String {
-        let width = 900.0, height = 420.0, left = 70.0, right = 20.0, top = 40.0, bottom = 50.0
-        let plotWidth = width - left - right, plotHeight = height - top - bottom
-        let maxTime = max(samples.map { $0.sentAt - start }.max() ?? 1, 1)
-        let latencies = samples.map { max($0.latency * 1000, 1) }
-        let maxLatency = max(latencies.max() ?? 10, 10)
-        let logMax = log10(maxLatency * 1.2)
-        func x(_ time: Double) -> Double { left + time / maxTime * plotWidth }
-        func y(_ milliseconds: Double) -> Double { top + plotHeight - log10(max(milliseconds, 1)) / logMax * plotHeight }
-        var svg = """
-            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" font-family="sans-serif" font-size="12">
-            <rect width="100%" height="100%" fill="white"/>
-            <text x="\(left)" y="22" font-size="15">push-load: end-to-end latency (log scale) over the run</text>
-
-            """
-        var tick = 1.0
-        while tick <= maxLatency * 1.2 {
-            svg += "<line x1=\"\(left)\" x2=\"\(width - right)\" y1=\"\(y(tick))\" y2=\"\(y(tick))\" stroke=\"#ddd\"/>"
-            svg += "<text x=\"\(left - 8)\" y=\"\(y(tick) + 4)\" text-anchor=\"end\">\(tick >= 1000 ? "\(Int(tick / 1000)) s" : "\(Int(tick)) ms")</text>\n"
-            tick *= 10
-        }
-        for step in 0...5 {
-            let time = maxTime * Double(step) / 5
-            svg += "<text x=\"\(x(time))\" y=\"\(height - bottom + 18)\" text-anchor=\"middle\">\(String(format: "%.0f s", time))</text>\n"
-        }
-        svg += "<text x=\"\(left + plotWidth / 2)\" y=\"\(height - 10)\" text-anchor=\"middle\">time the request was sent</text>\n"
-        let colours = ["wrap": "#d9480f", "push": "#1864ab"]
-        for sample in samples {
-            svg += String(format: "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"1.6\" fill=\"%@\" fill-opacity=\"0.6\"/>\n",
-                          x(sample.sentAt - start), y(sample.latency * 1000), colours[sample.kind] ?? "#555")
-        }
-        var legendY = top + 6
-        for kind in ["wrap", "push"] where (expected[kind] ?? 0) > 0 {
-            let label = kind == "wrap" ? "gift wrap → relay → watcher → APNs" : "POST /v1/push → queue → APNs"
-            var text = label
-            if let p50 = percentile(0.5, kind: kind), let p99 = percentile(0.99, kind: kind) {
-                text += String(format: "  (p50 %.0f ms, p99 %.0f ms)", p50, p99)
-                for (value, dash) in [(p50, "4 3"), (p99, "1 3")] {
-                    svg += "<line x1=\"\(left)\" x2=\"\(width - right)\" y1=\"\(y(value))\" y2=\"\(y(value))\" stroke=\"\(colours[kind]!)\" stroke-dasharray=\"\(dash)\"/>\n"
-                }
-            }
-            svg += "<circle cx=\"\(left + 12)\" cy=\"\(legendY)\" r=\"4\" fill=\"\(colours[kind]!)\"/><text x=\"\(left + 22)\" y=\"\(legendY + 4)\">\(text)</text>\n"
-            legendY += 16
-        }
-        svg += "<rect x=\"\(left)\" y=\"\(top)\" width=\"\(plotWidth)\" height=\"\(plotHeight)\" fill=\"none\" stroke=\"#333\"/>\n</svg>\n"
-        return svg
+    /// Throughput and latency over the run (`latency.svg`), times relative to `start`.
+    func chart(since start: Double) -> LoadChart {
+        let kinds = [
+            LoadChart.Kind(id: "wrap", name: "gift wraps", path: "relay → watcher → queue → APNs", colour: "#d9480f"),
+            LoadChart.Kind(id: "push", name: "typed pushes", path: "POST /v1/push → queue → APNs", colour: "#1864ab"),
+        ].filter { kind in (expected[kind.id] ?? 0) > 0 || samples.contains { $0.kind == kind.id } }
+        let requests = samples.map { LoadChart.Request(kind: $0.kind, sent: $0.sentAt - start, latency: $0.latency) }
+            + lost.map { LoadChart.Request(kind: $0.kind, sent: $0.sentAt - start, latency: nil) }
+        return LoadChart(title: "push-load: throughput and end-to-end latency", kinds: kinds, requests: requests)
     }
+
+    func svg(since start: Double) -> String { chart(since: start).svg() }
 }

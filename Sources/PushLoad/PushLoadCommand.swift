@@ -140,6 +140,7 @@ struct PushLoadCommand: AsyncParsableCommand {
                 report.samples.append(.init(kind: sent.kind, id: id, sentAt: sent.sentAt, deliveredAt: delivered))
             } else {
                 report.undelivered[sent.kind, default: 0] += 1
+                report.lost.append((sent.kind, sent.sentAt))
             }
         }
         report.expected = ["wrap": published.sent.count, "push": pushed.sent.count]

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NostrProtocol
 import PushGateway
+import PushLoad
 import TestSupport
 import Testing
 import APNsSandbox
@@ -158,7 +159,16 @@ extension FaultTests {
                 #expect(output.contains("(40 delivered to the sandbox)"), "20 wraps and 20 typed pushes, all matched: \(output)")
                 let csv = try String(contentsOfFile: out + "/results.csv", encoding: .utf8).split(separator: "\n")
                 #expect(csv.first == "kind,id,sent_s,delivered_s,latency_ms" && csv.count == 41)
-                #expect(try String(contentsOfFile: out + "/latency.svg", encoding: .utf8).hasPrefix("<svg"))
+                // The chart renders (rsvg-convert) at its size, parses as XML, and names both kinds.
+                let (width, height) = try await LoadChartTests.renderPNG(out + "/latency.svg")
+                #expect(width == LoadChart.width && height == LoadChart.height)
+                let chart = try await LoadChartTests.parse(out + "/latency.svg")
+                #expect(chart.texts.contains("40 requests sent, 40 delivered · lines are per second"), "\(chart.texts)")
+                #expect(chart.texts.contains("gift wraps") && chart.texts.contains("typed pushes") && chart.texts.contains("time since start (s)"))
+                #expect(chart.circles == 40 + 2, "a dot per delivery and a legend swatch per kind")
+                if let keep = ProcessInfo.processInfo.environment["LOAD_CHART_OUT"], !keep.isEmpty {
+                    for name in ["latency.svg", "latency.png"] { try? FileManager.default.copyItem(atPath: out + "/" + name, toPath: keep + "/push-load-" + name) }
+                }
                 // Loopback only.
                 let refused = try await ChildProcess.run(try ChildProcess.builtProduct("push-load"), ["--gateway", "http://example.com:8787"])
                 #expect(refused.code != 0 && refused.output.contains("must target loopback"))

@@ -90,10 +90,10 @@ package enum ConsolePage {
             let counts = series[outcome] ?? []
             let total = counts.reduce(0, +)
             let recent = Double(counts.suffix(lastMinuteBuckets).reduce(0, +)) / Double(lastMinuteBuckets * window.bucketSeconds)
-            table += "<tr data-outcome=\"\(escape(outcome))\"><td>\(escape(outcome.replacingOccurrences(of: "_", with: " ")))</td>"
+            table += "<tr data-outcome=\"\(escape(outcome))\"><td class=\"key\">\(escape(outcome.replacingOccurrences(of: "_", with: " ")))</td>"
             table += "<td class=\"spark\">\(sparkline(counts, peak: peak, outcome: outcome))</td>"
-            table += "<td class=\"num\" data-field=\"pushes-total\">\(total)</td>"
-            table += "<td class=\"num\" data-field=\"pushes-per-second\">\(String(format: "%.2f", recent))</td></tr>\n"
+            table += "<td class=\"num\" data-label=\"Total\" data-field=\"pushes-total\">\(total)</td>"
+            table += "<td class=\"num\" data-label=\"Per second, last minute\" data-field=\"pushes-per-second\">\(String(format: "%.2f", recent))</td></tr>\n"
         }
         table += "</tbody></table></div>"
         return section("pushes", title, table)
@@ -112,11 +112,11 @@ package enum ConsolePage {
         body += "<th class=\"num\">Events/s</th><th class=\"num\">Live pubkeys</th></tr></thead><tbody>\n"
         for relay in watch.relays {
             let (state, good) = describe(relay.state)
-            body += "<tr data-relay=\"\(escape(relay.url))\"><td class=\"url\">\(escape(relay.url))</td>"
-            body += "<td><span class=\"badge \(good ? "ok" : "bad")\" data-field=\"relay-state\">\(escape(state))</span></td>"
-            body += "<td data-field=\"relay-last-event\">\(relay.lastEventAt.map { escape(ago($0, now: snapshot.generatedAt)) } ?? "never")</td>"
-            body += "<td class=\"num\">\(String(format: "%.1f", relay.statistics.eventsPerSecond))</td>"
-            body += "<td class=\"num\">\(relay.livePubkeys)</td></tr>\n"
+            body += "<tr data-relay=\"\(escape(relay.url))\"><td class=\"url key\">\(escape(relay.url))</td>"
+            body += "<td data-label=\"State\"><span class=\"badge \(good ? "ok" : "bad")\" data-field=\"relay-state\">\(escape(state))</span></td>"
+            body += "<td data-label=\"Last event\" data-field=\"relay-last-event\">\(relay.lastEventAt.map { escape(ago($0, now: snapshot.generatedAt)) } ?? "never")</td>"
+            body += "<td class=\"num\" data-label=\"Events/s\">\(String(format: "%.1f", relay.statistics.eventsPerSecond))</td>"
+            body += "<td class=\"num\" data-label=\"Live pubkeys\">\(relay.livePubkeys)</td></tr>\n"
         }
         body += "</tbody></table></div>"
         return section("relays", "Relays", body)
@@ -129,9 +129,10 @@ package enum ConsolePage {
         var table = "<div class=\"scroll\"><table><thead><tr><th>When</th><th class=\"num\">Status</th><th>Reason</th><th>Outcome</th>"
         table += "<th>Device</th></tr></thead><tbody>\n"
         for failure in snapshot.recentFailures.prefix(20) {
-            table += "<tr data-field=\"failure\"><td>\(escape(ago(failure.at, now: snapshot.generatedAt)))</td><td class=\"num\">\(failure.status)</td>"
-            table += "<td>\(escape(failure.reason))</td><td>\(escape(failure.outcome.replacingOccurrences(of: "_", with: " ")))</td>"
-            table += "<td class=\"url\">\(escape(failure.redactedToken))</td></tr>\n"
+            table += "<tr data-field=\"failure\"><td class=\"key\">\(escape(ago(failure.at, now: snapshot.generatedAt)))</td>"
+            table += "<td class=\"num\" data-label=\"Status\">\(failure.status)</td><td data-label=\"Reason\">\(escape(failure.reason))</td>"
+            table += "<td data-label=\"Outcome\">\(escape(failure.outcome.replacingOccurrences(of: "_", with: " ")))</td>"
+            table += "<td class=\"url\" data-label=\"Device\">\(escape(failure.redactedToken))</td></tr>\n"
         }
         table += "</tbody></table></div>"
         return section("failures", "Recent APNs failures", table)
@@ -165,6 +166,10 @@ package enum ConsolePage {
         td.spark,th.spark{width:40%;min-width:8rem}svg{display:block;width:100%;height:2rem}
         .badge{display:inline-block;padding:.05rem .55rem;border-radius:1rem;font-size:.85rem;color:#fff}.ok{background:var(--ok)}.bad{background:var(--bad)}
         .problem{color:var(--bad)}footer{color:var(--muted);font-size:.85rem;padding:0 1rem 1rem}
+        @media (max-width:40rem){thead{display:none}table,tbody,tr,td{display:block;width:100%}
+        tr{padding:.4rem 0;border-bottom:1px solid var(--line)}td{border:0;padding:.15rem 0;white-space:normal;text-align:left}
+        td[data-label]{display:flex;justify-content:space-between;gap:1rem}td[data-label]::before{content:attr(data-label);color:var(--muted)}
+        td.key{font-weight:600}td.spark{min-width:0;width:100%}dl{grid-template-columns:minmax(0,auto) 1fr}}
         .signin{max-width:24rem;margin:2rem auto}.signin label{display:block;margin-bottom:.3rem}
         input{width:100%;font:inherit;padding:.45rem;margin-bottom:.6rem;border:1px solid var(--line);border-radius:.4rem}
         button{font:inherit;padding:.35rem .9rem;border-radius:.4rem;border:1px solid var(--line);background:transparent;color:inherit;cursor:pointer}
