@@ -120,6 +120,7 @@ cat <<EOT
     curl -s --cacert $APNS_CA_FILE https://localhost:$SANDBOX_PORT/deliveries    # also in $STATE_DIR/deliveries.jsonl
     curl -s http://127.0.0.1:$GATEWAY_PORT/metrics | grep linkstr_pushes_total
     $BIN/linkstr-push admin status --url http://127.0.0.1:$GATEWAY_PORT --token $ADMIN_TOKEN
+    # the operator's console: open http://127.0.0.1:$GATEWAY_PORT/admin and sign in with $ADMIN_TOKEN
     # scripted APNs failures: register a token starting 0410 (Unregistered), 0400 (BadDeviceToken),
     # 05003 (three 500s, then success) and watch the device go or the retries in /deliveries.
 
