@@ -58,6 +58,10 @@ import Testing
             // The cookie is for the console only: /admin/status still wants the bearer token.
             #expect(try await gateway.client.execute(uri: "/admin/status", method: .get, headers: [.cookie: cookie]).status == .unauthorized)
 
+            // A post without the session (a form on another site: the cookie is SameSite=Strict)
+            // clears nothing; the browser's own sign-out does.
+            let crossSite = try await gateway.client.execute(uri: "/admin/logout", method: .post)
+            #expect(crossSite.status == .seeOther && crossSite.headers[.setCookie] == nil)
             let signedOut = try await gateway.client.execute(uri: "/admin/logout", method: .post, headers: [.cookie: cookie])
             #expect(signedOut.status == .seeOther)
             #expect(signedOut.headers[.setCookie]?.contains("Max-Age=0") == true)

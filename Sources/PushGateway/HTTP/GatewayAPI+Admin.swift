@@ -126,10 +126,14 @@ extension GatewayAPI {
         return Response(status: .seeOther, headers: [.location: "/admin", .setCookie: adminSession.cookie(now: Date()), .cacheControl: "no-store"])
     }
 
-    /// `POST /admin/logout`: clears the session cookie.
-    public func signOut() throws -> Response {
+    /// `POST /admin/logout`: clears the session cookie. Only a request that carries the session
+    /// clears it: the cookie is `SameSite=Strict`, so a form on another site posting here arrives
+    /// without it and cannot sign the operator out.
+    public func signOut(_ request: Request) throws -> Response {
         guard let adminSession else { throw APIError(.notFound, "admin routes are disabled (set ADMIN_TOKEN)") }
-        return Response(status: .seeOther, headers: [.location: "/admin", .setCookie: adminSession.clearingCookie, .cacheControl: "no-store"])
+        var headers: HTTPFields = [.location: "/admin", .cacheControl: "no-store"]
+        if adminSession.accepts(cookieHeader: request.headers[.cookie], now: Date()) { headers[.setCookie] = adminSession.clearingCookie }
+        return Response(status: .seeOther, headers: headers)
     }
 
     /// What the console shows now, from the snapshots `/readyz` and `/metrics` keep.

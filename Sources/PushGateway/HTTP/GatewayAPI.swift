@@ -284,6 +284,6 @@ public func buildRouter(api: GatewayAPI) -> Router<GatewayRequestContext> {
     router.get("/admin/status") { request, _ in try await api.adminStatus(request) }
     router.get("/admin") { request, _ in try await api.console(request) }
     router.post("/admin/login") { request, _ in var request = request; return try await api.signIn(&request) }
-    router.post("/admin/logout") { _, _ in try api.signOut() }
+    router.post("/admin/logout") { request, _ in try api.signOut(request) }
     return router
 }
