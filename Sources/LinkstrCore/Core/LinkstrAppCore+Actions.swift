@@ -12,132 +12,36 @@ extension LinkstrAppCore {
 
     func run(_ action: AppAction) async throws -> ActionResult {
         switch action {
-        case .createIdentity:
-            try signIn(Keys.generate())
-        case .importIdentity(let text):
-            guard let secret = try? SecretKey(parsing: text.trimmingCharacters(in: .whitespacesAndNewlines)) else { throw CoreError.invalidSecretKey }
-            try signIn(Keys(secretKey: secret))
-        case .logout(let clearData):
-            try await logout(clearData: clearData)
-        case .deleteAccount:
-            let account = try signedIn()
-            let relays = account.relays.filter(\.enabled).map(\.url)
-            try await pool.waitForWritableRelay(timeout: configuration.sendTimeout)
-            let emptyFollows = FollowList.make(keys: account.keys, entries: [], createdAt: account.contacts.nextCreatedAt())
-            let vanish = VanishRequest.make(keys: account.keys, relays: relays.isEmpty ? nil : relays)
-            try await pool.publish([emptyFollows, vanish])
-            try await logout(clearData: true)
-        case .addRelay(let text):
-            guard let url = RelayEntry.normalize(text) else { throw CoreError.invalidRelayURL(text) }
-            var relays = try signedIn().relays
-            guard !relays.contains(where: { $0.url == url }) else { throw CoreError.duplicateRelay }
-            relays.append(RelayEntry(url: url))
-            try saveRelays(relays)
-        case .removeRelay(let text):
-            let url = RelayEntry.normalize(text) ?? text
-            var relays = try signedIn().relays
-            guard relays.contains(where: { $0.url == url }) else { throw CoreError.unknownRelay }
-            relays.removeAll { $0.url == url }
-            try saveRelays(relays)
-        case .setRelayEnabled(let text, let enabled):
-            let url = RelayEntry.normalize(text) ?? text
-            var relays = try signedIn().relays
-            guard let index = relays.firstIndex(where: { $0.url == url }) else { throw CoreError.unknownRelay }
-            relays[index].enabled = enabled
-            try saveRelays(relays)
-        case .resetRelays:
-            try saveRelays(configuration.defaultRelays.map { RelayEntry(url: $0) })
-        case .startRelays:
-            try await startRelays()
-        case .stopRelays:
-            await pool.stop()
-            resetRelayRun()
-        case .addContact(let text, let alias):
-            let account = try signedIn()
-            let list: [String]
-            do { list = try account.contacts.adding(text, me: account.me) } catch { throw CoreError.invalidMember(error.description) }
-            try await publishFollowList(list)
-            if let key = try? PublicKey(parsing: text.trimmingCharacters(in: .whitespacesAndNewlines)) {
-                self.account?.contacts.setAlias(alias, for: key.hex)
-                try saveContacts()
-            }
-            await requestProfiles()
-        case .removeContact(let text):
-            let list: [String]
-            let account = try signedIn()
-            do { list = try account.contacts.removing(text) } catch { throw CoreError.invalidMember(error.description) }
-            try await publishFollowList(list)
-        case .setAlias(let pubkey, let alias):
-            guard let key = try? PublicKey(parsing: pubkey) else { throw CoreError.invalidMember(pubkey) }
-            _ = try signedIn()
-            account?.contacts.setAlias(alias, for: key.hex)
-            try saveContacts()
-        case .createSession(let name, let members):
-            return .navigate(sessionID: try await createSession(name: name, members: members))
+        case .createIdentity: try signIn(Keys.generate())
+        case .importIdentity(let text): try importIdentity(text)
+        case .logout(let clearData): try await logout(clearData: clearData)
+        case .deleteAccount: try await deleteAccount()
+        case .addRelay(let text): try addRelay(text)
+        case .removeRelay(let text): try removeRelay(text)
+        case .setRelayEnabled(let text, let enabled): try setRelayEnabled(text, enabled)
+        case .resetRelays: try saveRelays(configuration.defaultRelays.map { RelayEntry(url: $0) })
+        case .startRelays: try await startRelays()
+        case .stopRelays: await stopRelays()
+        case .addContact(let text, let alias): try await addContact(text, alias: alias)
+        case .removeContact(let text): try await removeContact(text)
+        case .setAlias(let pubkey, let alias): try setAlias(alias, for: pubkey)
+        case .createSession(let name, let members): return .navigate(sessionID: try await createSession(name: name, members: members))
         case .setSessionMembers(let sessionID, let members):
             try await updateMembers(sessionID, members: try parseMembers(members), name: nil)
-        case .renameSession(let sessionID, let name):
-            guard !name.isBlank else { throw CoreError.blankSessionName }
-            let session = try creatorSession(sessionID)
-            try await updateMembers(sessionID, members: session.membership.active, name: name.trimmingWhitespaceAndNewlines())
-        case .deleteSession(let sessionID):
-            try await deleteSession(sessionID)
-        case .setArchived(let sessionID, let archived):
-            let account = try signedIn()
-            guard account.ledger.sessions[sessionID] != nil else { throw CoreError.unknownSession }
-            try account.store.setArchived(sessionID, archived)
-            if archived { self.account?.archived.insert(sessionID) } else { self.account?.archived.remove(sessionID) }
-            // The gateway skips archived conversations; a failed sync is reported, the local flag stays.
-            if let registrar = account.registrar, account.pushDevice != nil {
-                try await registrar.syncArchiveState(archived: archived ? [sessionID] : [], known: [sessionID])
-            }
-        case .setListMode(let mode):
-            listMode = mode
-        case .openSession(let sessionID):
-            if let sessionID {
-                let account = try signedIn()
-                guard account.ledger.sessions[sessionID] != nil else { throw CoreError.unknownSession }
-                openSessionID = sessionID
-                try markRead(account.ledger.posts(in: sessionID).map(\.id))
-            } else {
-                openSessionID = nil
-                openPostID = nil
-            }
-        case .openPost(let postID):
-            if let postID {
-                guard let post = try signedIn().ledger.posts[postID] else { throw CoreError.unknownPost }
-                openSessionID = post.sessionID
-                openPostID = postID
-                try markRead([postID])
-            } else {
-                openPostID = nil
-            }
-        case .post(let sessionID, let url, let note):
-            return .posted(postID: try await post(sessionID: sessionID, url: url, note: note))
-        case .toggleReaction(let postID, let emoji):
-            try await toggleReaction(postID: postID, emoji: emoji)
-        case .deletePost(let postID):
-            try await deletePost(postID)
+        case .renameSession(let sessionID, let name): try await renameSession(sessionID, to: name)
+        case .deleteSession(let sessionID): try await deleteSession(sessionID)
+        case .setArchived(let sessionID, let archived): try await setArchived(sessionID, archived)
+        case .setListMode(let mode): listMode = mode
+        case .openSession(let sessionID): try openSession(sessionID)
+        case .openPost(let postID): try openPost(postID)
+        case .post(let sessionID, let url, let note): return .posted(postID: try await post(sessionID: sessionID, url: url, note: note))
+        case .toggleReaction(let postID, let emoji): try await toggleReaction(postID: postID, emoji: emoji)
+        case .deletePost(let postID): try await deletePost(postID)
         case .registerPush(let token, let environment, let relayWatch):
-            let account = try signedIn()
-            guard let registrar = account.registrar else { throw CoreError.pushNotConfigured }
-            try await registrar.register(deviceToken: token, environment: environment, relayWatch: relayWatch)
-            self.account?.pushDevice = PushDevice(token: token, environment: environment.rawValue, relayWatch: relayWatch)
-            try savePushDevice()
-            try await registrar.syncArchiveState(archived: account.archived, known: Set(account.ledger.sessions.keys))
-        case .unregisterPush:
-            let account = try signedIn()
-            guard let registrar = account.registrar else { throw CoreError.pushNotConfigured }
-            guard let device = account.pushDevice else { throw CoreError.noPushDevice }
-            try await registrar.unregister(deviceToken: device.token)
-            self.account?.pushDevice = nil
-            try savePushDevice()
-        case .syncPush:
-            let account = try signedIn()
-            guard let registrar = account.registrar else { throw CoreError.pushNotConfigured }
-            try await registrar.syncArchiveState(archived: account.archived, known: Set(account.ledger.sessions.keys))
-        case .dismissToast:
-            toast = nil
+            try await registerPush(token, environment: environment, relayWatch: relayWatch)
+        case .unregisterPush: try await unregisterPush()
+        case .syncPush: try await syncPush()
+        case .dismissToast: toast = nil
         }
         return .done
     }
@@ -162,6 +66,22 @@ extension LinkstrAppCore {
         try secrets.write(Self.keySecret(pubkey), Hex.decode(keys.secretKey.exportHex()) ?? [])
         try openAccount(keys)
         try secrets.write(Self.currentAccountSecret, Array(pubkey.utf8))
+    }
+
+    private func importIdentity(_ text: String) throws {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let secret = try? SecretKey(parsing: trimmed) else { throw CoreError.invalidSecretKey }
+        try signIn(Keys(secretKey: secret))
+    }
+
+    private func deleteAccount() async throws {
+        let account = try signedIn()
+        let relays = account.relays.filter(\.enabled).map(\.url)
+        try await pool.waitForWritableRelay(timeout: configuration.sendTimeout)
+        let emptyFollows = FollowList.make(keys: account.keys, entries: [], createdAt: account.contacts.nextCreatedAt())
+        let vanish = VanishRequest.make(keys: account.keys, relays: relays.isEmpty ? nil : relays)
+        try await pool.publish([emptyFollows, vanish])
+        try await logout(clearData: true)
     }
 
     private func openAccount(_ keys: Keys) throws {
@@ -215,6 +135,91 @@ extension LinkstrAppCore {
             try secrets.delete(Self.dataKeySecret(account.me))
             try secrets.delete(Self.keySecret(account.me))
         }
+    }
+
+    // MARK: Relays
+
+    private func addRelay(_ text: String) throws {
+        guard let url = RelayEntry.normalize(text) else { throw CoreError.invalidRelayURL(text) }
+        var relays = try signedIn().relays
+        guard !relays.contains(where: { $0.url == url }) else { throw CoreError.duplicateRelay }
+        relays.append(RelayEntry(url: url))
+        try saveRelays(relays)
+    }
+
+    private func removeRelay(_ text: String) throws {
+        let url = RelayEntry.normalize(text) ?? text
+        var relays = try signedIn().relays
+        guard relays.contains(where: { $0.url == url }) else { throw CoreError.unknownRelay }
+        relays.removeAll { $0.url == url }
+        try saveRelays(relays)
+    }
+
+    private func setRelayEnabled(_ text: String, _ enabled: Bool) throws {
+        let url = RelayEntry.normalize(text) ?? text
+        var relays = try signedIn().relays
+        guard let index = relays.firstIndex(where: { $0.url == url }) else { throw CoreError.unknownRelay }
+        relays[index].enabled = enabled
+        try saveRelays(relays)
+    }
+
+    private func stopRelays() async {
+        await pool.stop()
+        resetRelayRun()
+    }
+
+    // MARK: Contacts
+
+    private func addContact(_ text: String, alias: String?) async throws {
+        let account = try signedIn()
+        let list: [String]
+        do { list = try account.contacts.adding(text, me: account.me) } catch { throw CoreError.invalidMember(error.description) }
+        try await publishFollowList(list)
+        if let key = try? PublicKey(parsing: text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            self.account?.contacts.setAlias(alias, for: key.hex)
+            try saveContacts()
+        }
+        await requestProfiles()
+    }
+
+    private func removeContact(_ text: String) async throws {
+        let list: [String]
+        let account = try signedIn()
+        do { list = try account.contacts.removing(text) } catch { throw CoreError.invalidMember(error.description) }
+        try await publishFollowList(list)
+    }
+
+    private func setAlias(_ alias: String?, for pubkey: String) throws {
+        guard let key = try? PublicKey(parsing: pubkey) else { throw CoreError.invalidMember(pubkey) }
+        _ = try signedIn()
+        account?.contacts.setAlias(alias, for: key.hex)
+        try saveContacts()
+    }
+
+    // MARK: Push
+
+    private func registerPush(_ token: String, environment: PushRegistrar.Environment, relayWatch: Bool) async throws {
+        let account = try signedIn()
+        guard let registrar = account.registrar else { throw CoreError.pushNotConfigured }
+        try await registrar.register(deviceToken: token, environment: environment, relayWatch: relayWatch)
+        self.account?.pushDevice = PushDevice(token: token, environment: environment.rawValue, relayWatch: relayWatch)
+        try savePushDevice()
+        try await registrar.syncArchiveState(archived: account.archived, known: Set(account.ledger.sessions.keys))
+    }
+
+    private func unregisterPush() async throws {
+        let account = try signedIn()
+        guard let registrar = account.registrar else { throw CoreError.pushNotConfigured }
+        guard let device = account.pushDevice else { throw CoreError.noPushDevice }
+        try await registrar.unregister(deviceToken: device.token)
+        self.account?.pushDevice = nil
+        try savePushDevice()
+    }
+
+    private func syncPush() async throws {
+        let account = try signedIn()
+        guard let registrar = account.registrar else { throw CoreError.pushNotConfigured }
+        try await registrar.syncArchiveState(archived: account.archived, known: Set(account.ledger.sessions.keys))
     }
 
     // MARK: Persistence helpers
@@ -292,6 +297,12 @@ extension LinkstrAppCore {
         try await send(payload, to: session.membership.active.union(snapshot), notBefore: session.version.createdAt + 1)
     }
 
+    private func renameSession(_ sessionID: String, to name: String) async throws {
+        guard !name.isBlank else { throw CoreError.blankSessionName }
+        let session = try creatorSession(sessionID)
+        try await updateMembers(sessionID, members: session.membership.active, name: name.trimmingWhitespaceAndNewlines())
+    }
+
     private func deleteSession(_ sessionID: String) async throws {
         let session = try creatorSession(sessionID)
         let account = try signedIn()
@@ -299,6 +310,42 @@ extension LinkstrAppCore {
         let payload = LinkstrPayload(conversationID: sessionID, rootID: Self.newOperationID(), kind: .sessionDelete)
         try await send(payload, to: session.membership.everKnown.union([account.me]))
         await requestRelayDeletion(of: ownWraps)
+    }
+
+    private func setArchived(_ sessionID: String, _ archived: Bool) async throws {
+        let account = try signedIn()
+        guard account.ledger.sessions[sessionID] != nil else { throw CoreError.unknownSession }
+        try account.store.setArchived(sessionID, archived)
+        if archived { self.account?.archived.insert(sessionID) } else { self.account?.archived.remove(sessionID) }
+        // The gateway skips archived conversations; a failed sync is reported, the local flag stays.
+        if let registrar = account.registrar, account.pushDevice != nil {
+            try await registrar.syncArchiveState(archived: archived ? [sessionID] : [], known: [sessionID])
+        }
+    }
+
+    /// nil closes the open session (and post).
+    private func openSession(_ sessionID: String?) throws {
+        guard let sessionID else {
+            openSessionID = nil
+            openPostID = nil
+            return
+        }
+        let account = try signedIn()
+        guard account.ledger.sessions[sessionID] != nil else { throw CoreError.unknownSession }
+        openSessionID = sessionID
+        try markRead(account.ledger.posts(in: sessionID).map(\.id))
+    }
+
+    /// nil closes the open post and leaves its session open.
+    private func openPost(_ postID: String?) throws {
+        guard let postID else {
+            openPostID = nil
+            return
+        }
+        guard let post = try signedIn().ledger.posts[postID] else { throw CoreError.unknownPost }
+        openSessionID = post.sessionID
+        openPostID = postID
+        try markRead([postID])
     }
 
     // MARK: Posts and reactions
