@@ -71,14 +71,7 @@ struct PushLoadCommand: AsyncParsableCommand {
         // 1. Registrations.
         let people = (0..<users).map { _ in Keys.generate() }
         let watching = people.indices.filter { $0 % 2 == 0 }, typed = people.indices.filter { $0 % 2 == 1 }
-        let registrations = people.enumerated().map { index, keys in
-            SignedRequest.make(keys: keys, method: "POST", path: "/v1/devices/register", json:
-                           #"{"device_token":"\#(Self.token())","apns_environment":"sandbox","relay_watch":\#(index % 2 == 0)}"#)
-        }
-        print("registering \(users) devices…")
-        let registered = try await Self.send(registrations, to: gateway, http: http, concurrency: concurrency, report: &report, kind: "register")
-        report.registrationsPerSecond = Double(registered.succeeded) / max(registered.seconds, 1e-9)
-        print(String(format: "registrations: %d in %.2f s = %.0f/s", registered.succeeded, registered.seconds, report.registrationsPerSecond))
+        try await register(people, http: http, report: &report)
         // Let the watcher subscribe for the new pubkeys.
         try await Task.sleep(for: .seconds(2))
 
@@ -87,14 +80,7 @@ struct PushLoadCommand: AsyncParsableCommand {
         let senderKeys = (0..<senders).map { _ in Keys.generate() }
         print("preparing \(wrapCount) gift wraps and \(pushCount) typed pushes…")
         let wraps = try await Self.wraps(count: wrapCount, senders: senderKeys, recipients: watching.map { people[$0].publicKey })
-        // Enough distinct senders that none exceeds the gateway's default per-pubkey limit (20/s).
-        let pushers = (0..<max(1, Int((pushRate / 10).rounded(.up)))).map { _ in Keys.generate() }
-        let pushes = (0..<pushCount).map { index in
-            let recipient = people[typed[index % typed.count]].publicKey.hex
-            let eventID = "load-\(runID)-\(index)"
-            return (eventID, SignedRequest.make(keys: pushers[index % pushers.count], method: "POST", path: "/v1/push", json:
-                                                #"{"notification_type":"new_post","event_id":"\#(eventID)","conversation_id":"load-\#(runID)","recipient_pubkeys":["\#(recipient)"]}"#))
-        }
+        let pushes = preparePushes(pushCount, to: typed.map { people[$0].publicKey }, runID: runID)
 
         var logger = Logger(label: "push-load")
         logger.logLevel = .warning
@@ -120,6 +106,40 @@ struct PushLoadCommand: AsyncParsableCommand {
         var expected: [String: (kind: String, sentAt: Double)] = [:]
         for (id, at) in published.sent { expected[id] = ("wrap", at) }
         for (id, at) in pushed.sent { expected[id] = ("push", at) }
+        let deliveries = try await collectDeliveries(of: expected, from: sandboxClient, afterSequence: sequenceBefore)
+        Self.record(deliveries, of: expected, since: trafficStart.timeIntervalSince1970, into: &report)
+        report.expected = ["wrap": published.sent.count, "push": pushed.sent.count]
+
+        // 5. Report, CSV and plot.
+        try write(report, since: trafficStart.timeIntervalSince1970)
+    }
+
+    private func register(_ people: [Keys], http: HTTPClient, report: inout LoadReport) async throws {
+        let registrations = people.enumerated().map { index, keys in
+            SignedRequest.make(keys: keys, method: "POST", path: "/v1/devices/register", json:
+                           #"{"device_token":"\#(Self.token())","apns_environment":"sandbox","relay_watch":\#(index % 2 == 0)}"#)
+        }
+        print("registering \(users) devices…")
+        let registered = try await Self.send(registrations, to: gateway, http: http, concurrency: concurrency, report: &report, kind: "register")
+        report.registrationsPerSecond = Double(registered.succeeded) / max(registered.seconds, 1e-9)
+        print(String(format: "registrations: %d in %.2f s = %.0f/s", registered.succeeded, registered.seconds, report.registrationsPerSecond))
+    }
+
+    /// Signed typed pushes, recipient round robin, each with an event id unique to this run.
+    private func preparePushes(_ count: Int, to recipients: [PublicKey], runID: String) -> [(eventID: String, request: SignedRequest)] {
+        // Enough distinct senders that none exceeds the gateway's default per-pubkey limit (20/s).
+        let pushers = (0..<max(1, Int((pushRate / 10).rounded(.up)))).map { _ in Keys.generate() }
+        return (0..<count).map { index in
+            let recipient = recipients[index % recipients.count].hex
+            let eventID = "load-\(runID)-\(index)"
+            return (eventID, SignedRequest.make(keys: pushers[index % pushers.count], method: "POST", path: "/v1/push", json:
+                                                #"{"notification_type":"new_post","event_id":"\#(eventID)","conversation_id":"load-\#(runID)","recipient_pubkeys":["\#(recipient)"]}"#))
+        }
+    }
+
+    /// When each expected id reached the sandbox (seconds since 1970), polling until all did or `drain` ran out.
+    private func collectDeliveries(of expected: [String: (kind: String, sentAt: Double)], from sandboxClient: SandboxClient,
+                                   afterSequence sequenceBefore: Int) async throws -> [String: Double] {
         let deadline = Date().addingTimeInterval(drain)
         var deliveries: [String: Double] = [:]
         repeat {
@@ -133,8 +153,13 @@ struct PushLoadCommand: AsyncParsableCommand {
             if deliveries.count >= expected.count { break }
             try await Task.sleep(for: .milliseconds(500))
         } while Date() < deadline
-        let lastDelivery = deliveries.values.max() ?? trafficStart.timeIntervalSince1970
-        report.deliveredPerSecond = Double(deliveries.count) / max(lastDelivery - trafficStart.timeIntervalSince1970, 1e-9)
+        return deliveries
+    }
+
+    private static func record(_ deliveries: [String: Double], of expected: [String: (kind: String, sentAt: Double)], since trafficStart: Double,
+                               into report: inout LoadReport) {
+        let lastDelivery = deliveries.values.max() ?? trafficStart
+        report.deliveredPerSecond = Double(deliveries.count) / max(lastDelivery - trafficStart, 1e-9)
         for (id, sent) in expected {
             if let delivered = deliveries[id] {
                 report.samples.append(.init(kind: sent.kind, id: id, sentAt: sent.sentAt, deliveredAt: delivered))
@@ -143,12 +168,12 @@ struct PushLoadCommand: AsyncParsableCommand {
                 report.lost.append((sent.kind, sent.sentAt))
             }
         }
-        report.expected = ["wrap": published.sent.count, "push": pushed.sent.count]
+    }
 
-        // 5. Report, CSV and plot.
+    private func write(_ report: LoadReport, since trafficStart: Double) throws {
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-        try report.csv(since: trafficStart.timeIntervalSince1970).write(toFile: out + "/results.csv", atomically: true, encoding: .utf8)
-        try report.svg(since: trafficStart.timeIntervalSince1970).write(toFile: out + "/latency.svg", atomically: true, encoding: .utf8)
+        try report.csv(since: trafficStart).write(toFile: out + "/results.csv", atomically: true, encoding: .utf8)
+        try report.svg(since: trafficStart).write(toFile: out + "/latency.svg", atomically: true, encoding: .utf8)
         print(report.summary)
         print("wrote \(out)/results.csv and \(out)/latency.svg")
     }
