@@ -24,6 +24,8 @@ import Testing
             #expect(anonymous.headers[.contentType] == "text/html; charset=utf-8")
             #expect(anonymous.headers[.contentSecurityPolicy]?.contains("default-src 'none'") == true)
             #expect(anonymous.headers[.cacheControl] == "no-store")
+            #expect(try await gateway.client.execute(uri: "/admin/status", method: .get, headers: [.authorization: "Bearer admin-secret"])
+                .headers[.cacheControl] == "no-store")
 
             // A wrong token: the form again, counted, no cookie.
             let wrong = try await gateway.client.execute(uri: "/admin/login", method: .post, headers: Self.formHeaders, body: Self.form("admin-secreT"))
@@ -88,6 +90,26 @@ import Testing
             #expect(status.json?["queue"]?["jobs"] == 1)
             let metrics = String(buffer: try await gateway.client.execute(uri: "/metrics", method: .get).body)
             #expect(metrics.contains("linkstr_queue_oldest_job_age_seconds "))
+        }
+    }
+
+    /// Guessing the token through the form: 10 tries a minute per address, whatever RATE_LIMIT_IP
+    /// says (the harness runs with the per-address limit off).
+    @Test func signInTriesAreLimitedPerAddress() async throws {
+        try await GatewayHarness.run { gateway in
+            for _ in 0..<10 {
+                let wrong = try await gateway.client.execute(uri: "/admin/login", method: .post, headers: Self.formHeaders, body: Self.form("guess"))
+                #expect(wrong.status == .unauthorized)
+            }
+            // The eleventh, even with the right token, waits.
+            let limited = try await gateway.client.execute(uri: "/admin/login", method: .post, headers: Self.formHeaders, body: Self.form("admin-secret"))
+            #expect(limited.status == .tooManyRequests)
+            #expect(limited.headers[.retryAfter] != nil)
+            let metrics = String(buffer: try await gateway.client.execute(uri: "/metrics", method: .get).body)
+            #expect(metrics.contains(#"linkstr_rate_limited_total{scope="admin_sign_in"} 1"#))
+            #expect(metrics.contains(#"linkstr_auth_failures_total{reason="admin_token"} 10"#))
+            // The bearer token is not a sign-in: curl and scripts are not held up.
+            #expect(try await gateway.client.execute(uri: "/admin", method: .get, headers: [.authorization: "Bearer admin-secret"]).status == .ok)
         }
     }
 

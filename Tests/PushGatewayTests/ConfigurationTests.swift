@@ -27,7 +27,7 @@ import Logging
         env["LOG_LEVEL"] = "debug"
         env["LOG_FORMAT"] = "json"
         env["AUTH_MAX_SKEW_SECONDS"] = "60"
-        env["ADMIN_TOKEN"] = "t"
+        env["ADMIN_TOKEN"] = "a-long-admin-token"
         env["APNS_TOPIC"] = "app.linkstr"
         env["APNS_SANDBOX_URL"] = "https://127.0.0.1:2197/"
         env["APNS_TRANSPORT"] = "async-http-client"
@@ -40,7 +40,7 @@ import Logging
         #expect(configuration.listenHost == "127.0.0.1" && configuration.listenPort == 9000)
         #expect(configuration.publicURL == "https://push.example.com")
         #expect(configuration.logLevel == .debug && configuration.logFormat == .json)
-        #expect(configuration.authMaxSkewSeconds == 60 && configuration.adminToken == "t")
+        #expect(configuration.authMaxSkewSeconds == 60 && configuration.adminToken == "a-long-admin-token")
         #expect(configuration.apns.defaultTopic == "app.linkstr")
         #expect(configuration.apns.sandboxURL == "https://127.0.0.1:2197")
         #expect(configuration.apns.productionURL == APNsConfiguration.appleProductionURL)
@@ -60,6 +60,7 @@ import Logging
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "SHUTDOWN_TIMEOUT_SECONDS": "3601"], "SHUTDOWN_TIMEOUT_SECONDS"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "APNS_TRANSPORT": "carrier-pigeon"], "APNS_TRANSPORT"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "RELAYS": "http://relay.example"], "RELAYS"),
+        (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "ADMIN_TOKEN": "CHANGE-ME"], "ADMIN_TOKEN"),
         (["DATABASE_URL": "postgres://x@y/z"], "APNS_TOPIC"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_TOPIC": "a"], "APNS_KEY_ID"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_TOPIC": "a", "APNS_KEY_ID": "K"], "APNS_TEAM_ID"),

@@ -27,6 +27,20 @@ import Testing
         #expect(window.series(endingAt: -1) == ["delivered": [0, 0, 1]])
     }
 
+    /// Times and ages are the process's own, but a bad one must not trap in a conversion.
+    @Test func timesThatAreNotFiniteDoNotTrap() {
+        var window = PushRateWindow(bucketSeconds: 10, bucketCount: 3)
+        window.record("delivered", at: .nan)
+        window.record("delivered", at: .infinity)
+        window.record("delivered", at: -1e300)
+        #expect(window.series(endingAt: .nan) == ["delivered": [0, 0, 3]])
+        var snapshot = Self.snapshot()
+        snapshot.queue = QueueDepth(queued: 1, due: 1, oldestJobAgeSeconds: .infinity)
+        #expect(ConsolePage.render(snapshot).contains(#"data-field="queue-oldest">0 s<"#))
+        snapshot.queue = QueueDepth(queued: 1, due: 1, oldestJobAgeSeconds: 1e300)
+        #expect(ConsolePage.render(snapshot).contains(#"data-field="queue-oldest">11574074 d 1 h<"#))
+    }
+
     @Test func theFormDecodesPlusPercentAndRefusesBrokenEscapes() throws {
         #expect(try FormBody.parse(Array("token=a+b%2Bc%26d%3D&x=".utf8)) == ["token": "a b+c&d=", "x": ""])
         #expect(try FormBody.parse(Array("token=%E2%9C%93".utf8)) == ["token": "✓"])

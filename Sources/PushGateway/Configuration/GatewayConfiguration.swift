@@ -15,6 +15,10 @@ public struct GatewayConfiguration: Sendable {
     public var logLevel: Logger.Level
     public var logFormat: LogFormat
     public var authMaxSkewSeconds: Int64
+    /// The shortest `ADMIN_TOKEN` accepted: it guards the console's sign-in form and every
+    /// operator route, and a captured session cookie lets its guesser test tokens offline.
+    public static let minimumAdminTokenLength = 16
+
     /// Bearer token for admin routes; admin routes are off without it.
     public var adminToken: String?
     public var apns: APNsConfiguration
@@ -114,9 +118,13 @@ public struct GatewayConfiguration: Sendable {
             }
             maxDevices = parsed
         }
+        let adminToken = env["ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
+        if let adminToken, adminToken.count < minimumAdminTokenLength {
+            throw ConfigurationError(key: "ADMIN_TOKEN", "at least \(minimumAdminTokenLength) characters (openssl rand -hex 32 makes a good one)")
+        }
         return GatewayConfiguration(
             listenHost: host, listenPort: port, database: database, publicURL: publicURL, logLevel: level, logFormat: format,
-            authMaxSkewSeconds: skew, adminToken: env["ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 },
+            authMaxSkewSeconds: skew, adminToken: adminToken,
             apns: try APNsConfiguration.fromEnvironment(env), delivery: try DeliverySettings.fromEnvironment(env),
             watch: try WatchSettings.fromEnvironment(env), rateLimits: try RateLimitSettings.fromEnvironment(env),
             shutdownTimeoutSeconds: shutdownTimeout, maxDevicesPerPubkey: maxDevices, deviceBudget: try PushBudget.fromEnvironment(env),

@@ -210,7 +210,8 @@ package enum ConsolePage {
 
     /// `3 h 12 m`, `4 m 05 s`, `12 s`.
     static func duration(_ seconds: Double) -> String {
-        let total = max(0, Int(seconds.rounded(.down)))
+        // Clamped before the conversion: Int(_:) traps on a value that is not finite or too large.
+        let total = seconds.isFinite ? Int(min(max(seconds, 0), 1e12).rounded(.down)) : 0
         let (days, hours, minutes, rest) = (total / 86_400, total / 3600 % 24, total / 60 % 60, total % 60)
         if days > 0 { return "\(days) d \(hours) h" }
         if hours > 0 { return "\(hours) h \(minutes) m" }

@@ -51,7 +51,7 @@ extension GatewayAPI {
         }
         var watch: JSONValue = .null
         if let watcher { watch = Self.watchStatus(await watcher.status()) }
-        return JSONBody.response(.ok, [
+        var response = JSONBody.response(.ok, [
             "watch": watch,
             "status": "ok", "uptime_seconds": .integer(Int64(Date().timeIntervalSince(startedAt))),
             "devices": .integer(Int64(devices)), "relay_watch_devices": .integer(Int64(watching)),
@@ -59,6 +59,8 @@ extension GatewayAPI {
             "recent_apns_failures": .array(failures),
             "migration": .integer(Int64(latestMigration)),
         ])
+        response.headers[.cacheControl] = "no-store"
+        return response
     }
 
     /// Relays (state, last event, error, counters), shards held, watched pubkeys.
@@ -109,10 +111,16 @@ extension GatewayAPI {
     }
 
     /// `POST /admin/login` with the form field `token`: a session cookie and back to the console,
-    /// or the form again. Failed tries count as `linkstr_auth_failures_total{reason="admin_token"}`
-    /// and fall under the per-address rate limit like every other request.
-    public func signIn(_ request: inout Request) async throws -> Response {
+    /// or the form again. Failed tries count as `linkstr_auth_failures_total{reason="admin_token"}`;
+    /// every try counts against the address's sign-in limit (10 a minute), and the per-address
+    /// limit of every request.
+    public func signIn(_ request: inout Request, context: GatewayRequestContext) async throws -> Response {
         guard let adminToken, let adminSession else { throw APIError(.notFound, "admin routes are disabled (set ADMIN_TOKEN)") }
+        let address = RateLimitMiddleware.clientAddress(request, context: context, trustForwardedFor: trustForwardedFor)
+        if let wait = signInLimiter.take(address) {
+            metrics.rateLimited(scope: "admin_sign_in")
+            throw APIError.rateLimited(retryAfter: wait)
+        }
         let form: [String: String]
         do {
             form = try FormBody.parse(Array(try await request.body.collect(upTo: FormBody.maxBytes).readableBytesView))

@@ -1,3 +1,4 @@
+import Crypto
 public import Foundation
 import GatewayWire
 public import Hummingbird
@@ -20,6 +21,10 @@ public struct GatewayAPI: Sendable {
     let adminToken: String?
     /// The console's sign-in cookies; nil when admin routes are off.
     let adminSession: AdminSession?
+    /// Sign-in attempts per client address: few enough that guessing `ADMIN_TOKEN` through the
+    /// form is hopeless, and on even when `RATE_LIMIT_IP` is off.
+    let signInLimiter = RateLimiter(limit: GatewayAPI.signInLimit)
+    static let signInLimit = RateLimitSettings.Limit(perSecond: 10.0 / 60, burst: 10)
     let startedAt: Date
     let latestMigration: Int
     public let metrics: GatewayMetrics
@@ -55,7 +60,9 @@ public struct GatewayAPI: Sendable {
         self.defaultTopic = configuration.apns.defaultTopic
         self.topics = configuration.apns.topics
         self.adminToken = configuration.adminToken
-        self.adminSession = configuration.adminToken.map { AdminSession(adminToken: $0, secure: configuration.publicURL?.hasPrefix("https://") == true) }
+        // Secure unless the operator says the gateway is reached over plain HTTP (browsers keep
+        // Secure cookies for http://localhost and 127.0.0.1, so local use works either way).
+        self.adminSession = configuration.adminToken.map { AdminSession(adminToken: $0, secure: configuration.publicURL?.hasPrefix("http://") != true) }
         self.startedAt = startedAt
         self.latestMigration = latestMigration
         self.ipLimiter = configuration.rateLimits.perIP.map { RateLimiter(limit: $0) }
@@ -251,9 +258,10 @@ public struct GatewayAPI: Sendable {
         }
     }
 
+    /// Whether two secrets are equal, in time that depends on neither: their SHA-256 digests are
+    /// compared, so not even the length of the expected one shows.
     static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
-        guard x.count == y.count else { return false }
+        let x = SHA256.hash(data: Array(a.utf8)), y = SHA256.hash(data: Array(b.utf8))
         var difference: UInt8 = 0
         for (p, q) in zip(x, y) { difference |= p ^ q }
         return difference == 0
@@ -283,7 +291,7 @@ public func buildRouter(api: GatewayAPI) -> Router<GatewayRequestContext> {
     router.delete("/v1/account") { request, _ in var request = request; return try await api.deleteAccount(&request) }
     router.get("/admin/status") { request, _ in try await api.adminStatus(request) }
     router.get("/admin") { request, _ in try await api.console(request) }
-    router.post("/admin/login") { request, _ in var request = request; return try await api.signIn(&request) }
+    router.post("/admin/login") { request, context in var request = request; return try await api.signIn(&request, context: context) }
     router.post("/admin/logout") { request, _ in try api.signOut(request) }
     return router
 }

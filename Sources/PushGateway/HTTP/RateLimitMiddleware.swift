@@ -16,7 +16,7 @@ struct RateLimitMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard !Self.exemptPaths.contains(request.uri.path) else { return try await next(request, context) }
-        let address = clientAddress(request, context: context)
+        let address = Self.clientAddress(request, context: context, trustForwardedFor: trustForwardedFor)
         if let wait = limiter.take(address) {
             metrics.rateLimited(scope: "ip")
             throw APIError.rateLimited(retryAfter: wait)
@@ -28,7 +28,7 @@ struct RateLimitMiddleware: RouterMiddleware {
     /// in front appended: the last entry of the last `X-Forwarded-For`. Earlier entries are
     /// whatever the client sent, so trusting them would let it pick a fresh bucket per request.
     /// A forwarded entry that is not an IP address counts under the peer address instead.
-    private func clientAddress(_ request: Request, context: Context) -> String {
+    static func clientAddress(_ request: Request, context: Context, trustForwardedFor: Bool) -> String {
         if trustForwardedFor, let forwarded = request.headers[values: .init("X-Forwarded-For")!].last,
            let last = forwarded.split(separator: ",").last, let key = ClientAddress.limiterKey(last.trimmingCharacters(in: .whitespaces)) {
             return key

@@ -46,8 +46,11 @@ public struct PushRateWindow: Sendable, Equatable {
         return result
     }
 
+    /// Times come from this process's clock; anything not finite or absurd counts as 0 rather
+    /// than trapping in the conversion.
     private func bucketNumber(_ time: Double) -> Int {
-        Int((time / Double(bucketSeconds)).rounded(.down))
+        let number = (time / Double(bucketSeconds)).rounded(.down)
+        return number.isFinite && abs(number) < 1e15 ? Int(number) : 0
     }
 
     private func slot(_ number: Int) -> Int {
