@@ -13,31 +13,53 @@ public struct AccountStore: Sendable {
     /// The ledger as stored: sessions with their snapshot history, tombstones, posts, reactions,
     /// deletion watermarks and the wraps already seen.
     public func loadLedger(pendingLimit: Int = PendingMessages.defaultLimit) throws(StoreError) -> LinkstrLedger {
-        let rows: (sessions: [Row], snapshots: [Row], tombstones: [Row], posts: [Row], reactions: [Row], deletions: [Row], seen: [String])
+        let rows = try fetchLedgerRows()
+        let sessions = SessionLedger(me: owner, sessions: try sessions(rows.sessions, snapshots: rows.snapshots),
+                                     tombstones: try tombstones(rows.tombstones))
+        return LinkstrLedger(me: owner, sessions: sessions, posts: try posts(rows.posts), reactions: try reactions(rows.reactions),
+                             deletions: try deletions(rows.deletions), seenWrapIDs: Set(rows.seen), pendingLimit: pendingLimit)
+    }
+
+    /// The owner's ledger tables, read in one transaction so they agree with each other.
+    private struct LedgerRows {
+        var sessions: [Row]
+        var snapshots: [Row]
+        var tombstones: [Row]
+        var posts: [Row]
+        var reactions: [Row]
+        var deletions: [Row]
+        var seen: [String]
+    }
+
+    private func fetchLedgerRows() throws(StoreError) -> LedgerRows {
         do {
-            rows = try database.read { db in
+            return try database.read { db in
                 let arguments: StatementArguments = [owner]
-                return (
-                    try Row.fetchAll(db, sql: "SELECT * FROM sessions WHERE owner = ?", arguments: arguments),
-                    try Row.fetchAll(db, sql: "SELECT * FROM session_snapshots WHERE owner = ? ORDER BY session_id, at, event_id", arguments: arguments),
-                    try Row.fetchAll(db, sql: "SELECT * FROM session_tombstones WHERE owner = ?", arguments: arguments),
-                    try Row.fetchAll(db, sql: "SELECT * FROM posts WHERE owner = ?", arguments: arguments),
-                    try Row.fetchAll(db, sql: "SELECT * FROM reactions WHERE owner = ?", arguments: arguments),
-                    try Row.fetchAll(db, sql: "SELECT * FROM post_deletions WHERE owner = ?", arguments: arguments),
-                    try String.fetchAll(db, sql: "SELECT wrap_id FROM seen_wraps WHERE owner = ?", arguments: arguments)
+                return LedgerRows(
+                    sessions: try Row.fetchAll(db, sql: "SELECT * FROM sessions WHERE owner = ?", arguments: arguments),
+                    snapshots: try Row.fetchAll(db, sql: "SELECT * FROM session_snapshots WHERE owner = ? ORDER BY session_id, at, event_id",
+                                                arguments: arguments),
+                    tombstones: try Row.fetchAll(db, sql: "SELECT * FROM session_tombstones WHERE owner = ?", arguments: arguments),
+                    posts: try Row.fetchAll(db, sql: "SELECT * FROM posts WHERE owner = ?", arguments: arguments),
+                    reactions: try Row.fetchAll(db, sql: "SELECT * FROM reactions WHERE owner = ?", arguments: arguments),
+                    deletions: try Row.fetchAll(db, sql: "SELECT * FROM post_deletions WHERE owner = ?", arguments: arguments),
+                    seen: try String.fetchAll(db, sql: "SELECT wrap_id FROM seen_wraps WHERE owner = ?", arguments: arguments)
                 )
             }
         } catch { throw .database(LinkstrStore.reason(error)) }
+    }
 
+    /// `snapshotRows` ordered by session then time, so each membership's history is in order.
+    private func sessions(_ sessionRows: [Row], snapshots snapshotRows: [Row]) throws(StoreError) -> [String: SessionLedger.Session] {
         var snapshots: [String: [Membership.Snapshot]] = [:]
-        for row in rows.snapshots {
+        for row in snapshotRows {
             let members = try cipher.open(row["members"] as Data, column: "session_snapshots.members")
             snapshots[row["session_id"], default: []].append(Membership.Snapshot(
                 order: EventOrder(createdAt: row["at"], eventID: row["event_id"]),
                 members: Set(members.split(separator: ",").map(String.init))))
         }
         var sessions: [String: SessionLedger.Session] = [:]
-        for row in rows.sessions {
+        for row in sessionRows {
             let id: String = row["id"]
             sessions[id] = SessionLedger.Session(
                 id: id, name: try cipher.open(row["name"] as Data, column: "sessions.name"),
@@ -45,15 +67,23 @@ public struct AccountStore: Sendable {
                 membership: Membership(snapshots: snapshots[id] ?? []),
                 version: EventOrder(createdAt: row["version_at"], eventID: row["version_id"]))
         }
+        return sessions
+    }
+
+    private func tombstones(_ rows: [Row]) throws(StoreError) -> [String: SessionLedger.Tombstone] {
         var tombstones: [String: SessionLedger.Tombstone] = [:]
-        for row in rows.tombstones {
+        for row in rows {
             tombstones[row["session_id"]] = SessionLedger.Tombstone(
                 deletedBy: try cipher.open(row["deleted_by"] as Data, column: "session_tombstones.deleted_by"),
                 order: EventOrder(createdAt: row["at"], eventID: row["event_id"]))
         }
+        return tombstones
+    }
+
+    private func posts(_ rows: [Row]) throws(StoreError) -> [RootPost] {
         var posts: [RootPost] = []
-        posts.reserveCapacity(rows.posts.count)
-        for row in rows.posts {
+        posts.reserveCapacity(rows.count)
+        for row in rows {
             let wrapIDs: String = row["wrap_ids"]
             posts.append(RootPost(
                 id: row["id"], sessionID: row["session_id"], author: try cipher.open(row["author"] as Data, column: "posts.author"),
@@ -61,23 +91,30 @@ public struct AccountStore: Sendable {
                 createdAt: row["created_at"], wrapIDs: wrapIDs.isEmpty ? [] : wrapIDs.split(separator: ",").map(String.init),
                 isRead: row["is_read"]))
         }
+        return posts
+    }
+
+    private func reactions(_ rows: [Row]) throws(StoreError) -> [Reaction] {
         var reactions: [Reaction] = []
-        reactions.reserveCapacity(rows.reactions.count)
-        for row in rows.reactions {
+        reactions.reserveCapacity(rows.count)
+        for row in rows {
             let key = Reaction.Key(sessionID: row["session_id"], rootID: row["root_id"],
                                    emoji: try cipher.open(row["emoji"] as Data, column: "reactions.emoji"),
                                    sender: try cipher.open(row["sender"] as Data, column: "reactions.sender"))
             reactions.append(Reaction(key: key, isActive: row["active"], order: EventOrder(createdAt: row["at"], eventID: row["event_id"]),
                                       wrapID: row["wrap_id"]))
         }
+        return reactions
+    }
+
+    private func deletions(_ rows: [Row]) throws(StoreError) -> [PostDeletion] {
         var deletions: [PostDeletion] = []
-        for row in rows.deletions {
+        for row in rows {
             deletions.append(PostDeletion(rootID: row["root_id"], sessionID: row["session_id"],
                                           deletedBy: try cipher.open(row["deleted_by"] as Data, column: "post_deletions.deleted_by"),
                                           order: EventOrder(createdAt: row["at"], eventID: row["event_id"])))
         }
-        return LinkstrLedger(me: owner, sessions: SessionLedger(me: owner, sessions: sessions, tombstones: tombstones), posts: posts,
-                             reactions: reactions, deletions: deletions, seenWrapIDs: Set(rows.seen), pendingLimit: pendingLimit)
+        return deletions
     }
 
     /// Writes what `changes` names, as `ledger` now has it, in one transaction: rows for keys the
