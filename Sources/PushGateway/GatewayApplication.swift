@@ -42,27 +42,10 @@ public enum GatewayApplication {
         let queue = DeliveryQueue(client: client, logger: logger)
         let wakeup = WakeupSignal(interval: .milliseconds(200))
         var services: [any Service] = [client]
-        var worker: DeliveryWorker?
-        var direct: DirectDelivery?
-        if deliver {
-            let sender: any APNsSender
-            if configuration.apns.disabled {
-                sender = LoggingAPNsSender(logger: logger)
-            } else {
-                let http2 = try HTTP2APNsSender(configuration: configuration.apns, metrics: metrics, logger: logger)
-                // Listed before the worker: services stop in reverse order, so the connections close last.
-                services.append(APNsClientService(sender: http2))
-                sender = http2
-            }
-            let sending = DeliveryWorker(queue: queue, sender: sender, settings: configuration.delivery, metrics: metrics, logger: logger, wakeup: wakeup)
-            if configuration.delivery.directLimit > 0 {
-                direct = DirectDelivery(leaseSeconds: configuration.delivery.leaseSeconds, limit: configuration.delivery.directLimit) { jobs in
-                    await sending.process(jobs)
-                }
-            }
-            worker = sending
-            worker?.direct = direct
-        }
+        let worker = deliver
+            ? try deliveryWorker(configuration: configuration, queue: queue, wakeup: wakeup, metrics: metrics, logger: logger, services: &services)
+            : nil
+        let direct = worker?.direct
         var watcher: RelayWatcher?
         if configuration.watch.enabled {
             watcher = RelayWatcher(store: WatchStore(client: client, settings: configuration.watch, deviceBudget: configuration.deviceBudget, logger: logger), metrics: metrics, logger: logger,
@@ -77,19 +60,7 @@ public enum GatewayApplication {
         services.append(StartsAfterGate(gate: migrated, service: MaintenanceService(store: store, queue: queue, logger: logger)))
         if let worker { services.append(StartsAfterGate(gate: migrated, service: worker)) }
         if let watcher { services.append(StartsAfterGate(gate: migrated, service: watcher)) }
-        // Every connection: its address's share of the connection cap, and a deadline per request.
-        let perAddress = configuration.http.maxConnectionsPerAddress.map { ConnectionsPerAddress(limit: $0) }
-        let requestLimit = TimeAmount.seconds(Int64(configuration.http.requestTimeoutSeconds))
-        let perConnection: @Sendable () -> [any RemovableChannelHandler] = {
-            (perAddress.map { [$0.handler()] } ?? []) + [RequestDeadlineHandler(limit: requestLimit)]
-        }
-        var app = Application(
-            router: buildRouter(api: api),
-            server: .http1(configuration: .init(additionalChannelHandlers: perConnection(), idleTimeout: .seconds(Int64(configuration.http.idleTimeoutSeconds)))),
-            configuration: .init(address: .hostname(configuration.listenHost, port: configuration.listenPort), serverName: "linkstr-push",
-                                 availableConnectionsDelegate: MaximumAvailableConnections(configuration.http.maxConnections, logger: logger)),
-            services: services,
-            logger: logger)
+        var app = application(router: buildRouter(api: api), configuration: configuration, services: services, logger: logger)
         if migrateOnStart {
             app.beforeServerStarts {
                 try await migrator.migrate(client: client, logger: logger)
@@ -97,6 +68,49 @@ public enum GatewayApplication {
             }
         }
         return app
+    }
+
+    /// The worker, with the direct path (jobs handed over without a queue round trip) when
+    /// `DELIVERY_DIRECT_LIMIT` allows one. The APNs connections it needs are appended to `services`.
+    private static func deliveryWorker(
+        configuration: GatewayConfiguration, queue: DeliveryQueue, wakeup: WakeupSignal, metrics: GatewayMetrics, logger: Logger,
+        services: inout [any Service]
+    ) throws -> DeliveryWorker {
+        let sender: any APNsSender
+        if configuration.apns.disabled {
+            sender = LoggingAPNsSender(logger: logger)
+        } else {
+            let http2 = try HTTP2APNsSender(configuration: configuration.apns, metrics: metrics, logger: logger)
+            // Listed before the worker: services stop in reverse order, so the connections close last.
+            services.append(APNsClientService(sender: http2))
+            sender = http2
+        }
+        var worker = DeliveryWorker(queue: queue, sender: sender, settings: configuration.delivery, metrics: metrics, logger: logger, wakeup: wakeup)
+        if configuration.delivery.directLimit > 0 {
+            let sending = worker
+            worker.direct = DirectDelivery(leaseSeconds: configuration.delivery.leaseSeconds, limit: configuration.delivery.directLimit) { jobs in
+                await sending.process(jobs)
+            }
+        }
+        return worker
+    }
+
+    private static func application(
+        router: Router<GatewayRequestContext>, configuration: GatewayConfiguration, services: [any Service], logger: Logger
+    ) -> Application<RouterResponder<GatewayRequestContext>> {
+        // Every connection: its address's share of the connection cap, and a deadline per request.
+        let perAddress = configuration.http.maxConnectionsPerAddress.map { ConnectionsPerAddress(limit: $0) }
+        let requestLimit = TimeAmount.seconds(Int64(configuration.http.requestTimeoutSeconds))
+        let perConnection: @Sendable () -> [any RemovableChannelHandler] = {
+            (perAddress.map { [$0.handler()] } ?? []) + [RequestDeadlineHandler(limit: requestLimit)]
+        }
+        return Application(
+            router: router,
+            server: .http1(configuration: .init(additionalChannelHandlers: perConnection(), idleTimeout: .seconds(Int64(configuration.http.idleTimeoutSeconds)))),
+            configuration: .init(address: .hostname(configuration.listenHost, port: configuration.listenPort), serverName: "linkstr-push",
+                                 availableConnectionsDelegate: MaximumAvailableConnections(configuration.http.maxConnections, logger: logger)),
+            services: services,
+            logger: logger)
     }
 }
 
