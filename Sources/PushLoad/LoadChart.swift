@@ -248,38 +248,12 @@ private struct Renderer {
     // MARK: Latency
 
     func latencyPanel() -> String {
-        var svg = ""
-        // Ticks: 1-2-5 over up to two decades, decades with unlabelled minor lines past that.
-        let decades = Int(logHigh - logLow)
-        for exponent in Int(logLow)...Int(logHigh) {
-            let decade = pow(10, Double(exponent))
-            for multiple in 1...9 {
-                let value = decade * Double(multiple)
-                guard log10(value) <= logHigh + 1e-9 else { break }
-                let labelled = multiple == 1 || (decades <= 2 && (multiple == 2 || multiple == 5))
-                if labelled || decades <= 4 { svg += yTick(yLatency(value), label: Renderer.latencyLabel(value), major: labelled) }
-            }
-        }
+        var svg = latencyTicks()
         let delivered = requests.filter { $0.latency != nil }
         if delivered.isEmpty {
             svg += emptyNote(requests.isEmpty ? "no requests" : "no request was delivered", top: latencyTop, bottom: latencyBottom)
         }
-
-        // Dots: all of them, or past `maxDots` one per occupied grid cell.
-        var cell = 0.0
-        var dots: [(kind: String, x: Double, y: Double)] = delivered.map { ($0.kind, x($0.sent), yLatency(Renderer.milliseconds($0.latency!))) }
-        if dots.count > LoadChart.maxDots {
-            let kindIndex = Dictionary(kinds.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
-            for size in [1.5, 2, 3, 4, 6, 8, 12, 16] {
-                var seen = Set<Int>()
-                let merged = dots.filter { seen.insert(kindIndex[$0.kind]! << 40 | Int($0.x / size) << 20 | Int($0.y / size)).inserted }
-                cell = size
-                if merged.count <= LoadChart.maxDots || size == 16 {
-                    dots = merged
-                    break
-                }
-            }
-        }
+        let (dots, cell) = latencyDots(delivered)
         // A few dots go over the lines (each one matters), many under them (the lines summarise).
         let few = delivered.count <= 400
         var dotLayer = ""
@@ -296,45 +270,13 @@ private struct Renderer {
         var legend: [LegendEntry] = []
         for kind in kinds {
             let mine = requests.filter { $0.kind == kind.id }
-            let latencies = mine.compactMap(\.latency).map(Renderer.milliseconds)
-            // p50 and p99 of each bucket, by send time; a gap where a bucket has none.
-            var byBucket = Array(repeating: [Double](), count: buckets)
-            for request in mine { if let latency = request.latency { byBucket[bucketIndex(request.sent)].append(Renderer.milliseconds(latency)) } }
-            for index in byBucket.indices { byBucket[index].sort() }
             legend.append(.init(swatch: .none, text: kind.name, colour: kind.colour, bold: true))
             if !kind.path.isEmpty { legend.append(.init(swatch: .none, text: kind.path, colour: "#666")) }
             legend.append(.init(swatch: .dot(colour: kind.colour), text: cell > 0 ? "requests (overlapping dots merged)" : "each request"))
-            for (p, dash, name) in [(0.5, nil, "p50"), (0.99, "5 3", "p99")] {
-                var points: [[(Double, Double)]] = [[]]
-                for (index, values) in byBucket.enumerated() {
-                    guard !values.isEmpty else {
-                        if !points[points.count - 1].isEmpty { points.append([]) }
-                        continue
-                    }
-                    let value = Renderer.percentile(p, of: values)
-                    points[points.count - 1].append((x((Double(index) + 0.5) * bucket), yLatency(value)))
-                }
-                for run in points where !run.isEmpty {
-                    // A lone bucket is drawn across its width, so it shows.
-                    let line = run.count == 1
-                        ? [(run[0].0 - plotWidth / Double(buckets) * 0.4, run[0].1), (run[0].0 + plotWidth / Double(buckets) * 0.4, run[0].1)]
-                        : run
-                    let d = line.enumerated().map { "\($0.offset == 0 ? "M" : "L")\(f($0.element.0)) \(f($0.element.1))" }.joined()
-                    let dashing = dash.map { " stroke-dasharray=\"\($0)\"" } ?? ""
-                    halos += "<path d=\"\(d)\" fill=\"none\" stroke=\"white\" stroke-opacity=\"0.8\" stroke-width=\"5\" stroke-linejoin=\"round\"/>\n"
-                    lines += "<path d=\"\(d)\" fill=\"none\" stroke=\"\(escape(kind.colour))\" stroke-width=\"2\"\(dashing) stroke-linejoin=\"round\"/>\n"
-                }
-                let overall = latencies.isEmpty ? "" : " (whole run \(Renderer.latencyText(Renderer.percentile(p, of: latencies.sorted()))))"
-                legend.append(.init(swatch: .line(colour: kind.colour, dash: dash, width: 2), text: "\(name) per \(bucketWords)\(overall)"))
-            }
+            legend += percentileLines(of: mine, kind: kind, halos: &halos, lines: &lines)
             let lost = mine.filter { $0.latency == nil }
             if !lost.isEmpty {
-                var columns = Set<Int>()
-                var d = ""
-                for request in lost where columns.insert(Int(x(request.sent) / 2)).inserted {
-                    d += "M\(f(x(request.sent) - 3.5)) \(f(latencyTop + 5))l7 7m0 -7l-7 7"
-                }
-                crosses += "<path d=\"\(d)\" stroke=\"\(escape(kind.colour))\" stroke-width=\"1.6\"/>\n"
+                crosses += lostCrosses(lost, colour: kind.colour)
                 legend.append(.init(swatch: .cross(colour: kind.colour), text: "not delivered (\(Renderer.grouped(lost.count)))"))
             }
             legend.append(.init(swatch: .gap, text: ""))
@@ -344,6 +286,85 @@ private struct Renderer {
                           axisTitle: "latency (log scale)")
         svg += self.legend(legend, top: latencyTop)
         return svg
+    }
+
+    /// 1-2-5 over up to two decades, decades with unlabelled minor lines past that.
+    func latencyTicks() -> String {
+        var svg = ""
+        let decades = Int(logHigh - logLow)
+        for exponent in Int(logLow)...Int(logHigh) {
+            let decade = pow(10, Double(exponent))
+            for multiple in 1...9 {
+                let value = decade * Double(multiple)
+                guard log10(value) <= logHigh + 1e-9 else { break }
+                let labelled = multiple == 1 || (decades <= 2 && (multiple == 2 || multiple == 5))
+                if labelled || decades <= 4 { svg += yTick(yLatency(value), label: Renderer.latencyLabel(value), major: labelled) }
+            }
+        }
+        return svg
+    }
+
+    /// All the dots, or past `maxDots` one per occupied grid cell; `cell` is that grid's size (0: not merged).
+    func latencyDots(_ delivered: [LoadChart.Request]) -> (dots: [(kind: String, x: Double, y: Double)], cell: Double) {
+        var cell = 0.0
+        var dots: [(kind: String, x: Double, y: Double)] = delivered.map { ($0.kind, x($0.sent), yLatency(Renderer.milliseconds($0.latency!))) }
+        if dots.count > LoadChart.maxDots {
+            let kindIndex = Dictionary(kinds.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
+            for size in [1.5, 2, 3, 4, 6, 8, 12, 16] {
+                var seen = Set<Int>()
+                let merged = dots.filter { seen.insert(kindIndex[$0.kind]! << 40 | Int($0.x / size) << 20 | Int($0.y / size)).inserted }
+                cell = size
+                if merged.count <= LoadChart.maxDots || size == 16 {
+                    dots = merged
+                    break
+                }
+            }
+        }
+        return (dots, cell)
+    }
+
+    /// The p50 and p99 of each bucket, by send time, with a gap where a bucket has none: their
+    /// paths appended to `halos` and `lines`, their legend entries returned.
+    func percentileLines(of mine: [LoadChart.Request], kind: LoadChart.Kind, halos: inout String, lines: inout String) -> [LegendEntry] {
+        let latencies = mine.compactMap(\.latency).map(Renderer.milliseconds)
+        var byBucket = Array(repeating: [Double](), count: buckets)
+        for request in mine { if let latency = request.latency { byBucket[bucketIndex(request.sent)].append(Renderer.milliseconds(latency)) } }
+        for index in byBucket.indices { byBucket[index].sort() }
+        var legend: [LegendEntry] = []
+        for (p, dash, name) in [(0.5, nil, "p50"), (0.99, "5 3", "p99")] {
+            var points: [[(Double, Double)]] = [[]]
+            for (index, values) in byBucket.enumerated() {
+                guard !values.isEmpty else {
+                    if !points[points.count - 1].isEmpty { points.append([]) }
+                    continue
+                }
+                let value = Renderer.percentile(p, of: values)
+                points[points.count - 1].append((x((Double(index) + 0.5) * bucket), yLatency(value)))
+            }
+            for run in points where !run.isEmpty {
+                // A lone bucket is drawn across its width, so it shows.
+                let line = run.count == 1
+                    ? [(run[0].0 - plotWidth / Double(buckets) * 0.4, run[0].1), (run[0].0 + plotWidth / Double(buckets) * 0.4, run[0].1)]
+                    : run
+                let d = line.enumerated().map { "\($0.offset == 0 ? "M" : "L")\(f($0.element.0)) \(f($0.element.1))" }.joined()
+                let dashing = dash.map { " stroke-dasharray=\"\($0)\"" } ?? ""
+                halos += "<path d=\"\(d)\" fill=\"none\" stroke=\"white\" stroke-opacity=\"0.8\" stroke-width=\"5\" stroke-linejoin=\"round\"/>\n"
+                lines += "<path d=\"\(d)\" fill=\"none\" stroke=\"\(escape(kind.colour))\" stroke-width=\"2\"\(dashing) stroke-linejoin=\"round\"/>\n"
+            }
+            let overall = latencies.isEmpty ? "" : " (whole run \(Renderer.latencyText(Renderer.percentile(p, of: latencies.sorted()))))"
+            legend.append(.init(swatch: .line(colour: kind.colour, dash: dash, width: 2), text: "\(name) per \(bucketWords)\(overall)"))
+        }
+        return legend
+    }
+
+    /// A cross along the top per lost request, at most one per 2-unit column.
+    func lostCrosses(_ lost: [LoadChart.Request], colour: String) -> String {
+        var columns = Set<Int>()
+        var d = ""
+        for request in lost where columns.insert(Int(x(request.sent) / 2)).inserted {
+            d += "M\(f(x(request.sent) - 3.5)) \(f(latencyTop + 5))l7 7m0 -7l-7 7"
+        }
+        return "<path d=\"\(d)\" stroke=\"\(escape(colour))\" stroke-width=\"1.6\"/>\n"
     }
 
     static func percentile(_ p: Double, of sorted: [Double]) -> Double {
