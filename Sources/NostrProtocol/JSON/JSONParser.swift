@@ -167,35 +167,7 @@ struct JSONParser {
                 return string
             case UInt8(ascii: "\\"):
                 index += 1
-                guard index < bytes.count else { throw error("unterminated escape") }
-                let escape = bytes[index]
-                index += 1
-                switch escape {
-                case UInt8(ascii: "\""): out.append(0x22)
-                case UInt8(ascii: "\\"): out.append(0x5C)
-                case UInt8(ascii: "/"): out.append(0x2F)
-                case UInt8(ascii: "b"): out.append(0x08)
-                case UInt8(ascii: "f"): out.append(0x0C)
-                case UInt8(ascii: "n"): out.append(0x0A)
-                case UInt8(ascii: "r"): out.append(0x0D)
-                case UInt8(ascii: "t"): out.append(0x09)
-                case UInt8(ascii: "u"):
-                    var scalar = try parseHex4()
-                    if (0xD800...0xDBFF).contains(scalar) {
-                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
-                            throw error("unpaired surrogate")
-                        }
-                        index += 2
-                        let low = try parseHex4()
-                        guard (0xDC00...0xDFFF).contains(low) else { throw error("unpaired surrogate") }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    } else if (0xDC00...0xDFFF).contains(scalar) {
-                        throw error("unpaired surrogate")
-                    }
-                    out.append(contentsOf: Unicode.Scalar(scalar).map { Array(String($0).utf8) } ?? [])
-                default:
-                    throw error("invalid escape")
-                }
+                try appendEscape(to: &out)
             default:
                 if byte < 0x20 { throw error("control character in string") }
                 out.append(byte)
@@ -203,6 +175,45 @@ struct JSONParser {
             }
         }
         throw error("unterminated string")
+    }
+
+    /// The escape after a backslash, as UTF-8.
+    private mutating func appendEscape(to out: inout [UInt8]) throws(JSONError) {
+        guard index < bytes.count else { throw error("unterminated escape") }
+        let escape = bytes[index]
+        index += 1
+        switch escape {
+        case UInt8(ascii: "\""): out.append(0x22)
+        case UInt8(ascii: "\\"): out.append(0x5C)
+        case UInt8(ascii: "/"): out.append(0x2F)
+        case UInt8(ascii: "b"): out.append(0x08)
+        case UInt8(ascii: "f"): out.append(0x0C)
+        case UInt8(ascii: "n"): out.append(0x0A)
+        case UInt8(ascii: "r"): out.append(0x0D)
+        case UInt8(ascii: "t"): out.append(0x09)
+        case UInt8(ascii: "u"):
+            let scalar = try parseUnicodeEscape()
+            out.append(contentsOf: Unicode.Scalar(scalar).map { Array(String($0).utf8) } ?? [])
+        default:
+            throw error("invalid escape")
+        }
+    }
+
+    /// The code point after `\u`: four hex digits, or a surrogate pair written as two escapes.
+    private mutating func parseUnicodeEscape() throws(JSONError) -> UInt32 {
+        let scalar = try parseHex4()
+        if (0xD800...0xDBFF).contains(scalar) {
+            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                throw error("unpaired surrogate")
+            }
+            index += 2
+            let low = try parseHex4()
+            guard (0xDC00...0xDFFF).contains(low) else { throw error("unpaired surrogate") }
+            return 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+        } else if (0xDC00...0xDFFF).contains(scalar) {
+            throw error("unpaired surrogate")
+        }
+        return scalar
     }
 
     private mutating func parseHex4() throws(JSONError) -> UInt32 {
