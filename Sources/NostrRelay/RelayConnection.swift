@@ -507,47 +507,61 @@ public actor RelayConnection: Service {
             subscriptions[id]?.resumeAfter = nil
             return Delivery(buffer: subscription.buffer, event: .endOfStoredEvents, cost: cost)
         case .closed(let id, let text):
-            counters.closed += 1
-            guard let subscription = subscriptions[id] else { return nil }
-            logRelayText("relay closed a subscription", text, metadata: ["relay.subscription": "\(id)"])
-            if RelayMessage.prefix(of: text) == .authRequired, configuration.authKeys == nil { setState(.authRequired) }
-            // An auth-required CLOSED is answered by re-sending the REQ once AUTH succeeds.
-            if RelayMessage.prefix(of: text) != .authRequired || configuration.authKeys == nil {
-                return Delivery(buffer: subscription.buffer, event: .closed(text), cost: cost)
-            }
-            return nil
+            return handleClosed(id, text, cost: cost)
         case .notice(let text):
             counters.notices += 1
             logRelayText("relay notice", text)
             return nil
         case .ok(let id, let accepted, let text):
-            let ours = id == authEventID || pendingOKs[id] != nil
-            if ours, !accepted { logRelayText("relay refused an event", text, metadata: ["relay.event_id": "\(id.hex)"]) }
-            if id == authEventID {
-                authEventID = nil
-                if accepted {
-                    for (subscriptionID, subscription) in subscriptions {
-                        enqueue(ClientMessage.req(subscriptionID: subscriptionID, filters: subscription.filters(subscription.context)).json)
-                    }
-                } else {
-                    setState(.authRequired)
-                }
-            }
-            let result = PublishResult(eventID: id, accepted: accepted, message: text)
-            if let waiters = pendingOKs.removeValue(forKey: id) {
-                for (_, waiter) in waiters { waiter.resume(returning: result) }
-            }
+            handleOK(id, accepted: accepted, text)
             return nil
         case .auth(let challenge):
-            guard let keys = configuration.authKeys else {
-                setState(.authRequired)
-                return nil
-            }
-            let event = RelayAuthEvent.make(keys: keys, relayURL: url, challenge: challenge)
-            authEventID = event.id
-            enqueue(ClientMessage.auth(event).json)
+            answerAuthChallenge(challenge)
             return nil
         }
+    }
+
+    private func handleClosed(_ id: String, _ text: String, cost: Int) -> Delivery? {
+        counters.closed += 1
+        guard let subscription = subscriptions[id] else { return nil }
+        logRelayText("relay closed a subscription", text, metadata: ["relay.subscription": "\(id)"])
+        if RelayMessage.prefix(of: text) == .authRequired, configuration.authKeys == nil { setState(.authRequired) }
+        // An auth-required CLOSED is answered by re-sending the REQ once AUTH succeeds.
+        if RelayMessage.prefix(of: text) != .authRequired || configuration.authKeys == nil {
+            return Delivery(buffer: subscription.buffer, event: .closed(text), cost: cost)
+        }
+        return nil
+    }
+
+    /// Our AUTH event's OK re-issues every REQ (or marks the connection auth-required); any
+    /// other OK goes to whoever waits for that event.
+    private func handleOK(_ id: EventID, accepted: Bool, _ text: String) {
+        let ours = id == authEventID || pendingOKs[id] != nil
+        if ours, !accepted { logRelayText("relay refused an event", text, metadata: ["relay.event_id": "\(id.hex)"]) }
+        if id == authEventID {
+            authEventID = nil
+            if accepted {
+                for (subscriptionID, subscription) in subscriptions {
+                    enqueue(ClientMessage.req(subscriptionID: subscriptionID, filters: subscription.filters(subscription.context)).json)
+                }
+            } else {
+                setState(.authRequired)
+            }
+        }
+        let result = PublishResult(eventID: id, accepted: accepted, message: text)
+        if let waiters = pendingOKs.removeValue(forKey: id) {
+            for (_, waiter) in waiters { waiter.resume(returning: result) }
+        }
+    }
+
+    private func answerAuthChallenge(_ challenge: String) {
+        guard let keys = configuration.authKeys else {
+            setState(.authRequired)
+            return
+        }
+        let event = RelayAuthEvent.make(keys: keys, relayURL: url, challenge: challenge)
+        authEventID = event.id
+        enqueue(ClientMessage.auth(event).json)
     }
 
     /// Logs relay-controlled `text`, escaped, at most once per `relayTextLogInterval` for this
