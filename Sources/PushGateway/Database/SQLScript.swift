@@ -4,71 +4,90 @@ import Foundation
 /// quotes ('…', "…"), dollar-quoted bodies ($$…$$, $tag$…$tag$) and comments (-- …, /* … */).
 package enum SQLScript {
     package static func statements(_ script: String) -> [String] {
-        let chars = Array(script.unicodeScalars)
+        var scanner = Scanner(chars: Array(script.unicodeScalars))
         var statements: [String] = []
-        var current = String.UnicodeScalarView()
-        var i = 0
         func flush() {
-            let text = String(current).trimmingCharacters(in: .whitespacesAndNewlines)
+            let text = String(scanner.current).trimmingCharacters(in: .whitespacesAndNewlines)
             if !text.isEmpty, !isOnlyComments(text) { statements.append(text) }
-            current = String.UnicodeScalarView()
+            scanner.current = String.UnicodeScalarView()
         }
-        while i < chars.count {
-            let c = chars[i]
-            let next: Unicode.Scalar? = i + 1 < chars.count ? chars[i + 1] : nil
+        while let c = scanner.peek() {
+            let next = scanner.peek(1)
             if c == "-", next == "-" {
-                while i < chars.count, chars[i] != "\n" { current.append(chars[i]); i += 1 }
-                continue
-            }
-            if c == "/", next == "*" {
-                var depth = 0
-                repeat {
-                    if chars[i] == "/", i + 1 < chars.count, chars[i + 1] == "*" { depth += 1; current.append(chars[i]); i += 1 }
-                    else if chars[i] == "*", i + 1 < chars.count, chars[i + 1] == "/" { depth -= 1; current.append(chars[i]); i += 1 }
-                    current.append(chars[i])
-                    i += 1
-                } while i < chars.count && depth > 0
-                continue
-            }
-            if c == "'" || c == "\"" {
-                current.append(c)
-                i += 1
-                while i < chars.count {
-                    current.append(chars[i])
-                    if chars[i] == c {
-                        if i + 1 < chars.count, chars[i + 1] == c { current.append(chars[i + 1]); i += 2; continue }
-                        i += 1
-                        break
-                    }
-                    i += 1
-                }
-                continue
-            }
-            if c == "$", let tagEnd = dollarTagEnd(chars, from: i) {
-                let tag = Array(chars[i...tagEnd])
-                current.append(contentsOf: tag)
-                i = tagEnd + 1
-                while i < chars.count {
-                    if chars[i] == "$", i + tag.count <= chars.count, Array(chars[i..<(i + tag.count)]) == tag {
-                        current.append(contentsOf: tag)
-                        i += tag.count
-                        break
-                    }
-                    current.append(chars[i])
-                    i += 1
-                }
-                continue
-            }
-            if c == ";" {
+                scanner.copyLineComment()
+            } else if c == "/", next == "*" {
+                scanner.copyBlockComment()
+            } else if c == "'" || c == "\"" {
+                scanner.copyQuoted(c)
+            } else if c == "$", let tagEnd = dollarTagEnd(scanner.chars, from: scanner.i) {
+                scanner.copyDollarQuoted(tagEnd: tagEnd)
+            } else if c == ";" {
                 flush()
-                i += 1
-                continue
+                scanner.i += 1
+            } else {
+                scanner.current.append(c)
+                scanner.i += 1
             }
-            current.append(c)
-            i += 1
         }
         flush()
         return statements
+    }
+
+    /// Walks the script, copying into `current` the statement being read; each `copy` takes one
+    /// construct whole, so a `;` inside it is not a separator.
+    private struct Scanner {
+        let chars: [Unicode.Scalar]
+        var i = 0
+        var current = String.UnicodeScalarView()
+
+        func peek(_ offset: Int = 0) -> Unicode.Scalar? { i + offset < chars.count ? chars[i + offset] : nil }
+
+        /// `-- …` up to the newline, which is left for the caller.
+        mutating func copyLineComment() {
+            while i < chars.count, chars[i] != "\n" { current.append(chars[i]); i += 1 }
+        }
+
+        /// `/* … */`, nested ones included, as PostgreSQL nests them.
+        mutating func copyBlockComment() {
+            var depth = 0
+            repeat {
+                if chars[i] == "/", i + 1 < chars.count, chars[i + 1] == "*" { depth += 1; current.append(chars[i]); i += 1 }
+                else if chars[i] == "*", i + 1 < chars.count, chars[i + 1] == "/" { depth -= 1; current.append(chars[i]); i += 1 }
+                current.append(chars[i])
+                i += 1
+            } while i < chars.count && depth > 0
+        }
+
+        /// `'…'` or `"…"`, where a doubled quote is a quote inside.
+        mutating func copyQuoted(_ quote: Unicode.Scalar) {
+            current.append(quote)
+            i += 1
+            while i < chars.count {
+                current.append(chars[i])
+                if chars[i] == quote {
+                    if i + 1 < chars.count, chars[i + 1] == quote { current.append(chars[i + 1]); i += 2; continue }
+                    i += 1
+                    break
+                }
+                i += 1
+            }
+        }
+
+        /// `$tag$ … $tag$`, the opening tag ending at `tagEnd`.
+        mutating func copyDollarQuoted(tagEnd: Int) {
+            let tag = Array(chars[i...tagEnd])
+            current.append(contentsOf: tag)
+            i = tagEnd + 1
+            while i < chars.count {
+                if chars[i] == "$", i + tag.count <= chars.count, Array(chars[i..<(i + tag.count)]) == tag {
+                    current.append(contentsOf: tag)
+                    i += tag.count
+                    break
+                }
+                current.append(chars[i])
+                i += 1
+            }
+        }
     }
 
     /// `$$` or `$tag$` starting at `start`: the index of the closing `$` of the opening tag.
