@@ -15,7 +15,7 @@ public struct RelayConfiguration: Sendable {
     public var inboundBufferBytes = 4 << 20
     /// When reading stopped (consumers behind) for at least this long, every subscription that
     /// had caught up sends its REQ again, reaching back to when the pause began
-    /// (`RequestContext.resumingAfter`): a relay that drops events for a client that does not
+    /// (`SubscriptionRequestContext.resumingAfter`): a relay that drops events for a client that does not
     /// read, rather than the connection, would otherwise lose them silently. nil: never (a
     /// connection that is lost while paused reaches back over the pause either way).
     public var resubscribeAfterPause: Duration?

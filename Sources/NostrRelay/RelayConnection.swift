@@ -34,7 +34,7 @@ public actor RelayConnection: Service {
 
     private struct Subscription {
         /// Called each time the REQ is sent, so a re-sent REQ can move a relative `since`.
-        var filters: @Sendable (RequestContext) -> [Filter]
+        var filters: @Sendable (SubscriptionRequestContext) -> [Filter]
         let buffer: SubscriptionBuffer<SubscriptionEvent>
         /// The relay sent EOSE for the latest REQ: everything stored up to then has arrived.
         var caughtUp = false
@@ -44,7 +44,7 @@ public actor RelayConnection: Service {
         /// never narrows the window past what was actually received.
         var resumeAfter: Int64?
         /// The context of the latest REQ (re-used when AUTH makes a relay serve it again).
-        var context = RequestContext()
+        var context = SubscriptionRequestContext()
     }
 
     /// A parsed message on its way from the reading task to a subscription's queue.
@@ -206,24 +206,24 @@ public actor RelayConnection: Service {
     /// Subscribes (or replaces the filters of) `id`. The stream ends when `unsubscribe(id)` is
     /// called or the service stops.
     public func subscribe(id: String, filters: [Filter]) -> SubscriptionStream {
-        subscribe(id: id) { (_: RequestContext) in filters }
+        subscribe(id: id) { (_: SubscriptionRequestContext) in filters }
     }
 
     /// Subscribes with filters computed each time the REQ is sent, ignoring why it is sent.
     public func subscribe(id: String, filters: @escaping @Sendable () -> [Filter]) -> SubscriptionStream {
-        subscribe(id: id) { (_: RequestContext) in filters() }
+        subscribe(id: id) { (_: SubscriptionRequestContext) in filters() }
     }
 
     /// Subscribes with filters computed each time the REQ is sent (first send and every
     /// reconnect), for a window relative to the current time such as `since: now − 2 days`. The
     /// context says when a re-sent REQ follows a lost connection or a long read pause (see
-    /// `RequestContext`).
-    public func subscribe(id: String, filters: @escaping @Sendable (RequestContext) -> [Filter]) -> SubscriptionStream {
+    /// `SubscriptionRequestContext`).
+    public func subscribe(id: String, filters: @escaping @Sendable (SubscriptionRequestContext) -> [Filter]) -> SubscriptionStream {
         let buffer = SubscriptionBuffer<SubscriptionEvent>(budget: budget)
         subscriptions[id]?.buffer.finish()
         subscriptions[id] = Subscription(filters: filters, buffer: buffer)
         if stopped { buffer.finish() }
-        enqueue(ClientMessage.req(subscriptionID: id, filters: filters(RequestContext())).json)
+        enqueue(ClientMessage.req(subscriptionID: id, filters: filters(SubscriptionRequestContext())).json)
         return SubscriptionStream(buffer: buffer)
     }
 
@@ -385,7 +385,7 @@ public actor RelayConnection: Service {
         backlog.removeAll()
         for id in subscriptions.keys {
             guard var subscription = subscriptions[id] else { continue }
-            subscription.context = RequestContext(resumingAfter: subscription.resumeAfter)
+            subscription.context = SubscriptionRequestContext(resumingAfter: subscription.resumeAfter)
             subscription.caughtUp = false
             subscriptions[id] = subscription
             enqueue(ClientMessage.req(subscriptionID: id, filters: subscription.filters(subscription.context)).json)
@@ -405,7 +405,7 @@ public actor RelayConnection: Service {
             if subscription.caughtUp {
                 subscription.resumeAfter = from
                 subscription.caughtUp = false
-                subscription.context = RequestContext(resumingAfter: from)
+                subscription.context = SubscriptionRequestContext(resumingAfter: from)
                 subscriptions[id] = subscription
                 enqueue(ClientMessage.req(subscriptionID: id, filters: subscription.filters(subscription.context)).json)
                 resent += 1

@@ -17,10 +17,10 @@ import TestSupport
 
     /// Records every context the subscription's filters are computed for.
     final class Contexts: Sendable {
-        let seen = Mutex<[RequestContext]>([])
+        let seen = Mutex<[SubscriptionRequestContext]>([])
         var resumed: [Int64] { seen.withLock { $0.compactMap(\.resumingAfter) } }
 
-        func filters(_ context: RequestContext) -> [Filter] {
+        func filters(_ context: SubscriptionRequestContext) -> [Filter] {
             seen.withLock { $0.append(context) }
             return [Filter(kinds: [1])]
         }

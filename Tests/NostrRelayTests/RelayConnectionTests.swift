@@ -147,9 +147,9 @@ import TestSupport
         let publisher = RelayConnection(url: relay.url, configuration: Self.configuration(), logger: Self.logger)
         let keys = Keys.generate()
         let window: Int64 = 10
-        let contexts = Mutex<[RequestContext]>([])
+        let contexts = Mutex<[SubscriptionRequestContext]>([])
         try await Self.running(connection) {
-            var events = await connection.subscribe(id: "window") { (context: RequestContext) in
+            var events = await connection.subscribe(id: "window") { (context: SubscriptionRequestContext) in
                 contexts.withLock { $0.append(context) }
                 return [Filter(authors: [keys.publicKey], kinds: [1], since: context.since(window: window, now: UnixTime.now()))]
             }.makeAsyncIterator()
@@ -172,7 +172,7 @@ import TestSupport
             let seen = contexts.withLock { $0 }
             // Computed at `subscribe` (queued while connecting) and on the first connect with no
             // loss behind it, then once more after the reconnect.
-            #expect(seen.count >= 2 && seen.dropLast().allSatisfy { $0 == RequestContext(resumingAfter: nil) })
+            #expect(seen.count >= 2 && seen.dropLast().allSatisfy { $0 == SubscriptionRequestContext(resumingAfter: nil) })
             let resumed = try #require(seen.last?.resumingAfter)
             #expect(resumed >= lost && resumed <= lost + 3, "resumes after the moment the connection was lost")
         }

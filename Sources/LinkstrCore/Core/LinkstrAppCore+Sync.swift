@@ -21,7 +21,7 @@ extension LinkstrAppCore {
         restoring = account.ledger.isEmpty && (try? account.store.value("restored")) == nil
         let subscriptions = [
             // After a lost connection the window reaches back over the time it was down.
-            RelayPool.Subscription(id: Self.liveSubscription) { (context: RequestContext) in
+            RelayPool.Subscription(id: Self.liveSubscription) { (context: SubscriptionRequestContext) in
                 [Filter(kinds: [GiftWrap.wrapKind], tags: ["p": [me.hex]], since: context.since(window: Self.wrapBackdating, now: UnixTime.now()), limit: pageSize)]
             },
             RelayPool.Subscription(id: Self.followSubscription) { [Filter(authors: [me], kinds: [EventKind.followList], limit: 1)] },

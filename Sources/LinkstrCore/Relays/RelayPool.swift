@@ -10,15 +10,15 @@ public actor RelayPool {
     public struct Subscription: Sendable {
         public var id: String
         /// Computed for each REQ; the context says when a re-sent one follows a lost connection.
-        public var filters: @Sendable (RequestContext) -> [Filter]
+        public var filters: @Sendable (SubscriptionRequestContext) -> [Filter]
 
-        public init(id: String, filters: @escaping @Sendable (RequestContext) -> [Filter]) {
+        public init(id: String, filters: @escaping @Sendable (SubscriptionRequestContext) -> [Filter]) {
             self.id = id
             self.filters = filters
         }
 
         public init(id: String, filters: @escaping @Sendable () -> [Filter]) {
-            self.init(id: id) { (_: RequestContext) in filters() }
+            self.init(id: id) { (_: SubscriptionRequestContext) in filters() }
         }
     }
 

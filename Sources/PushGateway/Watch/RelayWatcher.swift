@@ -17,7 +17,7 @@ import CoreMetrics
 ///   A full re-read every minute catches anything a dropped LISTEN connection missed.
 /// - Subscriptions: one REQ per chunk per relay, `{"kinds":[1059],"#p":[…],"since":now−2d}` (the
 ///   `since` recomputed whenever the REQ is re-sent, reaching back over a lost connection's
-///   downtime: `RequestContext`). A changed chunk gets a new subscription id,
+///   downtime: `SubscriptionRequestContext`). A changed chunk gets a new subscription id,
 ///   so an EOSE of the old REQ can never be mistaken for the new one's.
 /// - History: events before a subscription's first EOSE are recorded as seen and never pushed,
 ///   except for pubkeys that were already live on that relay (a re-issued chunk), whose unseen
@@ -314,7 +314,7 @@ public actor RelayWatcher: Service {
             let window = WatchSettings.windowSeconds
             // A REQ re-sent after a lost connection reaches back over the time it was down, so
             // wraps published meanwhile but dated back past `now − window` are not skipped.
-            let stream = await connection.subscribe(id: id) { (context: RequestContext) in
+            let stream = await connection.subscribe(id: id) { (context: SubscriptionRequestContext) in
                 [Filter(kinds: [EventKind.giftWrap], tags: ["p": pubkeys], since: context.since(window: window, now: UnixTime.now()))]
             }
             let alreadyLive = livePubkeys[url, default: []].intersection(pubkeys)

@@ -1,6 +1,6 @@
 /// What a subscription's filters are being computed for, so a window relative to the current
 /// time (`since: now − 2 days`) can be kept from sliding past what the client may have missed.
-public struct RequestContext: Sendable, Equatable {
+public struct SubscriptionRequestContext: Sendable, Equatable {
     /// From when events may have been missed (Unix seconds); nil for the subscription's first REQ
     /// and for one re-sent only because the relay asked for AUTH.
     ///
