@@ -18,7 +18,7 @@ public enum HTTPAuth {
         keys: Keys, url: String, method: String, body: [UInt8]? = nil, createdAt: Int64 = UnixTime.now()
     ) -> NostrEvent {
         var tags = [["u", url], ["method", method.uppercased()]]
-        if let body, !body.isEmpty { tags.append(["payload", SHA256Digest.hex(body)]) }
+        if let body, !body.isEmpty { tags.append(["payload", SHA256Bytes.hex(body)]) }
         return keys.sign(kind: kind, tags: tags, content: "", createdAt: createdAt)
     }
 
@@ -29,7 +29,7 @@ public enum HTTPAuth {
         let tags = [
             ["method", method.uppercased()],
             ["path", path],
-            ["payload_sha256", SHA256Digest.hex(body)],
+            ["payload_sha256", SHA256Bytes.hex(body)],
             ["nonce", nonce ?? Hex.encode(SecureRandom.bytes(16))],
         ]
         return keys.sign(kind: kind, tags: tags, content: "", createdAt: createdAt)
@@ -110,7 +110,7 @@ public struct HTTPAuthVerifier: Sendable {
             try checkURL(url, request)
             let payload = event.firstTagValue("payload")
             if let payload {
-                guard payload.lowercased() == SHA256Digest.hex(request.body) else { throw .payloadMismatch }
+                guard payload.lowercased() == SHA256Bytes.hex(request.body) else { throw .payloadMismatch }
             } else if !request.body.isEmpty {
                 throw .missingPayload
             }
@@ -120,7 +120,7 @@ public struct HTTPAuthVerifier: Sendable {
             guard acceptedDialects.contains(.linkstr) else { throw .dialectNotAccepted }
             guard path == request.path else { throw .pathMismatch }
             guard let payload = event.firstTagValue("payload_sha256") else { throw .missingTag("payload_sha256") }
-            guard payload.lowercased() == SHA256Digest.hex(request.body) else { throw .payloadMismatch }
+            guard payload.lowercased() == SHA256Bytes.hex(request.body) else { throw .payloadMismatch }
             guard let nonce = event.firstTagValue("nonce") else { throw .missingTag("nonce") }
             let trimmed = nonce.trimmingWhitespace()
             guard !trimmed.isEmpty else { throw .blankNonce }

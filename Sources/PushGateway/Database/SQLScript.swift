@@ -4,7 +4,7 @@ import Foundation
 /// quotes ('…', "…"), dollar-quoted bodies ($$…$$, $tag$…$tag$) and comments (-- …, /* … */).
 package enum SQLScript {
     package static func statements(_ script: String) -> [String] {
-        var scanner = Scanner(chars: Array(script.unicodeScalars))
+        var scanner = StatementScanner(chars: Array(script.unicodeScalars))
         var statements: [String] = []
         func flush() {
             let text = String(scanner.current).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -35,7 +35,7 @@ package enum SQLScript {
 
     /// Walks the script, copying into `current` the statement being read; each `copy` takes one
     /// construct whole, so a `;` inside it is not a separator.
-    private struct Scanner {
+    private struct StatementScanner {
         let chars: [Unicode.Scalar]
         var i = 0
         var current = String.UnicodeScalarView()
