@@ -14,7 +14,7 @@ struct LinkstrLoadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "linkstr-load",
         abstract: "Load generator for linkstr-push: registrations/s, pushes/s to the APNs sandbox, enqueue-to-APNs latency.",
-        subcommands: [Registrations.self, Pushes.self, WatchLoad.self, IngestLoad.self])
+        subcommands: [RegistrationsCommand.self, PushesCommand.self, WatchCommand.self, IngestCommand.self])
 }
 
 struct LoadOptions: ParsableArguments {
@@ -23,8 +23,8 @@ struct LoadOptions: ParsableArguments {
     @Option(help: "Give up after this many seconds.") var deadline = 120
 }
 
-struct Registrations: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "POST /v1/devices/register N times (distinct pubkeys and tokens).")
+struct RegistrationsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "registrations", abstract: "POST /v1/devices/register N times (distinct pubkeys and tokens).")
 
     @OptionGroup var options: LoadOptions
     @Option(help: "Registrations to send.") var count = 20_000
@@ -41,8 +41,9 @@ struct Registrations: AsyncParsableCommand {
     }
 }
 
-struct Pushes: AsyncParsableCommand {
+struct PushesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "pushes",
         abstract: "Registers devices, then POST /v1/push and waits until the APNs sandbox has every notification.")
 
     @OptionGroup var options: LoadOptions

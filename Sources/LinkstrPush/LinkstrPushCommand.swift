@@ -14,7 +14,7 @@ struct LinkstrPushCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "linkstr-push",
         abstract: "The linkstr push gateway: signed device registration in PostgreSQL and APNs delivery.",
-        subcommands: [Serve.self, Migrate.self, Admin.self, SignRequest.self]
+        subcommands: [ServeCommand.self, MigrateCommand.self, AdminCommand.self, SignRequestCommand.self]
     )
 }
 
@@ -35,8 +35,8 @@ func loadConfiguration() throws -> (GatewayConfiguration, Logger) {
     return (configuration, logger)
 }
 
-struct Serve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run the HTTP service (applies pending migrations first).")
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "serve", abstract: "Run the HTTP service (applies pending migrations first).")
 
     @Flag(help: "Do not apply migrations at start (run `linkstr-push migrate` separately).") var noMigrate = false
 
@@ -56,8 +56,8 @@ struct Serve: AsyncParsableCommand {
     }
 }
 
-struct Migrate: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Apply pending migrations from migrations/*.sql and exit.")
+struct MigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "migrate", abstract: "Apply pending migrations from migrations/*.sql and exit.")
 
     func run() async throws {
         let (configuration, logger) = try loadConfiguration()
@@ -72,8 +72,8 @@ struct Migrate: AsyncParsableCommand {
     }
 }
 
-struct Admin: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Administer a running instance.", subcommands: [Status.self])
+struct AdminCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "admin", abstract: "Administer a running instance.", subcommands: [Status.self])
 
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print /admin/status of a running instance.")
@@ -94,7 +94,7 @@ struct Admin: AsyncParsableCommand {
     }
 }
 
-struct SignRequest: ParsableCommand {
+struct SignRequestCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sign-request",
         abstract: "Print an Authorization header (linkstr dialect) for a request, for curl.",

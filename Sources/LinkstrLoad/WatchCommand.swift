@@ -10,7 +10,7 @@ import NostrProtocol
 /// at `--rate` for `--seconds`, and reads from the APNs sandbox when each one arrived:
 /// relay-to-APNs latency p50/p99 and sustained wraps/s. Baseline in the same run: how fast one
 /// core verifies the same wraps (the watcher's per-wrap CPU floor).
-struct WatchLoad: AsyncParsableCommand {
+struct WatchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch", abstract: "Be the relay a gateway watches, stream gift wraps at a rate, measure relay-to-APNs latency.")
 

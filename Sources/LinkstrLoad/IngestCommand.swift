@@ -11,7 +11,7 @@ import NostrProtocol
 /// - the baseline: `GiftWrap.unwrap` of every wrap on one core (the cryptographic floor);
 /// - live ingest: wraps/s from unwrap to state saved in SQLite, in batches as relays deliver them;
 /// - restore: the whole history into an empty store in one go (open, order, apply, save).
-struct IngestLoad: AsyncParsableCommand {
+struct IngestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ingest", abstract: "Client ingest throughput and history restore time.")
 
     @Option(help: "Wraps in the history.") var events = 10_000
