@@ -3,11 +3,22 @@
 # (unit, vector, process, end to end through real relays, live interop against rust-nostr), the
 # miscompile reduction, the benchmarks in miniature and the fuzz targets.
 #   scripts/test.sh                 # everything, on a release build
+#   scripts/test.sh --unit          # the unit tests only (Tests/*/Unit): no servers, seconds
 #   scripts/test.sh --filter NIP44  # passes extra arguments to `swift test`, on a debug build
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/postgres.sh"
 cd "$REPO_ROOT"
+
+if [[ "${1:-}" == "--unit" ]]; then
+    # Values and pure logic only: a debug build and no PostgreSQL, relay, sandbox or Python.
+    ensure_swift
+    export LINKSTR_STRICT=1
+    python3 scripts/test_kinds.py
+    swift build --build-tests
+    say "running the unit tests"
+    exec swift test --skip-build --filter "$(python3 scripts/test_kinds.py --filter)"
+fi
 
 setup_all
 
@@ -18,6 +29,8 @@ fi
 say "Package.swift declares exactly what each target imports (scripts/lint_imports.py)"
 "$VENV/bin/python" scripts/lint_imports.py
 "$VENV/bin/python" scripts/lint_imports.py Fuzz
+say "tests live by kind: Unit/, Integration/, Support/ (scripts/test_kinds.py)"
+"$VENV/bin/python" scripts/test_kinds.py
 
 export LINKSTR_STRICT=1  # warnings are errors in our own targets (see Package.swift)
 export LINKSTR_PYTHON="$VENV/bin/python"

@@ -9,8 +9,8 @@ enum Vectors {
         if let override = ProcessInfo.processInfo.environment["LINKSTR_VECTORS_DIR"] {
             return URL(fileURLWithPath: override)
         }
-        // Tests/NostrProtocolTests/Vectors.swift → repository root → ../shared/vectors
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        // Tests/NostrProtocolTests/Support/Vectors.swift → repository root → ../shared/vectors
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         return root.deletingLastPathComponent().appendingPathComponent("shared/vectors")
     }()
 

@@ -56,7 +56,7 @@ import TestSupport
 @Suite struct OpenAPIValidationTests {
     /// Validates the document with openapi-spec-validator (installed into .venv by scripts/test.sh).
     @Test func documentValidatesAgainstTheOpenAPISchema() async throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let python = ProcessInfo.processInfo.environment["LINKSTR_PYTHON"] ?? root.appendingPathComponent(".venv/bin/python").path
         guard FileManager.default.isExecutableFile(atPath: python) else {
             Issue.record("needs \(python) with openapi-spec-validator: run scripts/test.sh")
