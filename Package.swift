@@ -12,11 +12,12 @@ import PackageDescription
 // scripts/lint_imports.py (run by scripts/test.sh) holds each target's dependencies below to
 // exactly those imports.
 let strict = Context.environment["LINKSTR_STRICT"] == "1"
-let strictSwift: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
-    .enableUpcomingFeature("InternalImportsByDefault"),
-    .enableUpcomingFeature("MemberImportVisibility"),
-] + (strict ? [.treatAllWarnings(as: .error)] : [])
+let strictSwift: [SwiftSetting] =
+    [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("InternalImportsByDefault"),
+        .enableUpcomingFeature("MemberImportVisibility"),
+    ] + (strict ? [.treatAllWarnings(as: .error)] : [])
 
 let package = Package(
     name: "linkstr",

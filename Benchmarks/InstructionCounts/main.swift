@@ -1,7 +1,8 @@
 import CSecp256k1Baseline
 import NostrProtocol
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // Runs one operation N times, for `valgrind --tool=callgrind` instruction counts, which are

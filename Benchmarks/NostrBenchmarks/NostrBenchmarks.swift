@@ -17,7 +17,7 @@ let benchmarks: @Sendable () -> Void = {
 
     let author = Keys(secretKey: try! SecretKey(hex: "7f7ff03d123792d6ac594bfa67bf6d0c0ab55b6b1fdb6249303fe861f1ccba9a"))
     let recipient = Keys(secretKey: try! SecretKey(hex: "4b22aa260e4acb7021e32f38a6cdf4b673c6a277755bfce287e370c924dc936d"))
-    let content = String(repeating: "linkstr ", count: 12) + "done"  // ~100 bytes, like the Python baseline
+    let content = String(repeating: "linkstr ", count: 12) + "done" // ~100 bytes, like the Python baseline
     let event = author.sign(kind: 1, content: content, createdAt: 1_700_000_000)
     let eventJSON = event.json
     let unsigned = UnsignedEvent(pubkey: author.publicKey, createdAt: 1_700_000_000, kind: 1, content: content)

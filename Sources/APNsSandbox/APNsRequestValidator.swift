@@ -5,7 +5,9 @@ public struct APNsRequestValidator: Sendable {
     /// Topics the sandbox accepts; empty accepts any.
     public var allowedTopics: Set<String>
 
-    public static let pushTypes: Set<String> = ["alert", "background", "voip", "complication", "fileprovider", "mdm", "location", "liveactivity", "pushtotalk"]
+    public static let pushTypes: Set<String> = [
+        "alert", "background", "voip", "complication", "fileprovider", "mdm", "location", "liveactivity", "pushtotalk",
+    ]
     public static let maxPayloadBytes = 4096
     public static let maxVoIPPayloadBytes = 5120
     static let singleValueHeaders: Set<String> = [

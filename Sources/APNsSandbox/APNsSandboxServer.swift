@@ -14,7 +14,9 @@ public final class APNsSandboxServer: Sendable {
     private let channel: any Channel
 
     /// Binds and starts serving.
-    public static func start(configuration: SandboxConfiguration, certificate: SandboxCertificate, logger: Logger) async throws -> APNsSandboxServer {
+    public static func start(configuration: SandboxConfiguration, certificate: SandboxCertificate, logger: Logger) async throws
+        -> APNsSandboxServer
+    {
         let state = try SandboxState(configuration: configuration)
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: try NIOSSLCertificate.fromPEMBytes(Array(certificate.chainPEM.utf8)).map { .certificate($0) },
@@ -39,8 +41,9 @@ public final class APNsSandboxServer: Sendable {
                         HTTP2Setting(parameter: .maxHeaderListSize, value: 16 * 1024),
                     ]
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
-                    try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(
-                        mode: .server, connectionConfiguration: connectionConfiguration, streamConfiguration: streamConfiguration))
+                    try channel.pipeline.syncOperations.addHandler(
+                        NIOHTTP2Handler(
+                            mode: .server, connectionConfiguration: connectionConfiguration, streamConfiguration: streamConfiguration))
                     try channel.pipeline.syncOperations.addHandler(SandboxConnectionHandler(state: state, connection: connection))
                     try channel.pipeline.syncOperations.addHandler(ConnectionErrorHandler(logger: logger))
                 }
@@ -48,10 +51,12 @@ public final class APNsSandboxServer: Sendable {
             .bind(host: configuration.host, port: configuration.port)
             .get()
         let port = channel.localAddress?.port ?? configuration.port
-        logger.info("APNs sandbox listening", metadata: [
-            "host": "\(configuration.host)", "port": "\(port)", "max_concurrent_streams": "\(configuration.maxConcurrentStreams)",
-            "jwt_check": "\(!configuration.providerKeys.isEmpty)",
-        ])
+        logger.info(
+            "APNs sandbox listening",
+            metadata: [
+                "host": "\(configuration.host)", "port": "\(port)", "max_concurrent_streams": "\(configuration.maxConcurrentStreams)",
+                "jwt_check": "\(!configuration.providerKeys.isEmpty)",
+            ])
         return APNsSandboxServer(state: state, certificate: certificate, port: port, channel: channel)
     }
 

@@ -23,8 +23,13 @@ public struct DeliveryRecord: Sendable, Equatable {
             "device_token": .string(deviceToken),
         ]
         func put(_ key: String, _ value: String?) { if let value { fields[key] = .string(value) } }
-        put("reason", reason); put("apns_topic", topic); put("apns_id", apnsID); put("apns_push_type", pushType)
-        put("apns_priority", priority); put("apns_collapse_id", collapseID); put("apns_expiration", expiration)
+        put("reason", reason)
+        put("apns_topic", topic)
+        put("apns_id", apnsID)
+        put("apns_push_type", pushType)
+        put("apns_priority", priority)
+        put("apns_collapse_id", collapseID)
+        put("apns_expiration", expiration)
         // Embedded as JSON when it is JSON, so consumers read fields without a second parse.
         fields["payload"] = (try? JSONValue(parsing: payload)) ?? .string(payload)
         return .object(fields)

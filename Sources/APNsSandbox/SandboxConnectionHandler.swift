@@ -62,17 +62,20 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
                 // Decided when a push's stream opens, before its request is complete: a client
                 // sends a burst's HEADERS ahead of its DATA, so the streams after the last
                 // answered one, this one included, are in flight and will be refused.
-                if goAwayLastStreamID == nil, headers.headers.first(name: ":path")?.hasPrefix("/3/device/") == true, state.pushTriggersGoAway() {
+                if goAwayLastStreamID == nil, headers.headers.first(name: ":path")?.hasPrefix("/3/device/") == true,
+                    state.pushTriggersGoAway()
+                {
                     goAway(lastStreamID: highestProcessedStreamID, context: context)
                     return
                 }
-            }  // else trailers: APNs requests carry none, and nothing here reads them
+            } // else trailers: APNs requests carry none, and nothing here reads them
             if headers.endStream { complete(id, context: context) }
         case .data(let payload):
             let received = payload.data.readableBytes + (payload.paddingBytes ?? 0)
             returnCredit(received, on: id, endStream: payload.endStream, context: context)
             if case .byteBuffer(let bytes) = payload.data, streams[id]?.receiving == true,
-               let count = streams[id]?.body.count, count <= Self.maxBufferedBody {
+                let count = streams[id]?.body.count, count <= Self.maxBufferedBody
+            {
                 bytes.withUnsafeReadableBytes { streams[id]?.body.append(contentsOf: $0) }
             }
             if payload.endStream { complete(id, context: context) }
@@ -100,7 +103,9 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
         guard bytes > 0 else { return }
         unacknowledgedBytes += bytes
         if unacknowledgedBytes >= Self.windowUpdateThreshold {
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))), promise: nil)
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))),
+                promise: nil)
             unacknowledgedBytes = 0
             needsFlush = true
         }
@@ -129,7 +134,9 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
         let mark = path.firstIndex(of: "?")
         let query = mark.map { Self.query(path[$0...].dropFirst()) } ?? [:]
         let plainPath = mark.map { String(path[..<$0]) } ?? path
-        if APNsRequestValidator.deviceToken(inPath: plainPath) == nil, let (status, json) = management(method: method, path: plainPath, query: query) {
+        if APNsRequestValidator.deviceToken(inPath: plainPath) == nil,
+            let (status, json) = management(method: method, path: plainPath, query: query)
+        {
             write(id, status: status, body: json.serialized, context: context)
             return
         }
@@ -169,7 +176,10 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
             streams.removeValue(forKey: id)
             connection.streamClosed()
         }
-        context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: nil))), promise: nil)
+        context.write(
+            wrapOutboundOut(
+                HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: nil))),
+            promise: nil)
         needsFlush = true
         state.goAwaySent()
     }
@@ -207,13 +217,16 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
             let stats = state.statistics
             var byStatus: [String: JSONValue] = [:]
             for (status, count) in stats.byStatus { byStatus[String(status)] = .integer(Int64(count)) }
-            return (200, .object([
-                "answered": .integer(Int64(stats.answered)), "by_status": .object(byStatus),
-                "peak_concurrent_streams": .integer(Int64(stats.peakConcurrentStreams)),
-                "max_concurrent_streams": .integer(Int64(state.maxConcurrentStreams)),
-                "open_connections": .integer(Int64(stats.openConnections)),
-                "goaways_sent": .integer(Int64(stats.goAwaysSent)),
-            ]))
+            return (
+                200,
+                .object([
+                    "answered": .integer(Int64(stats.answered)), "by_status": .object(byStatus),
+                    "peak_concurrent_streams": .integer(Int64(stats.peakConcurrentStreams)),
+                    "max_concurrent_streams": .integer(Int64(state.maxConcurrentStreams)),
+                    "open_connections": .integer(Int64(stats.openConnections)),
+                    "goaways_sent": .integer(Int64(stats.goAwaysSent)),
+                ])
+            )
         default:
             return nil
         }
@@ -221,7 +234,9 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
 
     /// The answer on `id`: a HEADERS frame, plus a DATA frame when there is a body. Flushed at the
     /// end of the read burst (or by the delayed-answer timer).
-    private func write(_ id: HTTP2StreamID, status: Int, body text: String?, headers extra: [(String, String)] = [], context: ChannelHandlerContext) {
+    private func write(
+        _ id: HTTP2StreamID, status: Int, body text: String?, headers extra: [(String, String)] = [], context: ChannelHandlerContext
+    ) {
         // A stream the client reset meanwhile gets no answer.
         guard streams.removeValue(forKey: id) != nil else { return }
         connection.streamClosed()
@@ -233,10 +248,12 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
             headers.add(name: "content-type", value: "application/json")
             headers.add(name: "content-length", value: String(text.utf8.count))
         }
-        context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: text == nil)))), promise: nil)
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers, endStream: text == nil)))), promise: nil)
         if let text {
             let buffer = context.channel.allocator.buffer(string: text)
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))), promise: nil)
+            context.write(
+                wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(buffer), endStream: true)))), promise: nil)
         }
         needsFlush = true
     }

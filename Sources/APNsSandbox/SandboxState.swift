@@ -54,7 +54,9 @@ public final class SandboxState: Sendable {
         return reply
     }
 
-    private func decide(_ request: SandboxRequest, connection: SandboxConnectionState, nowSeconds: Int64, nowMilliseconds: Int64) -> SandboxReply {
+    private func decide(_ request: SandboxRequest, connection: SandboxConnectionState, nowSeconds: Int64, nowMilliseconds: Int64)
+        -> SandboxReply
+    {
         if let rejected = validator.check(request) { return rejected }
         if let verifier {
             let authorization = request.header("authorization")
@@ -127,8 +129,9 @@ public final class SandboxState: Sendable {
 
     public var statistics: Statistics {
         let (answered, byStatus) = log.withLock { ($0.nextSequence - 1, $0.byStatus) }
-        return Statistics(answered: answered, byStatus: byStatus, peakConcurrentStreams: peakStreams.load(ordering: .relaxed),
-                          openConnections: openConnections.load(ordering: .relaxed), goAwaysSent: goAwaysSent.load(ordering: .relaxed))
+        return Statistics(
+            answered: answered, byStatus: byStatus, peakConcurrentStreams: peakStreams.load(ordering: .relaxed),
+            openConnections: openConnections.load(ordering: .relaxed), goAwaysSent: goAwaysSent.load(ordering: .relaxed))
     }
 
     /// Scripts a GOAWAY, as APNs sends before it takes a server down: when the `pushes`-th push
@@ -173,7 +176,8 @@ public final class SandboxState: Sendable {
         peakStreams.store(0, ordering: .relaxed)
         let open = channels.withLock { Array($0.values) }
         for channel in open {
-            let frame = HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: value)])))
+            let frame = HTTP2Frame(
+                streamID: .rootStream, payload: .settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: value)])))
             channel.writeAndFlush(frame, promise: nil)
         }
     }

@@ -22,13 +22,21 @@ public enum ScriptedFailure: Sendable, Equatable {
             guard token.hasPrefix(prefix), let digit = token.dropFirst(prefix.count).first?.hexDigitValue else { return nil }
             return digit
         }
-        if token.hasPrefix("0400") { self = .badDeviceToken }
-        else if token.hasPrefix("0403") { self = .expiredProviderTokenOnce }
-        else if token.hasPrefix("0410") { self = .unregistered(secondsAgo: 0) }
-        else if token.hasPrefix("0411") { self = .unregistered(secondsAgo: 3600) }
-        else if let times = count(after: "0429") { self = .tooManyRequests(times: times) }
-        else if let times = count(after: "0500") { self = .serverError(times: times) }
-        else { return nil }
+        if token.hasPrefix("0400") {
+            self = .badDeviceToken
+        } else if token.hasPrefix("0403") {
+            self = .expiredProviderTokenOnce
+        } else if token.hasPrefix("0410") {
+            self = .unregistered(secondsAgo: 0)
+        } else if token.hasPrefix("0411") {
+            self = .unregistered(secondsAgo: 3600)
+        } else if let times = count(after: "0429") {
+            self = .tooManyRequests(times: times)
+        } else if let times = count(after: "0500") {
+            self = .serverError(times: times)
+        } else {
+            return nil
+        }
     }
 
     /// How many times it fails before the token behaves normally (nil: every time).
@@ -45,7 +53,8 @@ public enum ScriptedFailure: Sendable, Equatable {
         switch self {
         case .badDeviceToken: SandboxReply(status: 400, reason: "BadDeviceToken")
         case .expiredProviderTokenOnce: SandboxReply(status: 403, reason: "ExpiredProviderToken")
-        case .unregistered(let secondsAgo): SandboxReply(status: 410, reason: "Unregistered", timestampMilliseconds: nowMilliseconds - secondsAgo * 1000)
+        case .unregistered(let secondsAgo):
+            SandboxReply(status: 410, reason: "Unregistered", timestampMilliseconds: nowMilliseconds - secondsAgo * 1000)
         case .tooManyRequests: SandboxReply(status: 429, reason: "TooManyRequests")
         case .serverError: SandboxReply(status: 500, reason: "InternalServerError")
         }

@@ -39,7 +39,9 @@ struct APNsSandboxCommand: AsyncParsableCommand {
     @Option(help: "TLS certificate chain (PEM). Without it a CA and certificate are generated.") var certificate: String?
     @Option(help: "TLS private key (PEM), with --certificate.") var certificateKey: String?
     @Option(help: "Write the generated CA here, for the gateway's APNS_CA_FILE.") var caOut: String?
-    @Option(name: .customLong("hostname"), help: "Another name the generated certificate is valid for (repeatable), e.g. a container's service name.")
+    @Option(
+        name: .customLong("hostname"),
+        help: "Another name the generated certificate is valid for (repeatable), e.g. a container's service name.")
     var hostnames: [String] = []
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
 
@@ -58,8 +60,11 @@ struct APNsSandboxCommand: AsyncParsableCommand {
         if createKey {
             guard let key else { throw ValidationError("--create-key needs --key") }
             if !FileManager.default.fileExists(atPath: key) {
-                guard FileManager.default.createFile(atPath: key, contents: Data(P256.Signing.PrivateKey().pemRepresentation.utf8),
-                                                     attributes: [.posixPermissions: 0o600]) else { throw ValidationError("cannot write \(key)") }
+                guard
+                    FileManager.default.createFile(
+                        atPath: key, contents: Data(P256.Signing.PrivateKey().pemRepresentation.utf8),
+                        attributes: [.posixPermissions: 0o600])
+                else { throw ValidationError("cannot write \(key)") }
             }
         }
         if let keyID, let teamID, let key {
@@ -68,10 +73,14 @@ struct APNsSandboxCommand: AsyncParsableCommand {
             throw ValidationError("--key-id, --team-id and --key go together")
         }
         if let appsFile {
-            guard case .array(let apps)? = try? JSONValue(parsing: try read(appsFile)) else { throw ValidationError("\(appsFile): not a JSON list") }
+            guard case .array(let apps)? = try? JSONValue(parsing: try read(appsFile)) else {
+                throw ValidationError("\(appsFile): not a JSON list")
+            }
             for app in apps {
-                guard let topic = app["topic"]?.stringValue, let keyID = app["key_id"]?.stringValue, let teamID = app["team_id"]?.stringValue,
-                      let keyPath = app["key_path"]?.stringValue else { throw ValidationError("\(appsFile): each entry needs topic, key_id, team_id, key_path") }
+                guard let topic = app["topic"]?.stringValue, let keyID = app["key_id"]?.stringValue,
+                    let teamID = app["team_id"]?.stringValue,
+                    let keyPath = app["key_path"]?.stringValue
+                else { throw ValidationError("\(appsFile): each entry needs topic, key_id, team_id, key_path") }
                 configuration.providerKeys.append(try ProviderKey(keyID: keyID, teamID: teamID, pem: try read(keyPath)))
                 configuration.allowedTopics.insert(topic)
             }

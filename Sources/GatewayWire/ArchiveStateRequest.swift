@@ -21,10 +21,14 @@ public struct ArchiveStateRequest: Sendable, Equatable {
         let archived = archivedRaw.cleanedIDs()
         var known: [String]?
         if let knownRaw = try fields.stringList("known_conversation_ids") {
-            guard !knownRaw.contains(where: \.isEmpty) else { throw RequestBodyError("known_conversation_ids must contain nonempty conversation IDs") }
+            guard !knownRaw.contains(where: \.isEmpty) else {
+                throw RequestBodyError("known_conversation_ids must contain nonempty conversation IDs")
+            }
             let cleaned = knownRaw.cleanedIDs()
             let scope = Set(cleaned)
-            guard archived.allSatisfy(scope.contains) else { throw RequestBodyError("archived_conversation_ids must be within known_conversation_ids") }
+            guard archived.allSatisfy(scope.contains) else {
+                throw RequestBodyError("archived_conversation_ids must be within known_conversation_ids")
+            }
             known = cleaned
         }
         guard archived.count <= maxIDs, (known?.count ?? 0) <= maxIDs else {

@@ -15,7 +15,9 @@ public struct PushRequest: Sendable, Equatable {
     /// a 64 KiB body cannot carry many more than 950 keys anyway.
     public static let maxRecipients = 500
 
-    public init(type: NotificationType, eventID: String, conversationID: String, recipients: [String], emoji: String? = nil, postID: String? = nil) {
+    public init(
+        type: NotificationType, eventID: String, conversationID: String, recipients: [String], emoji: String? = nil, postID: String? = nil
+    ) {
         self.type = type
         self.eventID = eventID
         self.conversationID = conversationID
@@ -26,7 +28,8 @@ public struct PushRequest: Sendable, Equatable {
 
     public static func parse(_ body: [UInt8]) throws(RequestBodyError) -> PushRequest {
         let fields = try RequestFields(parsing: body)
-        guard let typeText = try fields.string("notification_type"), let type = NotificationType(rawValue: typeText), type != .giftWrap else {
+        guard let typeText = try fields.string("notification_type"), let type = NotificationType(rawValue: typeText), type != .giftWrap
+        else {
             throw RequestBodyError("unsupported notification_type")
         }
         guard let eventID = try fields.string("event_id") else { throw RequestBodyError("event_id is required") }
@@ -46,10 +49,12 @@ public struct PushRequest: Sendable, Equatable {
         }
         let postID = try fields.string("post_id")
         // Bounds that keep every APNs payload under Apple's 4096 bytes.
-        guard eventID.utf8.count <= 128, conversationID.utf8.count <= 128, (emoji?.utf8.count ?? 0) <= 64, (postID?.utf8.count ?? 0) <= 128 else {
+        guard eventID.utf8.count <= 128, conversationID.utf8.count <= 128, (emoji?.utf8.count ?? 0) <= 64, (postID?.utf8.count ?? 0) <= 128
+        else {
             throw RequestBodyError("event_id, conversation_id and post_id are limited to 128 bytes, emoji to 64")
         }
-        return PushRequest(type: type, eventID: eventID, conversationID: conversationID, recipients: recipients,
-                           emoji: type == .newEmojiReaction ? emoji : nil, postID: type == .newEmojiReaction ? postID : nil)
+        return PushRequest(
+            type: type, eventID: eventID, conversationID: conversationID, recipients: recipients,
+            emoji: type == .newEmojiReaction ? emoji : nil, postID: type == .newEmojiReaction ? postID : nil)
     }
 }

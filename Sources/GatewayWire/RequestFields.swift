@@ -16,7 +16,9 @@ public struct RequestFields: Sendable {
     /// APNs headers cannot carry CR or LF, and no linkstr id has one.
     private static func cleaned(_ value: String, key: String) throws(RequestBodyError) -> String {
         let trimmed = value.trimmingWhitespace()
-        guard !trimmed.containsControlCharacters else { throw RequestBodyError("invalid json body: \(key) must not contain control characters") }
+        guard !trimmed.containsControlCharacters else {
+            throw RequestBodyError("invalid json body: \(key) must not contain control characters")
+        }
         return trimmed
     }
 
@@ -49,7 +51,9 @@ public struct RequestFields: Sendable {
             var values: [String] = []
             values.reserveCapacity(items.count)
             for item in items {
-                guard case .string(let value) = item else { throw RequestBodyError("invalid json body: \(key) must be an array of strings") }
+                guard case .string(let value) = item else {
+                    throw RequestBodyError("invalid json body: \(key) must be an array of strings")
+                }
                 values.append(try Self.cleaned(value, key: key))
             }
             return values

@@ -13,8 +13,12 @@ public struct SuppressionRequest: Sendable, Equatable {
         let fields = try RequestFields(parsing: body)
         let ids = (try fields.stringList("event_ids") ?? []).map { $0.lowercased() }.cleanedIDs()
         guard !ids.isEmpty else { throw RequestBodyError("event_ids is required") }
-        guard ids.count <= maxEventIDs else { throw RequestBodyError("event_ids has \(ids.count) entries; at most \(maxEventIDs) are accepted") }
-        guard ids.allSatisfy({ Hex.decode($0, count: 32) != nil }) else { throw RequestBodyError("event_ids must be 64-character hex event ids") }
+        guard ids.count <= maxEventIDs else {
+            throw RequestBodyError("event_ids has \(ids.count) entries; at most \(maxEventIDs) are accepted")
+        }
+        guard ids.allSatisfy({ Hex.decode($0, count: 32) != nil }) else {
+            throw RequestBodyError("event_ids must be 64-character hex event ids")
+        }
         return SuppressionRequest(eventIDs: ids)
     }
 }

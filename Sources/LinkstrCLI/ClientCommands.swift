@@ -6,8 +6,9 @@ import NostrProtocol
 // The headless client's commands, each a thin layer over `LinkstrAppCore` actions and state.
 
 struct IdentityCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "identity", abstract: "Create, import or show the account.",
-                                                    subcommands: [Create.self, Import.self, Show.self, Logout.self])
+    static let configuration = CommandConfiguration(
+        commandName: "identity", abstract: "Create, import or show the account.",
+        subcommands: [Create.self, Import.self, Show.self, Logout.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a new keypair and sign in with it.")
@@ -20,11 +21,14 @@ struct IdentityCommand: AsyncParsableCommand {
     }
 
     struct Import: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Sign in with an nsec or hex secret key (argument, or $LINKSTR_NSEC to keep it out of shell history).")
+        static let configuration = CommandConfiguration(
+            abstract: "Sign in with an nsec or hex secret key (argument, or $LINKSTR_NSEC to keep it out of shell history).")
         @OptionGroup var options: ClientOptions
         @Argument(help: "nsec1… or 64 hex characters.") var secret: String?
         func run() async throws {
-            guard let text = secret ?? ProcessInfo.processInfo.environment["LINKSTR_NSEC"] else { throw ValidationError("give the key or set LINKSTR_NSEC") }
+            guard let text = secret ?? ProcessInfo.processInfo.environment["LINKSTR_NSEC"] else {
+                throw ValidationError("give the key or set LINKSTR_NSEC")
+            }
             let core = try await options.core()
             try await core.perform(.importIdentity(text)).orThrow()
             try await Show.show(core, options)
@@ -37,7 +41,9 @@ struct IdentityCommand: AsyncParsableCommand {
         func run() async throws { try await Self.show(try await options.core(), options) }
 
         static func show(_ core: LinkstrAppCore, _ options: ClientOptions) async throws {
-            guard let identity = await core.state().identity else { throw CLIError("no account; run `linkstr identity create` or `identity import`") }
+            guard let identity = await core.state().identity else {
+                throw CLIError("no account; run `linkstr identity create` or `identity import`")
+            }
             if options.json {
                 options.print(.object(["npub": .string(identity.npub), "pubkey": .string(identity.pubkey)]))
             } else {
@@ -47,7 +53,8 @@ struct IdentityCommand: AsyncParsableCommand {
     }
 
     struct Logout: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Sign out (unregistering the push device); --clear also erases this account's data and keys.")
+        static let configuration = CommandConfiguration(
+            abstract: "Sign out (unregistering the push device); --clear also erases this account's data and keys.")
         @OptionGroup var options: ClientOptions
         @Flag(help: "Erase the account's local data and key material.") var clear = false
         func run() async throws { try await options.core().perform(.logout(clearData: clear)).orThrow() }
@@ -55,8 +62,9 @@ struct IdentityCommand: AsyncParsableCommand {
 }
 
 struct RelaysCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "relays", abstract: "The relay list.",
-                                                    subcommands: [Add.self, List.self, Remove.self, Enable.self, Disable.self, Reset.self])
+    static let configuration = CommandConfiguration(
+        commandName: "relays", abstract: "The relay list.",
+        subcommands: [Add.self, List.self, Remove.self, Enable.self, Disable.self, Reset.self])
 
     struct Add: AsyncParsableCommand {
         @OptionGroup var options: ClientOptions
@@ -96,11 +104,17 @@ struct RelaysCommand: AsyncParsableCommand {
             let core = try await options.core(relays: check > 0, settle: check)
             let relays = await core.state().relays
             if options.json {
-                options.print(.object(["relays": .array(relays.rows.map(CLIJSON.relay)), "connected_or_readonly": .integer(Int64(relays.connectedOrReadOnly)),
-                                       "total": .integer(Int64(relays.total))]))
+                options.print(
+                    .object([
+                        "relays": .array(relays.rows.map(CLIJSON.relay)),
+                        "connected_or_readonly": .integer(Int64(relays.connectedOrReadOnly)),
+                        "total": .integer(Int64(relays.total)),
+                    ]))
             } else {
                 print("relays \(relays.summary)")
-                for row in relays.rows { print("\(row.enabled ? " " : "-") \(row.url)  \(row.status.label)\(row.status.errorText.map { "  (\($0))" } ?? "")") }
+                for row in relays.rows {
+                    print("\(row.enabled ? " " : "-") \(row.url)  \(row.status.label)\(row.status.errorText.map { "  (\($0))" } ?? "")")
+                }
             }
             await core.shutdown()
         }
@@ -108,8 +122,9 @@ struct RelaysCommand: AsyncParsableCommand {
 }
 
 struct ContactsCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "contacts", abstract: "The follow list (kind 3) and private aliases.",
-                                                    subcommands: [Add.self, List.self, Remove.self])
+    static let configuration = CommandConfiguration(
+        commandName: "contacts", abstract: "The follow list (kind 3) and private aliases.",
+        subcommands: [Add.self, List.self, Remove.self])
 
     struct Add: AsyncParsableCommand {
         @OptionGroup var options: ClientOptions
@@ -136,7 +151,9 @@ struct ContactsCommand: AsyncParsableCommand {
         @OptionGroup var options: ClientOptions
         func run() async throws {
             let contacts = try await options.core().state().contacts
-            if options.json { options.print(.object(["contacts": .array(contacts.map(CLIJSON.contact))])) } else {
+            if options.json {
+                options.print(.object(["contacts": .array(contacts.map(CLIJSON.contact))]))
+            } else {
                 for contact in contacts { print("\(contact.npub)  \(contact.displayName)") }
             }
         }
@@ -144,8 +161,9 @@ struct ContactsCommand: AsyncParsableCommand {
 }
 
 struct SessionsCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "sessions", abstract: "Sessions: create, list, members, archive, delete.",
-                                                    subcommands: [Create.self, List.self, Members.self, Archive.self, Unarchive.self, Delete.self])
+    static let configuration = CommandConfiguration(
+        commandName: "sessions", abstract: "Sessions: create, list, members, archive, delete.",
+        subcommands: [Create.self, List.self, Members.self, Archive.self, Unarchive.self, Delete.self])
 
     struct Create: AsyncParsableCommand {
         @OptionGroup var options: ClientOptions
@@ -166,9 +184,13 @@ struct SessionsCommand: AsyncParsableCommand {
             let core = try await options.core()
             try await core.perform(.setListMode(archived ? .archived : .active)).orThrow()
             let rows = await core.state().sessions.rows
-            if options.json { options.print(.object(["sessions": .array(rows.map(CLIJSON.session))])) } else {
+            if options.json {
+                options.print(.object(["sessions": .array(rows.map(CLIJSON.session))]))
+            } else {
                 for row in rows {
-                    print("\(row.id)  \(row.name)  \(row.unreadCount > 0 ? "\(row.unreadCount) unread" : "")\(row.isActiveMember ? "" : "  (removed)")")
+                    print(
+                        "\(row.id)  \(row.name)  \(row.unreadCount > 0 ? "\(row.unreadCount) unread" : "")\(row.isActiveMember ? "" : "  (removed)")"
+                    )
                 }
             }
         }
@@ -178,7 +200,8 @@ struct SessionsCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show members; with --set, replace them (creator only).")
         @OptionGroup var options: ClientOptions
         @Argument var session: String
-        @Option(name: .customLong("set"), help: "The new member list (npub or hex); repeat. You stay a member.") var newMembers: [String] = []
+        @Option(name: .customLong("set"), help: "The new member list (npub or hex); repeat. You stay a member.") var newMembers: [String] =
+            []
         @Flag(help: "Remove everyone but you.") var clear = false
         func run() async throws {
             let changing = clear || !newMembers.isEmpty
@@ -186,8 +209,12 @@ struct SessionsCommand: AsyncParsableCommand {
             if changing { try await core.perform(.setSessionMembers(sessionID: session, members: newMembers)).orThrow() }
             try await core.perform(.openSession(session)).orThrow()
             let members = await core.state().feed?.members ?? []
-            if options.json { options.print(.object(["members": .array(members.map(CLIJSON.member))])) } else {
-                for member in members { print("\(member.isActive ? "+" : "-") \(member.displayName)\(member.isCreator ? "  (creator)" : "")") }
+            if options.json {
+                options.print(.object(["members": .array(members.map(CLIJSON.member))]))
+            } else {
+                for member in members {
+                    print("\(member.isActive ? "+" : "-") \(member.displayName)\(member.isCreator ? "  (creator)" : "")")
+                }
             }
             await core.shutdown()
         }
@@ -254,7 +281,8 @@ struct DeleteCommand: AsyncParsableCommand {
 }
 
 struct SyncCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "sync", abstract: "Connect, take in history, stay live for --timeout seconds.")
+    static let configuration = CommandConfiguration(
+        commandName: "sync", abstract: "Connect, take in history, stay live for --timeout seconds.")
     @OptionGroup var options: ClientOptions
     @Option(help: "Seconds to stay connected.") var timeout: Double = 10
     func run() async throws {
@@ -267,8 +295,11 @@ struct SyncCommand: AsyncParsableCommand {
         let state = await core.state()
         let unread = state.sessions.rows.reduce(0) { $0 + $1.unreadCount }
         if options.json {
-            options.print(.object(["sessions": .integer(Int64(state.sessions.rows.count)), "unread": .integer(Int64(unread)),
-                                   "relays": .string(state.relays.summary)]))
+            options.print(
+                .object([
+                    "sessions": .integer(Int64(state.sessions.rows.count)), "unread": .integer(Int64(unread)),
+                    "relays": .string(state.relays.summary),
+                ]))
         } else {
             print("synced: \(state.sessions.rows.count) sessions, \(unread) unread; relays \(state.relays.summary)")
         }
@@ -277,7 +308,8 @@ struct SyncCommand: AsyncParsableCommand {
 }
 
 struct FeedCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "feed", abstract: "A session's posts with reactions and unread marks (marks them read unless --peek).")
+    static let configuration = CommandConfiguration(
+        commandName: "feed", abstract: "A session's posts with reactions and unread marks (marks them read unless --peek).")
     @OptionGroup var options: ClientOptions
     @Argument var session: String
     @Flag(help: "Do not mark the posts read.") var peek = false
@@ -289,21 +321,27 @@ struct FeedCommand: AsyncParsableCommand {
         if !peek { try await core.perform(.openSession(session)).orThrow() }
         guard let feed = before else { throw CLIError("no such session") }
         if options.json {
-            options.print(.object(["session": .string(feed.sessionID), "name": .string(feed.name), "can_post": .bool(feed.canPost),
-                                   "posts": .array(feed.posts.map(CLIJSON.post))]))
+            options.print(
+                .object([
+                    "session": .string(feed.sessionID), "name": .string(feed.name), "can_post": .bool(feed.canPost),
+                    "posts": .array(feed.posts.map(CLIJSON.post)),
+                ]))
         } else {
             print("# \(feed.name)\(feed.canPost ? "" : "  (read-only)")")
             for post in feed.posts {
                 let reactions = post.reactions.map { "\($0.emoji)\($0.count)" }.joined(separator: " ")
-                print("\(post.isRead ? " " : "*") \(post.authorName.prefix(16))  \(post.url)\(post.note.map { "  — \($0)" } ?? "")  \(reactions)  [\(post.id.prefix(12))]")
+                print(
+                    "\(post.isRead ? " " : "*") \(post.authorName.prefix(16))  \(post.url)\(post.note.map { "  — \($0)" } ?? "")  \(reactions)  [\(post.id.prefix(12))]"
+                )
             }
         }
     }
 }
 
 struct PushCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "push", abstract: "Register this account's device with the push gateway (--push-url).",
-                                                    subcommands: [Register.self, Unregister.self, Sync.self])
+    static let configuration = CommandConfiguration(
+        commandName: "push", abstract: "Register this account's device with the push gateway (--push-url).",
+        subcommands: [Register.self, Unregister.self, Sync.self])
 
     struct Register: AsyncParsableCommand {
         @OptionGroup var options: ClientOptions
@@ -311,7 +349,9 @@ struct PushCommand: AsyncParsableCommand {
         @Option(help: "sandbox or production.") var environment = "sandbox"
         @Flag(help: "Ask the gateway to watch relays for this account's gift wraps.") var relayWatch = false
         func run() async throws {
-            guard let environment = PushRegistrar.Environment(rawValue: environment.lowercased()) else { throw ValidationError("--environment is sandbox or production") }
+            guard let environment = PushRegistrar.Environment(rawValue: environment.lowercased()) else {
+                throw ValidationError("--environment is sandbox or production")
+            }
             try await options.core().perform(.registerPush(deviceToken: token, environment: environment, relayWatch: relayWatch)).orThrow()
         }
     }

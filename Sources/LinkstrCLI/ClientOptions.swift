@@ -70,19 +70,24 @@ struct CLIError: Error, CustomStringConvertible {
 /// JSON shapes of the read commands (stable keys for scripts).
 enum CLIJSON {
     static func session(_ row: SessionRow) -> JSONValue {
-        .object(["id": .string(row.id), "name": .string(row.name), "archived": .bool(row.isArchived), "unread": .integer(Int64(row.unreadCount)),
-                 "members": .integer(Int64(row.memberCount)), "creator": .bool(row.isCreator), "active_member": .bool(row.isActiveMember),
-                 "last_activity": .integer(row.lastActivity)])
+        .object([
+            "id": .string(row.id), "name": .string(row.name), "archived": .bool(row.isArchived), "unread": .integer(Int64(row.unreadCount)),
+            "members": .integer(Int64(row.memberCount)), "creator": .bool(row.isCreator), "active_member": .bool(row.isActiveMember),
+            "last_activity": .integer(row.lastActivity),
+        ])
     }
 
     static func post(_ post: PostView) -> JSONValue {
         var fields: [String: JSONValue] = [
             "id": .string(post.id), "author": .string(post.author), "author_name": .string(post.authorName), "own": .bool(post.isOwn),
             "url": .string(post.url), "created_at": .integer(post.createdAt), "unread": .bool(!post.isRead),
-            "reactions": .array(post.reactions.map { reaction in
-                .object(["emoji": .string(reaction.emoji), "count": .integer(Int64(reaction.count)), "mine": .bool(reaction.includesMe),
-                         "participants": .array(reaction.participants.map { .string($0) })])
-            }),
+            "reactions": .array(
+                post.reactions.map { reaction in
+                    .object([
+                        "emoji": .string(reaction.emoji), "count": .integer(Int64(reaction.count)), "mine": .bool(reaction.includesMe),
+                        "participants": .array(reaction.participants.map { .string($0) }),
+                    ])
+                }),
         ]
         if let note = post.note { fields["note"] = .string(note) }
         if let provider = post.provider { fields["provider"] = .string(provider.rawValue) }
@@ -90,11 +95,16 @@ enum CLIJSON {
     }
 
     static func member(_ member: MemberView) -> JSONValue {
-        .object(["pubkey": .string(member.pubkey), "name": .string(member.displayName), "creator": .bool(member.isCreator), "active": .bool(member.isActive)])
+        .object([
+            "pubkey": .string(member.pubkey), "name": .string(member.displayName), "creator": .bool(member.isCreator),
+            "active": .bool(member.isActive),
+        ])
     }
 
     static func contact(_ contact: ContactView) -> JSONValue {
-        var fields: [String: JSONValue] = ["pubkey": .string(contact.pubkey), "npub": .string(contact.npub), "name": .string(contact.displayName)]
+        var fields: [String: JSONValue] = [
+            "pubkey": .string(contact.pubkey), "npub": .string(contact.npub), "name": .string(contact.displayName),
+        ]
         if let alias = contact.alias { fields["alias"] = .string(alias) }
         return .object(fields)
     }

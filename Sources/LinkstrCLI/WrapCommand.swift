@@ -1,5 +1,5 @@
-import Foundation
 import ArgumentParser
+import Foundation
 import Logging
 import NostrProtocol
 import NostrRelay
@@ -26,11 +26,15 @@ struct WrapCommand: AsyncParsableCommand {
         func run() async throws {
             let recipient: PublicKey
             do { recipient = try PublicKey(parsing: to) } catch { throw ValidationError("--to is not a public key: \(error)") }
-            guard relay.hasPrefix("ws://") || relay.hasPrefix("wss://") else { throw ValidationError("--relay must be a ws:// or wss:// URL") }
+            guard relay.hasPrefix("ws://") || relay.hasPrefix("wss://") else {
+                throw ValidationError("--relay must be a ws:// or wss:// URL")
+            }
             let secretText = nsec ?? ProcessInfo.processInfo.environment["LINKSTR_NSEC"]
             let sender: Keys
             if let secretText {
-                do { sender = Keys(secretKey: try SecretKey(parsing: secretText)) } catch { throw ValidationError("not a secret key: \(error)") }
+                do { sender = Keys(secretKey: try SecretKey(parsing: secretText)) } catch {
+                    throw ValidationError("not a secret key: \(error)")
+                }
             } else {
                 sender = Keys.generate()
             }
@@ -43,7 +47,10 @@ struct WrapCommand: AsyncParsableCommand {
             configuration.publishTimeout = .seconds(timeout)
             let connection = RelayConnection(url: relay, configuration: configuration, logger: logger)
             let result = try await withThrowingTaskGroup(of: PublishResult?.self) { group in
-                group.addTask { try await connection.run(); return nil }
+                group.addTask {
+                    try await connection.run()
+                    return nil
+                }
                 defer { group.cancelAll() }
                 return try await connection.publish(wrap)
             }

@@ -76,7 +76,8 @@ final class BenchRelay: Sendable {
     /// A client's REQ or CLOSE; returns the EOSE to answer a REQ with.
     fileprivate func receive(_ text: ByteBuffer, from id: Int) -> String? {
         guard case .array(let items)? = try? JSONValue(parsing: Array(text.readableBytesView)), let verb = items.first?.stringValue,
-              items.count >= 2, let subscription = items[1].stringValue else { return nil }
+            items.count >= 2, let subscription = items[1].stringValue
+        else { return nil }
         switch verb {
         case "REQ":
             var pubkeys = Set<String>()
@@ -103,7 +104,8 @@ final class BenchRelay: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     // Whole messages, whatever the client's fragmentation; control frames pass through.
                     try channel.pipeline.syncOperations.addHandlers(
-                        NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 1, maxAccumulatedFrameCount: 64, maxAccumulatedFrameSize: 1 << 20),
+                        NIOWebSocketFrameAggregator(
+                            minNonFinalFragmentSize: 1, maxAccumulatedFrameCount: 64, maxAccumulatedFrameSize: 1 << 20),
                         BenchRelayHandler(relay: relay))
                 }
             })
@@ -149,7 +151,8 @@ final class BenchRelay: Sendable {
             switch frame.opcode {
             case .text:
                 if let reply = relay.receive(frame.unmaskedData, from: id) {
-                    context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: reply))), promise: nil)
+                    context.writeAndFlush(
+                        wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: reply))), promise: nil)
                 }
             case .ping:
                 context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)

@@ -41,18 +41,26 @@ struct IngestCommand: AsyncParsableCommand {
 
         // Live: batches as they would arrive after EOSE.
         // Live traffic arrives in the order it was sent.
-        let (liveTime, liveState) = try await Self.ingest(wraps.reversed(), keys: me, path: root.appendingPathComponent("live.sqlite").path,
-                                                          batchSize: max(1, batch), origin: .live)
-        print("live      unwrap → ledger → SQLite, batches of \(batch): \(Self.rate(wraps.count, liveTime)) wraps/s (\(Self.format(liveTime))); \(liveState)")
+        let (liveTime, liveState) = try await Self.ingest(
+            wraps.reversed(), keys: me, path: root.appendingPathComponent("live.sqlite").path,
+            batchSize: max(1, batch), origin: .live)
+        print(
+            "live      unwrap → ledger → SQLite, batches of \(batch): \(Self.rate(wraps.count, liveTime)) wraps/s (\(Self.format(liveTime))); \(liveState)"
+        )
 
         // Restore: everything as one history batch into an empty store.
-        let (restoreTime, restoreState) = try await Self.ingest(wraps, keys: me, path: root.appendingPathComponent("restore.sqlite").path,
-                                                                batchSize: wraps.count, origin: .restore)
-        print("restore   \(wraps.count) history events into an empty store: \(Self.format(restoreTime)) (\(Self.rate(wraps.count, restoreTime)) wraps/s); \(restoreState)")
+        let (restoreTime, restoreState) = try await Self.ingest(
+            wraps, keys: me, path: root.appendingPathComponent("restore.sqlite").path,
+            batchSize: wraps.count, origin: .restore)
+        print(
+            "restore   \(wraps.count) history events into an empty store: \(Self.format(restoreTime)) (\(Self.rate(wraps.count, restoreTime)) wraps/s); \(restoreState)"
+        )
         print("peak RSS  \(Self.peakRSSMegabytes()) MB")
     }
 
-    static func ingest(_ wraps: [NostrEvent], keys: Keys, path: String, batchSize: Int, origin: IngestOrigin) async throws -> (Duration, String) {
+    static func ingest(_ wraps: [NostrEvent], keys: Keys, path: String, batchSize: Int, origin: IngestOrigin) async throws -> (
+        Duration, String
+    ) {
         let store = try LinkstrStore(path: path)
         let account = store.account(keys.publicKey.hex, cipher: FieldCipher(key: FieldCipher.generateKey(), owner: keys.publicKey.hex))
         var ledger = try account.loadLedger()
@@ -67,7 +75,8 @@ struct IngestCommand: AsyncParsableCommand {
         let elapsed = ContinuousClock.now - start
         let reloaded = try account.loadLedger()
         precondition(reloaded.posts.count == ledger.posts.count, "what was saved must load back")
-        let summary = "\(ledger.sessions.count) sessions, \(ledger.posts.count) posts, \(ledger.reactions.count) reactions, \(ledger.pending.count) pending"
+        let summary =
+            "\(ledger.sessions.count) sessions, \(ledger.posts.count) posts, \(ledger.reactions.count) reactions, \(ledger.pending.count) pending"
         return (elapsed, summary)
     }
 
@@ -81,8 +90,12 @@ struct IngestCommand: AsyncParsableCommand {
         for session in 0..<sessions {
             let id = String(format: "%032X", session + 1)
             let members = ([me] + others).map(\.publicKey.hex)
-            plan.append((LinkstrPayload(conversationID: id, rootID: UUID().uuidString, kind: .sessionCreate, timestamp: base,
-                                        sessionName: "Session \(session)", memberPubkeys: members), creator, base + Int64(session)))
+            plan.append(
+                (
+                    LinkstrPayload(
+                        conversationID: id, rootID: UUID().uuidString, kind: .sessionCreate, timestamp: base,
+                        sessionName: "Session \(session)", memberPubkeys: members), creator, base + Int64(session)
+                ))
         }
         var index = 0
         while plan.count < count {
@@ -91,10 +104,15 @@ struct IngestCommand: AsyncParsableCommand {
             let sender = others[index % others.count]
             let time = base + 100 + Int64(index)
             if index % 3 == 2, let target = roots[id]?.last {
-                plan.append((LinkstrPayload(conversationID: id, rootID: target, kind: .reaction, timestamp: time, emoji: "👍", reactionActive: true),
-                             sender, time))
+                plan.append(
+                    (
+                        LinkstrPayload(
+                            conversationID: id, rootID: target, kind: .reaction, timestamp: time, emoji: "👍", reactionActive: true),
+                        sender, time
+                    ))
             } else {
-                let payload = LinkstrPayload(conversationID: id, kind: .root, url: "https://example.com/clip/\(index)", note: "clip \(index)", timestamp: time)
+                let payload = LinkstrPayload(
+                    conversationID: id, kind: .root, url: "https://example.com/clip/\(index)", note: "clip \(index)", timestamp: time)
                 let rumor = LinkstrRumor.make(payload, sender: sender.publicKey, createdAt: time)
                 roots[id, default: []].append(rumor.id.hex)
                 plan.append((payload, sender, time))
@@ -108,9 +126,13 @@ struct IngestCommand: AsyncParsableCommand {
             for start in stride(from: 0, to: plan.count, by: chunk) {
                 let part = plan[start..<min(start + chunk, plan.count)]
                 group.addTask {
-                    (start, try part.map { payload, sender, time in
-                        try GiftWrap.make(LinkstrRumor.make(payload, sender: sender.publicKey, createdAt: time), author: sender, recipient: recipient)
-                    })
+                    (
+                        start,
+                        try part.map { payload, sender, time in
+                            try GiftWrap.make(
+                                LinkstrRumor.make(payload, sender: sender.publicKey, createdAt: time), author: sender, recipient: recipient)
+                        }
+                    )
                 }
             }
             var parts: [(Int, [NostrEvent])] = []
@@ -121,13 +143,16 @@ struct IngestCommand: AsyncParsableCommand {
     }
 
     static func rate(_ count: Int, _ duration: Duration) -> Int { Int(Double(count) / max(seconds(duration), 1e-9)) }
-    static func seconds(_ duration: Duration) -> Double { Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18 }
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
     static func format(_ duration: Duration) -> String { String(format: "%.2f s", seconds(duration)) }
 
     static func peakRSSMegabytes() -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-              let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") else { return -1 }
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+        else { return -1 }
         return kilobytes / 1024
     }
 }

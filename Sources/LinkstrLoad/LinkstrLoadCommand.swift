@@ -24,7 +24,8 @@ struct LoadOptions: ParsableArguments {
 }
 
 struct RegistrationsCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "registrations", abstract: "POST /v1/devices/register N times (distinct pubkeys and tokens).")
+    static let configuration = CommandConfiguration(
+        commandName: "registrations", abstract: "POST /v1/devices/register N times (distinct pubkeys and tokens).")
 
     @OptionGroup var options: LoadOptions
     @Option(help: "Registrations to send.") var count = 20_000
@@ -33,8 +34,9 @@ struct RegistrationsCommand: AsyncParsableCommand {
     func run() async throws {
         let signers = (0..<max(1, keys)).map { _ in Keys.generate() }
         let requests = (0..<count).map { index in
-            SignedRequest.make(keys: signers[index % signers.count], method: "POST", path: "/v1/devices/register",
-                               json: #"{"device_token":"\#(LoadTokens.token(index))","apns_environment":"sandbox"}"#)
+            SignedRequest.make(
+                keys: signers[index % signers.count], method: "POST", path: "/v1/devices/register",
+                json: #"{"device_token":"\#(LoadTokens.token(index))","apns_environment":"sandbox"}"#)
         }
         let run = try await LoadRunner(baseURL: options.url, concurrency: options.concurrency, deadline: options.deadline).send(requests)
         run.print(title: "registrations", unit: "registrations")
@@ -57,8 +59,9 @@ struct PushesCommand: AsyncParsableCommand {
         let owners = (0..<devices).map { _ in Keys.generate() }
         let sender = Keys.generate()
         let registrations = owners.enumerated().map { index, keys in
-            SignedRequest.make(keys: keys, method: "POST", path: "/v1/devices/register",
-                               json: #"{"device_token":"\#(LoadTokens.token(1_000_000 + index))","apns_environment":"sandbox"}"#)
+            SignedRequest.make(
+                keys: keys, method: "POST", path: "/v1/devices/register",
+                json: #"{"device_token":"\#(LoadTokens.token(1_000_000 + index))","apns_environment":"sandbox"}"#)
         }
         let runner = LoadRunner(baseURL: options.url, concurrency: options.concurrency, deadline: options.deadline)
         _ = try await runner.send(registrations)
@@ -95,14 +98,17 @@ struct PushesCommand: AsyncParsableCommand {
         var latencies: [Double] = []
         for record in records {
             guard let event = record["payload"]?["event_id"]?.stringValue, event.hasPrefix("load-"), let index = Int(event.dropFirst(5)),
-                  index < run.sentAt.count, case .integer(let receivedMilliseconds)? = record["received_at_ms"] else { continue }
+                index < run.sentAt.count, case .integer(let receivedMilliseconds)? = record["received_at_ms"]
+            else { continue }
             latencies.append(Double(receivedMilliseconds) - run.sentAt[index].timeIntervalSince1970 * 1000)
         }
         latencies.sort()
         if !latencies.isEmpty {
             func percentile(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
-            print(String(format: "enqueue-to-APNs latency ms: p50 %.0f  p99 %.0f  max %.0f  (n=%d)", percentile(0.5), percentile(0.99),
-                         latencies.last!, latencies.count))
+            print(
+                String(
+                    format: "enqueue-to-APNs latency ms: p50 %.0f  p99 %.0f  max %.0f  (n=%d)", percentile(0.5), percentile(0.99),
+                    latencies.last!, latencies.count))
         }
         try await sandboxClient.shutdown()
         if delivered < expected { throw ExitCode(1) }

@@ -29,9 +29,10 @@ struct LoadRunner: Sendable {
         func print(title: String, unit: String) {
             let sorted = latenciesMilliseconds.sorted()
             func percentile(_ p: Double) -> Double { sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
-            Swift.print("\(title): \(count) in \(String(format: "%.2f", seconds)) s = \(String(format: "%.0f", Double(count) / seconds)) \(unit)/s; "
-                        + "latency ms p50 \(String(format: "%.1f", percentile(0.5))) p99 \(String(format: "%.1f", percentile(0.99)))"
-                        + (failures.isEmpty ? "" : "; non-2xx: \(failures)"))
+            Swift.print(
+                "\(title): \(count) in \(String(format: "%.2f", seconds)) s = \(String(format: "%.0f", Double(count) / seconds)) \(unit)/s; "
+                    + "latency ms p50 \(String(format: "%.1f", percentile(0.5))) p99 \(String(format: "%.1f", percentile(0.99)))"
+                    + (failures.isEmpty ? "" : "; non-2xx: \(failures)"))
         }
     }
 
@@ -74,7 +75,8 @@ struct LoadRunner: Sendable {
                 .get()
             finished.append(done.futureResult.always { _ in channel.close(promise: nil) })
         }
-        var run = Run(count: 0, failures: [:], seconds: 0, latenciesMilliseconds: [], sentAt: [Date](repeating: .distantPast, count: requests.count))
+        var run = Run(
+            count: 0, failures: [:], seconds: 0, latenciesMilliseconds: [], sentAt: [Date](repeating: .distantPast, count: requests.count))
         for future in finished {
             let results = try await future.get()
             run.latenciesMilliseconds += results.latencies
@@ -162,7 +164,9 @@ final class LoadConnectionHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if current != nil { complete(.failure(LoadRunner.LoadError(description: "the gateway closed a connection with a request in flight"))) }
+        if current != nil {
+            complete(.failure(LoadRunner.LoadError(description: "the gateway closed a connection with a request in flight")))
+        }
         complete(.success(results))
         context.fireChannelInactive()
     }

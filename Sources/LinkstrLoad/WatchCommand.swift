@@ -60,7 +60,9 @@ struct WatchCommand: AsyncParsableCommand {
     private func waitForSubscriptions(on relay: BenchRelay, until expiry: ContinuousClock.Instant) async throws {
         print("waiting for the gateway to subscribe to \(pubkeys) pubkeys on ws://127.0.0.1:\(port)")
         while relay.coveredPubkeys() < pubkeys {
-            guard ContinuousClock.now < expiry else { throw ValidationError("the gateway subscribed to only \(relay.coveredPubkeys()) pubkeys") }
+            guard ContinuousClock.now < expiry else {
+                throw ValidationError("the gateway subscribed to only \(relay.coveredPubkeys()) pubkeys")
+            }
             try await Task.sleep(for: .milliseconds(200))
         }
     }
@@ -73,8 +75,10 @@ struct WatchCommand: AsyncParsableCommand {
             let route = routes[recipient]!
             let author = Keys.generate()
             let content = Base64.encode(SecureRandom.bytes(600))
-            let event = UnsignedEvent(pubkey: author.publicKey, createdAt: UnixTime.now() - Int64.random(in: 0..<86_400), kind: 1059,
-                                      tags: [["p", recipient]], content: content).signed(by: author)
+            let event = UnsignedEvent(
+                pubkey: author.publicKey, createdAt: UnixTime.now() - Int64.random(in: 0..<86_400), kind: 1059,
+                tags: [["p", recipient]], content: content
+            ).signed(by: author)
             let message = "[\"EVENT\",\(JSONValue.string(route.subscription).serialized),\(event.json)]"
             return PreparedWrap(id: event.id.hex, connection: route.connection, message: ByteBuffer(string: message), event: event)
         }
@@ -86,7 +90,9 @@ struct WatchCommand: AsyncParsableCommand {
         var valid = 0
         for wrap in wraps.prefix(10_000) where wrap.event.isValid { valid += 1 }
         let verifySeconds = seconds(ContinuousClock.now - verifyStart)
-        print(String(format: "baseline: one core verifies %.0f wraps/s (%d checked)", Double(min(10_000, wraps.count)) / verifySeconds, valid))
+        print(
+            String(format: "baseline: one core verifies %.0f wraps/s (%d checked)", Double(min(10_000, wraps.count)) / verifySeconds, valid)
+        )
     }
 
     /// Streams at `rate` in 10 ms ticks; returns when each wrap was sent (ms since 1970) by id.
@@ -119,7 +125,9 @@ struct WatchCommand: AsyncParsableCommand {
         return sentAt
     }
 
-    private func waitForDeliveries(_ total: Int, after before: Int, from client: SandboxClient, until expiry: ContinuousClock.Instant) async throws {
+    private func waitForDeliveries(_ total: Int, after before: Int, from client: SandboxClient, until expiry: ContinuousClock.Instant)
+        async throws
+    {
         var answered = before
         while answered - before < total, ContinuousClock.now < expiry {
             try await Task.sleep(for: .milliseconds(100))
@@ -136,7 +144,8 @@ struct WatchCommand: AsyncParsableCommand {
         var bySecond: [Int: [Double]] = [:]
         for record in records {
             guard let wrapID = record["payload"]?["wrap_id"]?.stringValue, let sent = sentAt[wrapID],
-                  case .integer(let received)? = record["received_at_ms"] else { continue }
+                case .integer(let received)? = record["received_at_ms"]
+            else { continue }
             latencies.append(Double(received) - sent)
             bySecond[Int((sent - first) / 1000), default: []].append(Double(received) - sent)
             lastReceived = max(lastReceived, Double(received))
@@ -151,10 +160,14 @@ struct WatchCommand: AsyncParsableCommand {
         print("pushes for the streamed wraps delivered to the sandbox: \(latencies.count) of \(total)")
         if !latencies.isEmpty {
             func percentile(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
-            print(String(format: "sustained: %.0f wraps/s relay-to-APNs (first send to last delivery)",
-                         Double(latencies.count) / ((lastReceived - first) / 1000)))
-            print(String(format: "relay-to-APNs latency ms: p50 %.1f  p95 %.1f  p99 %.1f  max %.1f", percentile(0.5), percentile(0.95),
-                         percentile(0.99), latencies.last!))
+            print(
+                String(
+                    format: "sustained: %.0f wraps/s relay-to-APNs (first send to last delivery)",
+                    Double(latencies.count) / ((lastReceived - first) / 1000)))
+            print(
+                String(
+                    format: "relay-to-APNs latency ms: p50 %.1f  p95 %.1f  p99 %.1f  max %.1f", percentile(0.5), percentile(0.95),
+                    percentile(0.99), latencies.last!))
         }
         return latencies.count
     }

@@ -4,10 +4,10 @@ import Foundation
 import Hummingbird
 import Logging
 import Metrics
-import NostrProtocol
-import PushGateway
 import NIOHTTP1
+import NostrProtocol
 import PostgresNIO
+import PushGateway
 
 @main
 struct LinkstrPushCommand: AsyncParsableCommand {
@@ -36,17 +36,21 @@ func loadConfiguration() throws -> (GatewayConfiguration, Logger) {
 }
 
 struct ServeCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "serve", abstract: "Run the HTTP service (applies pending migrations first).")
+    static let configuration = CommandConfiguration(
+        commandName: "serve", abstract: "Run the HTTP service (applies pending migrations first).")
 
     @Flag(help: "Do not apply migrations at start (run `linkstr-push migrate` separately).") var noMigrate = false
 
     func run() async throws {
         let (configuration, logger) = try loadConfiguration()
         let migrator = try Migrator.load(directory: Migrator.defaultDirectory())
-        logger.info("starting", metadata: [
-            "http.listen": "\(configuration.listenHost):\(configuration.listenPort)", "db.url": "\(configuration.database.redacted)",
-            "apns.disabled": "\(configuration.apns.disabled)", "apns.topics": "\(configuration.apns.topics.sorted().joined(separator: ","))",
-        ])
+        logger.info(
+            "starting",
+            metadata: [
+                "http.listen": "\(configuration.listenHost):\(configuration.listenPort)", "db.url": "\(configuration.database.redacted)",
+                "apns.disabled": "\(configuration.apns.disabled)",
+                "apns.topics": "\(configuration.apns.topics.sorted().joined(separator: ","))",
+            ])
         // One registry for ours and the libraries' metrics (swift-metrics users such as Hummingbird).
         let metrics = GatewayMetrics()
         MetricsSystem.bootstrap(metrics.factory)
@@ -57,7 +61,8 @@ struct ServeCommand: AsyncParsableCommand {
 }
 
 struct MigrateCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "migrate", abstract: "Apply pending migrations from migrations/*.sql and exit.")
+    static let configuration = CommandConfiguration(
+        commandName: "migrate", abstract: "Apply pending migrations from migrations/*.sql and exit.")
 
     func run() async throws {
         let (configuration, logger) = try loadConfiguration()
@@ -66,14 +71,18 @@ struct MigrateCommand: AsyncParsableCommand {
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await client.run() }
             let applied = try await migrator.migrate(client: client, logger: logger)
-            print(applied.isEmpty ? "database is up to date (version \(migrator.latestVersion))" : "applied migrations: \(applied.map(String.init).joined(separator: ", "))")
+            print(
+                applied.isEmpty
+                    ? "database is up to date (version \(migrator.latestVersion))"
+                    : "applied migrations: \(applied.map(String.init).joined(separator: ", "))")
             group.cancelAll()
         }
     }
 }
 
 struct AdminCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "admin", abstract: "Administer a running instance.", subcommands: [Status.self])
+    static let configuration = CommandConfiguration(
+        commandName: "admin", abstract: "Administer a running instance.", subcommands: [Status.self])
 
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print /admin/status of a running instance.")

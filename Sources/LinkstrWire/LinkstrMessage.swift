@@ -36,13 +36,16 @@ public struct LinkstrMessage: Sendable, Equatable {
     }
 
     /// Opens `wrap` addressed to `keys`; any failed check drops it with the reason.
-    public static func open(_ wrap: NostrEvent, keys: Keys, cache: ConversationKeyCache? = nil, now: Int64 = UnixTime.now()) throws(OpenError) -> LinkstrMessage {
+    public static func open(_ wrap: NostrEvent, keys: Keys, cache: ConversationKeyCache? = nil, now: Int64 = UnixTime.now())
+        throws(OpenError) -> LinkstrMessage
+    {
         guard wrap.kind == GiftWrap.wrapKind else { throw .notAGiftWrap(kind: wrap.kind) }
         let gift: UnwrappedGift
         do { gift = try GiftWrap.unwrap(wrap, keys: keys, cache: cache) } catch { throw .giftWrap(error) }
         guard gift.rumor.kind == LinkstrRumor.kind else { throw .wrongRumorKind(gift.rumor.kind) }
         let payload: LinkstrPayload
         do { payload = try LinkstrPayload.decode(gift.rumor.content, now: now) } catch { throw .payload(error) }
-        return LinkstrMessage(wrapID: wrap.id, rumorID: gift.rumor.id, sender: gift.sender, createdAt: gift.rumor.createdAt, payload: payload)
+        return LinkstrMessage(
+            wrapID: wrap.id, rumorID: gift.rumor.id, sender: gift.sender, createdAt: gift.rumor.createdAt, payload: payload)
     }
 }

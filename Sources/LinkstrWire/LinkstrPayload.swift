@@ -18,9 +18,11 @@ public struct LinkstrPayload: Sendable, Equatable {
     public var emoji: String?
     public var reactionActive: Bool?
 
-    public init(conversationID: String, rootID: String = "", kind: PayloadKind, url: String? = nil, note: String? = nil,
-                timestamp: Int64 = UnixTime.now(), sessionName: String? = nil, memberPubkeys: [String]? = nil, emoji: String? = nil,
-                reactionActive: Bool? = nil) {
+    public init(
+        conversationID: String, rootID: String = "", kind: PayloadKind, url: String? = nil, note: String? = nil,
+        timestamp: Int64 = UnixTime.now(), sessionName: String? = nil, memberPubkeys: [String]? = nil, emoji: String? = nil,
+        reactionActive: Bool? = nil
+    ) {
         self.conversationID = conversationID
         self.rootID = rootID
         self.kind = kind
@@ -128,7 +130,13 @@ public struct LinkstrPayload: Sendable, Equatable {
     static func isWebURL(_ text: String) -> Bool {
         let lower = text.lowercased()
         let rest: Substring
-        if lower.hasPrefix("https://") { rest = lower.dropFirst(8) } else if lower.hasPrefix("http://") { rest = lower.dropFirst(7) } else { return false }
+        if lower.hasPrefix("https://") {
+            rest = lower.dropFirst(8)
+        } else if lower.hasPrefix("http://") {
+            rest = lower.dropFirst(7)
+        } else {
+            return false
+        }
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         let host = authority.split(separator: "@", omittingEmptySubsequences: false).last?.prefix { $0 != ":" } ?? ""
         return !host.isEmpty && !host.contains(" ")

@@ -14,8 +14,10 @@ public enum LinkstrRumor {
 
     /// One gift wrap per recipient, plus one to the sender when it is not a recipient (its own
     /// copy, so its other devices and a restore see what it sent).
-    public static func wraps(_ payload: LinkstrPayload, from sender: Keys, to recipients: [PublicKey],
-                             createdAt: Int64 = UnixTime.now()) throws(GiftWrapError) -> (rumor: UnsignedEvent, wraps: [NostrEvent]) {
+    public static func wraps(
+        _ payload: LinkstrPayload, from sender: Keys, to recipients: [PublicKey],
+        createdAt: Int64 = UnixTime.now()
+    ) throws(GiftWrapError) -> (rumor: UnsignedEvent, wraps: [NostrEvent]) {
         let rumor = make(payload, sender: sender.publicKey, createdAt: createdAt)
         var targets = Fanout.deduplicated(recipients)
         if !targets.contains(sender.publicKey) { targets.append(sender.publicKey) }

@@ -1,7 +1,7 @@
 public import AsyncHTTPClient
 import NIOCore
-public import NostrProtocol
 import NIOHTTP1
+public import NostrProtocol
 
 /// A request signed ahead of time (linkstr NIP-98 dialect, fresh nonce), so a load run's clock
 /// measures the gateway rather than the signer.
@@ -12,7 +12,8 @@ public struct SignedRequest: Sendable {
     public var authorization: String
 
     public static func make(keys: Keys, method: String, path: String, json: String) -> SignedRequest {
-        let event = HTTPAuth.linkstrEvent(keys: keys, method: method, path: path, body: Array(json.utf8), nonce: nil, createdAt: UnixTime.now())
+        let event = HTTPAuth.linkstrEvent(
+            keys: keys, method: method, path: path, body: Array(json.utf8), nonce: nil, createdAt: UnixTime.now())
         return SignedRequest(method: method, path: path, body: json, authorization: HTTPAuth.headerValue(for: event))
     }
 

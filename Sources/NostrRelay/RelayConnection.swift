@@ -159,7 +159,9 @@ public actor RelayConnection: Service {
                 if case RelayError.limitExceeded(let broken) = error { breach = broken }
                 disconnected(error)
             }
-            let delay = breach == nil ? configuration.backoff.delay(afterFailures: consecutiveFailures)
+            let delay =
+                breach == nil
+                ? configuration.backoff.delay(afterFailures: consecutiveFailures)
                 : configuration.limits.backoff.delay(afterFailures: consecutiveBreaches)
             logger.debug("reconnecting", metadata: ["relay.delay_ms": "\(Self.milliseconds(delay))"])
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: delay) }
@@ -173,11 +175,13 @@ public actor RelayConnection: Service {
         // A short close timeout: a relay that does not answer our close frame must not hold up a
         // reconnect or a shutdown.
         let wsConfiguration = WebSocketClientConfiguration(
-            maxFrameSize: configuration.maxMessageBytes, closeTimeout: .seconds(1), autoPing: .enabled(timePeriod: configuration.pingInterval))
+            maxFrameSize: configuration.maxMessageBytes, closeTimeout: .seconds(1),
+            autoPing: .enabled(timePeriod: configuration.pingInterval))
         let tls: TLSConfiguration? = url.lowercased().hasPrefix("wss://") ? TLSConfiguration.makeClientConfiguration() : nil
         let maxMessageBytes = configuration.maxMessageBytes
         defer { continuation.finish() }
-        try await WebSocketClient.connect(url: url, configuration: wsConfiguration, tlsConfiguration: tls, logger: logger) { inbound, writer, _ in
+        try await WebSocketClient.connect(url: url, configuration: wsConfiguration, tlsConfiguration: tls, logger: logger) {
+            inbound, writer, _ in
             await self.connected(writer: continuation)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -414,9 +418,11 @@ public actor RelayConnection: Service {
             }
         }
         counters.resubscribedAfterPause += 1
-        logger.notice("reading from the relay paused; subscriptions sent again from before the pause", metadata: [
-            "relay.paused_ms": "\(Self.milliseconds(waited))", "relay.resubscribed": "\(resent)",
-        ])
+        logger.notice(
+            "reading from the relay paused; subscriptions sent again from before the pause",
+            metadata: [
+                "relay.paused_ms": "\(Self.milliseconds(waited))", "relay.resubscribed": "\(resent)",
+            ])
     }
 
     private func disconnected(_ error: any Error) {

@@ -13,8 +13,10 @@ public struct RelayLimits: Sendable, Equatable {
     /// so: longer than the ordinary backoff, since the relay answered and misbehaved.
     public var backoff: RelayBackoff
 
-    public init(maxEventsPerSecond: Int? = nil, maxInvalid: Int? = nil,
-                backoff: RelayBackoff = RelayBackoff(base: .seconds(5), cap: .seconds(300))) {
+    public init(
+        maxEventsPerSecond: Int? = nil, maxInvalid: Int? = nil,
+        backoff: RelayBackoff = RelayBackoff(base: .seconds(5), cap: .seconds(300))
+    ) {
         self.maxEventsPerSecond = maxEventsPerSecond
         self.maxInvalid = maxInvalid
         self.backoff = backoff

@@ -48,7 +48,8 @@ public struct RelayTraffic: Sendable, Equatable {
         if invalid > 0, let maxInvalid = limits.maxInvalid, total(\.invalid, seconds: Self.invalidWindow, at: second) > maxInvalid {
             breach = .invalid
         } else if events > 0, let maxRate = limits.maxEventsPerSecond,
-                  total(\.events, seconds: Self.rateWindow, at: second) > maxRate * Self.rateWindow {
+            total(\.events, seconds: Self.rateWindow, at: second) > maxRate * Self.rateWindow
+        {
             breach = .flood
         }
         return breach

@@ -13,7 +13,8 @@ public enum GatewayApplication {
     public static func postgresClient(_ url: DatabaseURL, logger: Logger) -> PostgresClient {
         var configuration = PostgresClient.Configuration(
             host: url.host, port: url.port, username: url.username, password: url.password, database: url.database,
-            tls: url.tls == .disable ? .disable : (url.tls == .require ? .require(.makeClientConfiguration()) : .prefer(.makeClientConfiguration())))
+            tls: url.tls == .disable
+                ? .disable : (url.tls == .require ? .require(.makeClientConfiguration()) : .prefer(.makeClientConfiguration())))
         configuration.options.maximumConnections = 40
         // No keep-alive pings: the pool arms a keep-alive timer every time a connection goes idle,
         // which at thousands of queries a second cost more CPU than the queries' own handling.
@@ -34,25 +35,32 @@ public enum GatewayApplication {
         metrics: GatewayMetrics = GatewayMetrics(), logger: Logger
     ) throws -> some ApplicationProtocol {
         if configuration.publicURL == nil {
-            logger.warning("PUBLIC_URL is not set: standard NIP-98 auth is refused (its u tag cannot be checked); the linkstr dialect works")
+            logger.warning(
+                "PUBLIC_URL is not set: standard NIP-98 auth is refused (its u tag cannot be checked); the linkstr dialect works")
         }
         let client = postgresClient(configuration.database, logger: logger)
-        let store = GatewayStore(client: client, logger: logger, replayWindowSeconds: configuration.authMaxSkewSeconds,
-                                 maxDevicesPerPubkey: configuration.maxDevicesPerPubkey, deviceBudget: configuration.deviceBudget)
+        let store = GatewayStore(
+            client: client, logger: logger, replayWindowSeconds: configuration.authMaxSkewSeconds,
+            maxDevicesPerPubkey: configuration.maxDevicesPerPubkey, deviceBudget: configuration.deviceBudget)
         let queue = DeliveryQueue(client: client, logger: logger)
         let wakeup = WakeupSignal(interval: .milliseconds(200))
         var services: [any Service] = [client]
-        let worker = deliver
-            ? try deliveryWorker(configuration: configuration, queue: queue, wakeup: wakeup, metrics: metrics, logger: logger, services: &services)
+        let worker =
+            deliver
+            ? try deliveryWorker(
+                configuration: configuration, queue: queue, wakeup: wakeup, metrics: metrics, logger: logger, services: &services)
             : nil
         let direct = worker?.direct
         var watcher: RelayWatcher?
         if configuration.watch.enabled {
-            watcher = RelayWatcher(store: WatchStore(client: client, settings: configuration.watch, deviceBudget: configuration.deviceBudget, logger: logger), metrics: metrics, logger: logger,
-                                   wakeup: wakeup, directDelivery: direct)
+            watcher = RelayWatcher(
+                store: WatchStore(client: client, settings: configuration.watch, deviceBudget: configuration.deviceBudget, logger: logger),
+                metrics: metrics, logger: logger,
+                wakeup: wakeup, directDelivery: direct)
         }
-        let api = GatewayAPI(store: store, configuration: configuration, latestMigration: migrator.latestVersion, metrics: metrics, watcher: watcher,
-                             wakeup: wakeup, directDelivery: direct)
+        let api = GatewayAPI(
+            store: store, configuration: configuration, latestMigration: migrator.latestVersion, metrics: metrics, watcher: watcher,
+            wakeup: wakeup, directDelivery: direct)
         // The services that query our tables start once the migrations are in (see StartGate);
         // the PostgreSQL client and the APNs connections run from the start.
         let migrated = StartGate()
@@ -85,10 +93,12 @@ public enum GatewayApplication {
             services.append(APNsClientService(sender: http2))
             sender = http2
         }
-        var worker = DeliveryWorker(queue: queue, sender: sender, settings: configuration.delivery, metrics: metrics, logger: logger, wakeup: wakeup)
+        var worker = DeliveryWorker(
+            queue: queue, sender: sender, settings: configuration.delivery, metrics: metrics, logger: logger, wakeup: wakeup)
         if configuration.delivery.directLimit > 0 {
             let sending = worker
-            worker.direct = DirectDelivery(leaseSeconds: configuration.delivery.leaseSeconds, limit: configuration.delivery.directLimit) { jobs in
+            worker.direct = DirectDelivery(leaseSeconds: configuration.delivery.leaseSeconds, limit: configuration.delivery.directLimit) {
+                jobs in
                 await sending.process(jobs)
             }
         }
@@ -106,9 +116,12 @@ public enum GatewayApplication {
         }
         return Application(
             router: router,
-            server: .http1(configuration: .init(additionalChannelHandlers: perConnection(), idleTimeout: .seconds(Int64(configuration.http.idleTimeoutSeconds)))),
-            configuration: .init(address: .hostname(configuration.listenHost, port: configuration.listenPort), serverName: "linkstr-push",
-                                 availableConnectionsDelegate: MaximumAvailableConnections(configuration.http.maxConnections, logger: logger)),
+            server: .http1(
+                configuration: .init(
+                    additionalChannelHandlers: perConnection(), idleTimeout: .seconds(Int64(configuration.http.idleTimeoutSeconds)))),
+            configuration: .init(
+                address: .hostname(configuration.listenHost, port: configuration.listenPort), serverName: "linkstr-push",
+                availableConnectionsDelegate: MaximumAvailableConnections(configuration.http.maxConnections, logger: logger)),
             services: services,
             logger: logger)
     }

@@ -14,9 +14,12 @@ package import UnixSignals
 /// `cancellationTimeout` (or, without any signal, after another service failed) ends the
 /// process through ServiceLifecycle's `fatalError` rather than leaving it unkillable but by SIGKILL.
 public enum GracefulShutdownRunner {
-    public static func run(_ services: [any Service], timeout: Duration, cancellationTimeout: Duration = .seconds(10), logger: Logger) async throws {
-        try await run(services, signals: await UnixSignalsSequence(trapping: .sigterm, .sigint), timeout: timeout,
-                      cancellationTimeout: cancellationTimeout, logger: logger)
+    public static func run(_ services: [any Service], timeout: Duration, cancellationTimeout: Duration = .seconds(10), logger: Logger)
+        async throws
+    {
+        try await run(
+            services, signals: await UnixSignalsSequence(trapping: .sigterm, .sigint), timeout: timeout,
+            cancellationTimeout: cancellationTimeout, logger: logger)
     }
 
     /// The same with the signals given (tests feed their own).
@@ -40,7 +43,9 @@ public enum GracefulShutdownRunner {
                         return true
                     }
                     signalled = true
-                    logger.info("shutting down gracefully", metadata: ["signal": "\(signal)", "shutdown.timeout_s": "\(timeout.components.seconds)"])
+                    logger.info(
+                        "shutting down gracefully",
+                        metadata: ["signal": "\(signal)", "shutdown.timeout_s": "\(timeout.components.seconds)"])
                     startShutdown.yield()
                     await group.triggerGracefulShutdown()
                 }
@@ -52,8 +57,9 @@ public enum GracefulShutdownRunner {
                 for await _ in shutdownStarted {
                     try? await Task.sleep(for: timeout)
                     guard !Task.isCancelled else { return false }
-                    logger.warning("graceful shutdown did not finish in time: cancelling what is still running",
-                                   metadata: ["shutdown.timeout_s": "\(timeout.components.seconds)"])
+                    logger.warning(
+                        "graceful shutdown did not finish in time: cancelling what is still running",
+                        metadata: ["shutdown.timeout_s": "\(timeout.components.seconds)"])
                     return true
                 }
                 return false
@@ -65,7 +71,7 @@ public enum GracefulShutdownRunner {
             startShutdown.finish()
             do {
                 while try await tasks.next() != nil {}
-            } catch where escalated {
+            } catch  where escalated {
                 // Services cancelled mid-way may throw (CancellationError is the point of it), but
                 // a failure that started the trouble must not vanish without a trace.
                 if !(error is CancellationError) {

@@ -150,7 +150,9 @@ private struct Renderer {
 
     var subtitle: String {
         let delivered = requests.filter { $0.latency != nil }.count
-        var parts = ["\(Renderer.grouped(requests.count)) request\(requests.count == 1 ? "" : "s") sent", "\(Renderer.grouped(delivered)) delivered"]
+        var parts = [
+            "\(Renderer.grouped(requests.count)) request\(requests.count == 1 ? "" : "s") sent", "\(Renderer.grouped(delivered)) delivered",
+        ]
         if delivered < requests.count { parts.append("\(Renderer.grouped(requests.count - delivered)) not delivered") }
         return parts.joined(separator: ", ") + " · lines are per \(bucketWords)"
     }
@@ -170,10 +172,12 @@ private struct Renderer {
             for bottom in [throughputBottom, latencyBottom] {
                 svg += "<line x1=\"\(position)\" x2=\"\(position)\" y1=\"\(f(bottom))\" y2=\"\(f(bottom + 5))\" stroke=\"#333\"/>\n"
             }
-            svg += "<text x=\"\(position)\" y=\"\(f(latencyBottom + 20))\" text-anchor=\"middle\" fill=\"#444\">\(Renderer.number(tick))</text>\n"
+            svg +=
+                "<text x=\"\(position)\" y=\"\(f(latencyBottom + 20))\" text-anchor=\"middle\" fill=\"#444\">\(Renderer.number(tick))</text>\n"
             tick += step
         }
-        svg += "<text x=\"\(f(plotLeft + plotWidth / 2))\" y=\"\(f(latencyBottom + 46))\" text-anchor=\"middle\" font-size=\"13\">time since start (s)</text>\n"
+        svg +=
+            "<text x=\"\(f(plotLeft + plotWidth / 2))\" y=\"\(f(latencyBottom + 46))\" text-anchor=\"middle\" font-size=\"13\">time since start (s)</text>\n"
         return svg
     }
 
@@ -188,7 +192,8 @@ private struct Renderer {
     }
 
     func yTick(_ y: Double, label: String, major: Bool = true) -> String {
-        var svg = "<line x1=\"\(plotLeft)\" x2=\"\(plotRight)\" y1=\"\(f(y))\" y2=\"\(f(y))\" stroke=\"\(major ? "#e0e0e0" : "#f2f2f2")\"/>\n"
+        var svg =
+            "<line x1=\"\(plotLeft)\" x2=\"\(plotRight)\" y1=\"\(f(y))\" y2=\"\(f(y))\" stroke=\"\(major ? "#e0e0e0" : "#f2f2f2")\"/>\n"
         if major {
             svg += "<line x1=\"\(f(plotLeft - 5))\" x2=\"\(plotLeft)\" y1=\"\(f(y))\" y2=\"\(f(y))\" stroke=\"#333\"/>"
             svg += "<text x=\"\(f(plotLeft - 8))\" y=\"\(f(y + 4))\" text-anchor=\"end\" fill=\"#444\">\(escape(label))</text>\n"
@@ -234,13 +239,17 @@ private struct Renderer {
                     path += "H\(f(x(Double(index + 1) * bucket)))"
                 }
                 if !requests.isEmpty {
-                    svg += "<path d=\"\(path)\" fill=\"none\" stroke=\"\(escape(kind.colour))\" stroke-width=\"\(dash == nil ? 2 : 1.5)\"\(dash.map { " stroke-dasharray=\"\($0)\"" } ?? "") stroke-linejoin=\"round\"/>\n"
+                    svg +=
+                        "<path d=\"\(path)\" fill=\"none\" stroke=\"\(escape(kind.colour))\" stroke-width=\"\(dash == nil ? 2 : 1.5)\"\(dash.map { " stroke-dasharray=\"\($0)\"" } ?? "") stroke-linejoin=\"round\"/>\n"
                 }
-                legend.append(.init(swatch: .line(colour: kind.colour, dash: dash, width: dash == nil ? 2 : 1.5), text: "\(kind.name) \(label)"))
+                legend.append(
+                    .init(swatch: .line(colour: kind.colour, dash: dash, width: dash == nil ? 2 : 1.5), text: "\(kind.name) \(label)"))
             }
         }
-        svg += panelFrame(top: throughputTop, bottom: throughputBottom, heading: "Throughput: requests sent (at send time) and delivered (at delivery time), per \(bucketWords)",
-                          axisTitle: "requests/s")
+        svg += panelFrame(
+            top: throughputTop, bottom: throughputBottom,
+            heading: "Throughput: requests sent (at send time) and delivered (at delivery time), per \(bucketWords)",
+            axisTitle: "requests/s")
         svg += self.legend(legend, top: throughputTop)
         return svg
     }
@@ -282,8 +291,9 @@ private struct Renderer {
             legend.append(.init(swatch: .gap, text: ""))
         }
         svg += few ? halos + lines + dotLayer + crosses : dotLayer + halos + lines + crosses
-        svg += panelFrame(top: latencyTop, bottom: latencyBottom, heading: "End-to-end latency, by the time the request was sent",
-                          axisTitle: "latency (log scale)")
+        svg += panelFrame(
+            top: latencyTop, bottom: latencyBottom, heading: "End-to-end latency, by the time the request was sent",
+            axisTitle: "latency (log scale)")
         svg += self.legend(legend, top: latencyTop)
         return svg
     }
@@ -307,7 +317,9 @@ private struct Renderer {
     /// All the dots, or past `maxDots` one per occupied grid cell; `cell` is that grid's size (0: not merged).
     func latencyDots(_ delivered: [LoadChart.Request]) -> (dots: [(kind: String, x: Double, y: Double)], cell: Double) {
         var cell = 0.0
-        var dots: [(kind: String, x: Double, y: Double)] = delivered.map { ($0.kind, x($0.sent), yLatency(Renderer.milliseconds($0.latency!))) }
+        var dots: [(kind: String, x: Double, y: Double)] = delivered.map {
+            ($0.kind, x($0.sent), yLatency(Renderer.milliseconds($0.latency!)))
+        }
         if dots.count > LoadChart.maxDots {
             let kindIndex = Dictionary(kinds.enumerated().map { ($1.id, $0) }, uniquingKeysWith: { first, _ in first })
             for size in [1.5, 2, 3, 4, 6, 8, 12, 16] {
@@ -328,7 +340,9 @@ private struct Renderer {
     func percentileLines(of mine: [LoadChart.Request], kind: LoadChart.Kind, halos: inout String, lines: inout String) -> [LegendEntry] {
         let latencies = mine.compactMap(\.latency).map(Renderer.milliseconds)
         var byBucket = Array(repeating: [Double](), count: buckets)
-        for request in mine { if let latency = request.latency { byBucket[bucketIndex(request.sent)].append(Renderer.milliseconds(latency)) } }
+        for request in mine {
+            if let latency = request.latency { byBucket[bucketIndex(request.sent)].append(Renderer.milliseconds(latency)) }
+        }
         for index in byBucket.indices { byBucket[index].sort() }
         var legend: [LegendEntry] = []
         for (p, dash, name) in [(0.5, nil, "p50"), (0.99, "5 3", "p99")] {
@@ -343,13 +357,16 @@ private struct Renderer {
             }
             for run in points where !run.isEmpty {
                 // A lone bucket is drawn across its width, so it shows.
-                let line = run.count == 1
+                let line =
+                    run.count == 1
                     ? [(run[0].0 - plotWidth / Double(buckets) * 0.4, run[0].1), (run[0].0 + plotWidth / Double(buckets) * 0.4, run[0].1)]
                     : run
                 let d = line.enumerated().map { "\($0.offset == 0 ? "M" : "L")\(f($0.element.0)) \(f($0.element.1))" }.joined()
                 let dashing = dash.map { " stroke-dasharray=\"\($0)\"" } ?? ""
-                halos += "<path d=\"\(d)\" fill=\"none\" stroke=\"white\" stroke-opacity=\"0.8\" stroke-width=\"5\" stroke-linejoin=\"round\"/>\n"
-                lines += "<path d=\"\(d)\" fill=\"none\" stroke=\"\(escape(kind.colour))\" stroke-width=\"2\"\(dashing) stroke-linejoin=\"round\"/>\n"
+                halos +=
+                    "<path d=\"\(d)\" fill=\"none\" stroke=\"white\" stroke-opacity=\"0.8\" stroke-width=\"5\" stroke-linejoin=\"round\"/>\n"
+                lines +=
+                    "<path d=\"\(d)\" fill=\"none\" stroke=\"\(escape(kind.colour))\" stroke-width=\"2\"\(dashing) stroke-linejoin=\"round\"/>\n"
             }
             let overall = latencies.isEmpty ? "" : " (whole run \(Renderer.latencyText(Renderer.percentile(p, of: latencies.sorted()))))"
             legend.append(.init(swatch: .line(colour: kind.colour, dash: dash, width: 2), text: "\(name) per \(bucketWords)\(overall)"))
@@ -398,14 +415,16 @@ private struct Renderer {
             case .none:
                 break
             case .line(let colour, let dash, let width):
-                svg += "<line x1=\"\(f(legendX))\" x2=\"\(f(legendX + 26))\" y1=\"\(f(y - 4))\" y2=\"\(f(y - 4))\" stroke=\"\(escape(colour))\" stroke-width=\"\(width)\"\(dash.map { " stroke-dasharray=\"\($0)\"" } ?? "")/>"
+                svg +=
+                    "<line x1=\"\(f(legendX))\" x2=\"\(f(legendX + 26))\" y1=\"\(f(y - 4))\" y2=\"\(f(y - 4))\" stroke=\"\(escape(colour))\" stroke-width=\"\(width)\"\(dash.map { " stroke-dasharray=\"\($0)\"" } ?? "")/>"
             case .dot(let colour):
                 svg += "<circle cx=\"\(f(legendX + 13))\" cy=\"\(f(y - 4))\" r=\"3.5\" fill=\"\(escape(colour))\" fill-opacity=\"0.7\"/>"
             case .cross(let colour):
                 svg += "<path d=\"M\(f(legendX + 9.5)) \(f(y - 7.5))l7 7m0 -7l-7 7\" stroke=\"\(escape(colour))\" stroke-width=\"1.6\"/>"
             }
             let x = if case .none = entry.swatch { legendX } else { textX }
-            svg += "<text x=\"\(f(x))\" y=\"\(f(y))\" fill=\"\(escape(entry.colour))\"\(entry.bold ? " font-weight=\"bold\" font-size=\"13\"" : "")>\(escape(entry.text))</text>\n"
+            svg +=
+                "<text x=\"\(f(x))\" y=\"\(f(y))\" fill=\"\(escape(entry.colour))\"\(entry.bold ? " font-weight=\"bold\" font-size=\"13\"" : "")>\(escape(entry.text))</text>\n"
             y += 18
         }
         return svg

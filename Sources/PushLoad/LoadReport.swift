@@ -44,14 +44,17 @@ struct LoadReport {
         for kind in ["wrap", "push"] where (expected[kind] ?? 0) > 0 {
             let label = kind == "wrap" ? "relay → APNs" : "POST → APNs"
             if let p50 = percentile(0.5, kind: kind), let p95 = percentile(0.95, kind: kind), let p99 = percentile(0.99, kind: kind),
-               let max = percentile(1, kind: kind) {
+                let max = percentile(1, kind: kind)
+            {
                 lines.append(String(format: "%@ latency  p50 %.0f ms  p95 %.0f ms  p99 %.0f ms  max %.0f ms", label, p50, p95, p99, max))
             }
             if let missing = undelivered[kind], missing > 0 {
                 lines.append("\(label): \(missing) not delivered within the drain time (coalesced or lost)")
             }
         }
-        lines.append(errors.isEmpty ? "errors: none" : "errors: " + errors.sorted { $0.key < $1.key }.map { "\($0.key) × \($0.value)" }.joined(separator: ", "))
+        lines.append(
+            errors.isEmpty
+                ? "errors: none" : "errors: " + errors.sorted { $0.key < $1.key }.map { "\($0.key) × \($0.value)" }.joined(separator: ", "))
         return lines.joined(separator: "\n")
     }
 
@@ -59,7 +62,9 @@ struct LoadReport {
     func csv(since start: Double) -> String {
         var text = "kind,id,sent_s,delivered_s,latency_ms\n"
         for sample in samples.sorted(by: { $0.sentAt < $1.sentAt }) {
-            text += String(format: "%@,%@,%.3f,%.3f,%.1f\n", sample.kind, sample.id, sample.sentAt - start, sample.deliveredAt - start, sample.latency * 1000)
+            text += String(
+                format: "%@,%@,%.3f,%.3f,%.1f\n", sample.kind, sample.id, sample.sentAt - start, sample.deliveredAt - start,
+                sample.latency * 1000)
         }
         return text
     }
@@ -70,7 +75,8 @@ struct LoadReport {
             LoadChart.Kind(id: "wrap", name: "gift wraps", path: "relay → watcher → queue → APNs", colour: "#d9480f"),
             LoadChart.Kind(id: "push", name: "typed pushes", path: "POST /v1/push → queue → APNs", colour: "#1864ab"),
         ].filter { kind in (expected[kind.id] ?? 0) > 0 || samples.contains { $0.kind == kind.id } }
-        let requests = samples.map { LoadChart.Request(kind: $0.kind, sent: $0.sentAt - start, latency: $0.latency) }
+        let requests =
+            samples.map { LoadChart.Request(kind: $0.kind, sent: $0.sentAt - start, latency: $0.latency) }
             + lost.map { LoadChart.Request(kind: $0.kind, sent: $0.sentAt - start, latency: nil) }
         return LoadChart(title: "push-load: throughput and end-to-end latency", kinds: kinds, requests: requests)
     }

@@ -23,7 +23,8 @@ import NostrRelay
 struct PushLoadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "push-load",
-        abstract: "End-to-end load on a local linkstr system: registrations/s, wraps/s, pushes/s delivered, latency, errors; CSV and SVG out.")
+        abstract:
+            "End-to-end load on a local linkstr system: registrations/s, wraps/s, pushes/s delivered, latency, errors; CSV and SVG out.")
 
     @Option(help: "Gateway base URL (loopback only).") var gateway = "http://127.0.0.1:8787"
     @Option(help: "Relay the gateway watches (loopback only).") var relay = "ws://127.0.0.1:7447"
@@ -47,7 +48,9 @@ struct PushLoadCommand: AsyncParsableCommand {
         guard users >= 2, senders >= 1, wrapRate >= 0, pushRate >= 0, duration > 0, duration <= 600, drain >= 0, drain <= 600 else {
             throw ValidationError("need users ≥ 2, senders ≥ 1, rates ≥ 0, 0 < duration ≤ 600 s, 0 ≤ drain ≤ 600 s")
         }
-        guard wrapRate * duration <= 200_000, pushRate * duration <= 200_000 else { throw ValidationError("at most 200,000 wraps and 200,000 pushes per run") }
+        guard wrapRate * duration <= 200_000, pushRate * duration <= 200_000 else {
+            throw ValidationError("at most 200,000 wraps and 200,000 pushes per run")
+        }
     }
 
     func run() async throws {
@@ -116,13 +119,17 @@ struct PushLoadCommand: AsyncParsableCommand {
 
     private func register(_ people: [Keys], http: HTTPClient, report: inout LoadReport) async throws {
         let registrations = people.enumerated().map { index, keys in
-            SignedRequest.make(keys: keys, method: "POST", path: "/v1/devices/register", json:
-                           #"{"device_token":"\#(Self.token())","apns_environment":"sandbox","relay_watch":\#(index % 2 == 0)}"#)
+            SignedRequest.make(
+                keys: keys, method: "POST", path: "/v1/devices/register",
+                json:
+                    #"{"device_token":"\#(Self.token())","apns_environment":"sandbox","relay_watch":\#(index % 2 == 0)}"#)
         }
         print("registering \(users) devices…")
-        let registered = try await Self.send(registrations, to: gateway, http: http, concurrency: concurrency, report: &report, kind: "register")
+        let registered = try await Self.send(
+            registrations, to: gateway, http: http, concurrency: concurrency, report: &report, kind: "register")
         report.registrationsPerSecond = Double(registered.succeeded) / max(registered.seconds, 1e-9)
-        print(String(format: "registrations: %d in %.2f s = %.0f/s", registered.succeeded, registered.seconds, report.registrationsPerSecond))
+        print(
+            String(format: "registrations: %d in %.2f s = %.0f/s", registered.succeeded, registered.seconds, report.registrationsPerSecond))
     }
 
     /// Signed typed pushes, recipient round robin, each with an event id unique to this run.
@@ -132,22 +139,31 @@ struct PushLoadCommand: AsyncParsableCommand {
         return (0..<count).map { index in
             let recipient = recipients[index % recipients.count].hex
             let eventID = "load-\(runID)-\(index)"
-            return (eventID, SignedRequest.make(keys: pushers[index % pushers.count], method: "POST", path: "/v1/push", json:
-                                                #"{"notification_type":"new_post","event_id":"\#(eventID)","conversation_id":"load-\#(runID)","recipient_pubkeys":["\#(recipient)"]}"#))
+            return (
+                eventID,
+                SignedRequest.make(
+                    keys: pushers[index % pushers.count], method: "POST", path: "/v1/push",
+                    json:
+                        #"{"notification_type":"new_post","event_id":"\#(eventID)","conversation_id":"load-\#(runID)","recipient_pubkeys":["\#(recipient)"]}"#
+                )
+            )
         }
     }
 
     /// When each expected id reached the sandbox (seconds since 1970), polling until all did or `drain` ran out.
-    private func collectDeliveries(of expected: [String: (kind: String, sentAt: Double)], from sandboxClient: SandboxClient,
-                                   afterSequence sequenceBefore: Int) async throws -> [String: Double] {
+    private func collectDeliveries(
+        of expected: [String: (kind: String, sentAt: Double)], from sandboxClient: SandboxClient,
+        afterSequence sequenceBefore: Int
+    ) async throws -> [String: Double] {
         let deadline = Date().addingTimeInterval(drain)
         var deliveries: [String: Double] = [:]
         repeat {
             for record in try await sandboxClient.records(afterSequence: sequenceBefore) {
                 // Typed pushes carry `event_id`; the watcher's carry the gift wrap's id as `wrap_id`.
                 guard case .integer(let received)? = record["received_at_ms"],
-                      let id = (record["payload"]?["event_id"] ?? record["payload"]?["wrap_id"])?.stringValue,
-                      expected[id] != nil, deliveries[id] == nil else { continue }
+                    let id = (record["payload"]?["event_id"] ?? record["payload"]?["wrap_id"])?.stringValue,
+                    expected[id] != nil, deliveries[id] == nil
+                else { continue }
                 deliveries[id] = Double(received) / 1000
             }
             if deliveries.count >= expected.count { break }
@@ -156,8 +172,10 @@ struct PushLoadCommand: AsyncParsableCommand {
         return deliveries
     }
 
-    private static func record(_ deliveries: [String: Double], of expected: [String: (kind: String, sentAt: Double)], since trafficStart: Double,
-                               into report: inout LoadReport) {
+    private static func record(
+        _ deliveries: [String: Double], of expected: [String: (kind: String, sentAt: Double)], since trafficStart: Double,
+        into report: inout LoadReport
+    ) {
         let lastDelivery = deliveries.values.max() ?? trafficStart
         report.deliveredPerSecond = Double(deliveries.count) / max(lastDelivery - trafficStart, 1e-9)
         for (id, sent) in expected {
@@ -192,11 +210,16 @@ struct PushLoadCommand: AsyncParsableCommand {
         return try await withThrowingTaskGroup(of: (Int, [NostrEvent]).self) { group in
             for start in stride(from: 0, to: count, by: chunk) {
                 group.addTask {
-                    (start, try (start..<min(start + chunk, count)).map { index in
-                        let sender = senders[index % senders.count]
-                        let rumor = UnsignedEvent(pubkey: sender.publicKey, kind: 44001, content: #"{"conversation_id":"load","root_id":"","kind":"root","url":"https://example.com/\#(index)"}"#)
-                        return try GiftWrap.make(rumor, author: sender, recipient: recipients[index % recipients.count])
-                    })
+                    (
+                        start,
+                        try (start..<min(start + chunk, count)).map { index in
+                            let sender = senders[index % senders.count]
+                            let rumor = UnsignedEvent(
+                                pubkey: sender.publicKey, kind: 44001,
+                                content: #"{"conversation_id":"load","root_id":"","kind":"root","url":"https://example.com/\#(index)"}"#)
+                            return try GiftWrap.make(rumor, author: sender, recipient: recipients[index % recipients.count])
+                        }
+                    )
                 }
             }
             var parts: [(Int, [NostrEvent])] = []
@@ -213,14 +236,20 @@ struct PushLoadCommand: AsyncParsableCommand {
     }
 
     /// Sends as fast as `concurrency` allows (registrations).
-    static func send(_ requests: [SignedRequest], to base: String, http: HTTPClient, concurrency: Int, report: inout LoadReport, kind: String) async throws -> Outcome {
+    static func send(
+        _ requests: [SignedRequest], to base: String, http: HTTPClient, concurrency: Int, report: inout LoadReport, kind: String
+    ) async throws -> Outcome {
         let start = Date()
         var outcome = Outcome()
         try await withThrowingTaskGroup(of: Int.self) { group in
             var iterator = requests.makeIterator()
             for _ in 0..<concurrency { if let next = iterator.next() { group.addTask { await next.send(base: base, http: http) } } }
             while let status = try await group.next() {
-                if (200..<300).contains(status) { outcome.succeeded += 1 } else { outcome.errors["\(kind) HTTP \(status)", default: 0] += 1 }
+                if (200..<300).contains(status) {
+                    outcome.succeeded += 1
+                } else {
+                    outcome.errors["\(kind) HTTP \(status)", default: 0] += 1
+                }
                 if let next = iterator.next() { group.addTask { await next.send(base: base, http: http) } }
             }
         }
@@ -230,8 +259,10 @@ struct PushLoadCommand: AsyncParsableCommand {
     }
 
     /// Typed pushes at `rate`, stopping at the last request or after `seconds`.
-    static func paced(_ requests: [(eventID: String, request: SignedRequest)], rate: Double, gateway: String, http: HTTPClient, concurrency: Int,
-                      seconds: Double) async throws -> Outcome {
+    static func paced(
+        _ requests: [(eventID: String, request: SignedRequest)], rate: Double, gateway: String, http: HTTPClient, concurrency: Int,
+        seconds: Double
+    ) async throws -> Outcome {
         guard rate > 0, !requests.isEmpty else { return Outcome() }
         return try await pace(count: requests.count, rate: rate, concurrency: concurrency, seconds: seconds) { index in
             let status = await requests[index].request.send(base: gateway, http: http)
@@ -240,12 +271,15 @@ struct PushLoadCommand: AsyncParsableCommand {
     }
 
     /// Gift wraps to the relay at `rate`; a wrap counts as sent once the relay accepted it.
-    static func publish(_ wraps: [NostrEvent], rate: Double, connection: RelayConnection, concurrency: Int, seconds: Double) async throws -> Outcome {
+    static func publish(_ wraps: [NostrEvent], rate: Double, connection: RelayConnection, concurrency: Int, seconds: Double) async throws
+        -> Outcome
+    {
         guard rate > 0, !wraps.isEmpty else { return Outcome() }
         return try await pace(count: wraps.count, rate: rate, concurrency: concurrency, seconds: seconds) { index in
             do {
                 let answer = try await connection.publish(wraps[index])
-                return answer.accepted ? .success(wraps[index].id.hex) : .failure("relay refused: \(answer.prefix.map { "\($0)" } ?? "other")")
+                return answer.accepted
+                    ? .success(wraps[index].id.hex) : .failure("relay refused: \(answer.prefix.map { "\($0)" } ?? "other")")
             } catch {
                 return .failure("relay: \(error)")
             }
@@ -259,8 +293,10 @@ struct PushLoadCommand: AsyncParsableCommand {
 
     /// Starts attempt `i` at `i / rate` seconds (never more than `concurrency` in flight), records
     /// the wall time it started, and stops scheduling after `seconds`.
-    static func pace(count: Int, rate: Double, concurrency: Int, seconds: Double,
-                     _ attempt: @escaping @Sendable (Int) async -> Attempt) async throws -> Outcome {
+    static func pace(
+        count: Int, rate: Double, concurrency: Int, seconds: Double,
+        _ attempt: @escaping @Sendable (Int) async -> Attempt
+    ) async throws -> Outcome {
         let clock = ContinuousClock()
         let start = clock.now
         let limit = start + .milliseconds(Int64(seconds * 1000))

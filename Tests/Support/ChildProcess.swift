@@ -12,7 +12,9 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Starts `executable` with `arguments`; stdin is /dev/null, stdout and stderr go to `logPath`
     /// (appended) or /dev/null.
-    public init(executable: String, arguments: [String], logPath: String? = nil, environment: [String: String]? = nil, unblockSignals: Bool = false) throws {
+    public init(
+        executable: String, arguments: [String], logPath: String? = nil, environment: [String: String]? = nil, unblockSignals: Bool = false
+    ) throws {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -35,10 +37,10 @@ public final class ChildProcess: @unchecked Sendable {
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
 
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        defer { for pointer in argv { free(pointer) } }
         let env = environment ?? ProcessInfo.processInfo.environment
         let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { envp.forEach { free($0) } }
+        defer { for pointer in envp { free(pointer) } }
 
         var pid: pid_t = 0
         let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
@@ -84,8 +86,10 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Runs `executable` to completion (killed after `timeout`) and returns its exit code and
     /// combined output.
-    public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-                           timeout: Duration = .seconds(60)) async throws -> (code: Int32, output: String) {
+    public static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+        timeout: Duration = .seconds(60)
+    ) async throws -> (code: Int32, output: String) {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("run-\(UUID().uuidString).log").path
         defer { try? FileManager.default.removeItem(atPath: log) }
         let process = try ChildProcess(executable: executable, arguments: arguments, logPath: log, environment: environment)
@@ -105,8 +109,9 @@ public final class ChildProcess: @unchecked Sendable {
     /// The process's resident memory (VmRSS), in bytes.
     public var residentBytes: Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return nil }
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+        else { return nil }
         return kilobytes * 1024
     }
 
@@ -116,7 +121,9 @@ public final class ChildProcess: @unchecked Sendable {
     public static func builtProduct(_ name: String) throws -> String {
         if let override = ProcessInfo.processInfo.environment["LINKSTR_BIN_DIR"], !override.isEmpty {
             let path = URL(fileURLWithPath: override).appendingPathComponent(name).path
-            guard FileManager.default.isExecutableFile(atPath: path) else { throw FixtureError("\(name) not found in LINKSTR_BIN_DIR (\(override))") }
+            guard FileManager.default.isExecutableFile(atPath: path) else {
+                throw FixtureError("\(name) not found in LINKSTR_BIN_DIR (\(override))")
+            }
             return path
         }
         let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()

@@ -122,7 +122,8 @@ public final class HostileRelay: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let handler = relay.open(channel)
                     try channel.pipeline.syncOperations.addHandlers(
-                        NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 1, maxAccumulatedFrameCount: 64, maxAccumulatedFrameSize: 1 << 20),
+                        NIOWebSocketFrameAggregator(
+                            minNonFinalFragmentSize: 1, maxAccumulatedFrameCount: 64, maxAccumulatedFrameSize: 1 << 20),
                         handler)
                 }
             })
@@ -357,21 +358,29 @@ public final class HostileRelay: Sendable {
                 allowance = min(Int(elapsed * Double(rate)) + 1 - flooded, 4096)
             }
             if frames?.subscription != latest {
-                frames = (latest, flood.items.map { item in
-                    switch item {
-                    case .event(let json): ByteBuffer(string: #"["EVENT",\#(quoted(latest)),\#(json)]"#)
-                    case .message(let text): ByteBuffer(string: text)
-                    case .closed(let reason): ByteBuffer(string: #"["CLOSED",\#(quoted(latest)),\#(quoted(reason))]"#)
+                frames = (
+                    latest,
+                    flood.items.map { item in
+                        switch item {
+                        case .event(let json): ByteBuffer(string: #"["EVENT",\#(quoted(latest)),\#(json)]"#)
+                        case .message(let text): ByteBuffer(string: text)
+                        case .closed(let reason): ByteBuffer(string: #"["CLOSED",\#(quoted(latest)),\#(quoted(reason))]"#)
+                        }
                     }
-                })
+                )
             }
             let buffers = frames?.buffers ?? []
             while allowance > 0, flood.total.map({ flooded < $0 }) ?? true {
                 guard context.channel.isWritable else {
                     let since = unwritableSince ?? .now()
                     unwritableSince = since
-                    if case .disconnect(let after) = slowReader, NIODeadline.now() - since >= .nanoseconds(Int64(after.components.seconds * 1_000_000_000
-                        + after.components.attoseconds / 1_000_000_000)) {
+                    if case .disconnect(let after) = slowReader,
+                        NIODeadline.now() - since
+                            >= .nanoseconds(
+                                Int64(
+                                    after.components.seconds * 1_000_000_000
+                                        + after.components.attoseconds / 1_000_000_000))
+                    {
                         relay.update(number) { $0.closedAsSlow = true }
                         context.close(promise: nil)
                         return

@@ -20,8 +20,12 @@ public final class RawHTTPClient: Sendable {
         remote.sin_family = sa_family_t(AF_INET)
         remote.sin_port = in_port_t(UInt16(port).bigEndian)
         inet_pton(AF_INET, "127.0.0.1", &remote.sin_addr)
-        let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        let connected = withUnsafePointer(to: &remote) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        let connected = withUnsafePointer(to: &remote) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
         guard bound == 0, connected == 0 else {
             let reason = String(cString: strerror(errno))
             close(socket)
@@ -62,17 +66,23 @@ public final class RawHTTPClient: Sendable {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if count > 0 { received += buffer[..<count]; continue }
+            if count > 0 {
+                received += buffer[..<count]
+                continue
+            }
             if count == 0 { return (true, received) }
             return (errno != EAGAIN && errno != EWOULDBLOCK, received)
         }
     }
 
     /// One request on a fresh connection: `method path` with `Connection: close`; returns the status.
-    public static func status(port: Int, source: String = "127.0.0.1", method: String = "POST", path: String, body: String = "{}") throws -> Int {
+    public static func status(port: Int, source: String = "127.0.0.1", method: String = "POST", path: String, body: String = "{}") throws
+        -> Int
+    {
         let client = try RawHTTPClient(port: port, source: source)
-        try client.write("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/json\r\n"
-                         + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+        try client.write(
+            "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
         return try client.readStatus()
     }
 }

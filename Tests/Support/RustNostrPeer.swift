@@ -4,7 +4,8 @@ public import NostrProtocol
 /// Runs `scripts/interop/rust_nostr_peer.py` (rust-nostr through its Python bindings, installed
 /// into `.venv` by `scripts/test.sh`) with a batch of requests and returns its answers.
 public enum RustNostrPeer {
-    public static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    public static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     public static var python: String {
         ProcessInfo.processInfo.environment["LINKSTR_PYTHON"] ?? repositoryRoot.appendingPathComponent(".venv/bin/python").path

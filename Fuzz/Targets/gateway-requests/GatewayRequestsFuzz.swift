@@ -1,5 +1,5 @@
-import NostrProtocol
 import GatewayWire
+import NostrProtocol
 
 /// The gateway's request-body parsers on hostile bodies. The first byte picks the parser (its
 /// value modulo 5); the rest is the body. Besides never crashing, what a parser returns must keep

@@ -1,9 +1,9 @@
+import Crypto
 import Foundation
 import LinkstrWire
+import Logging
 import NostrProtocol
 import NostrRelay
-import Crypto
-import Logging
 
 extension LinkstrAppCore {
     static let currentAccountSecret = "current-account"
@@ -56,7 +56,8 @@ extension LinkstrAppCore {
     /// The account named by the secret store's `current-account`, loaded (at start-up).
     static func loadCurrentAccount(secrets: any SecretStore, store: LinkstrStore?, configuration: CoreConfiguration) throws -> Account? {
         guard let bytes = try secrets.read(currentAccountSecret), let pubkey = String(bytes: bytes, encoding: .utf8),
-              let secret = try secrets.read(keySecret(pubkey)), let store else { return nil }
+            let secret = try secrets.read(keySecret(pubkey)), let store
+        else { return nil }
         return try makeAccount(Keys(secretKey: SecretKey(bytes: secret)), store: store, secrets: secrets, configuration: configuration)
     }
 
@@ -92,7 +93,8 @@ extension LinkstrAppCore {
 
     /// Loads an account's rows with its data key (created on first use), defaulting the relays
     /// when the list is empty (boot).
-    static func makeAccount(_ keys: Keys, store: LinkstrStore, secrets: any SecretStore, configuration: CoreConfiguration) throws -> Account {
+    static func makeAccount(_ keys: Keys, store: LinkstrStore, secrets: any SecretStore, configuration: CoreConfiguration) throws -> Account
+    {
         let pubkey = keys.publicKey.hex
         let dataKey: [UInt8]
         if let existing = try secrets.read(dataKeySecret(pubkey)) {
@@ -109,8 +111,10 @@ extension LinkstrAppCore {
         if relays.isEmpty { relays = configuration.defaultRelays.map { RelayEntry(url: $0) } }
         let pushDevice = try accountStore.decoded(PushDevice.self, for: "push_device")
         let registrar = configuration.pushGateway.map { PushRegistrar(baseURL: $0, keys: keys, transport: configuration.pushTransport) }
-        return Account(keys: keys, store: accountStore, ledger: ledger, contacts: contacts, profiles: profiles, relays: relays, archived: try accountStore.archivedSessions(),
-                       registrar: registrar, pushDevice: pushDevice)
+        return Account(
+            keys: keys, store: accountStore, ledger: ledger, contacts: contacts, profiles: profiles, relays: relays,
+            archived: try accountStore.archivedSessions(),
+            registrar: registrar, pushDevice: pushDevice)
     }
 
     private func logout(clearData: Bool) async throws {
@@ -118,7 +122,9 @@ extension LinkstrAppCore {
         // Unregister with the old key while we still have it; a gateway that cannot be reached
         // does not keep the user signed in.
         if let registrar = account.registrar, let device = account.pushDevice {
-            do { try await registrar.unregister(deviceToken: device.token) } catch { logger.info("unregister failed at logout", metadata: ["error": Self.logValue(error)]) }
+            do { try await registrar.unregister(deviceToken: device.token) } catch {
+                logger.info("unregister failed at logout", metadata: ["error": Self.logValue(error)])
+            }
             self.account?.pushDevice = nil
             try? savePushDevice()
         }
@@ -263,7 +269,9 @@ extension LinkstrAppCore {
     func parseMembers(_ inputs: [String]) throws(CoreError) -> Set<String> {
         var members = Set<String>()
         for input in inputs {
-            guard let key = try? PublicKey(parsing: input.trimmingCharacters(in: .whitespacesAndNewlines)) else { throw .invalidMember(input) }
+            guard let key = try? PublicKey(parsing: input.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                throw .invalidMember(input)
+            }
             members.insert(key.hex)
         }
         return members
@@ -281,8 +289,9 @@ extension LinkstrAppCore {
         guard !name.isBlank else { throw CoreError.blankSessionName }
         let snapshot = try parseMembers(members).union([account.me])
         let sessionID = Self.newOperationID()
-        let payload = LinkstrPayload(conversationID: sessionID, rootID: Self.newOperationID(), kind: .sessionCreate,
-                                     sessionName: name.trimmingWhitespaceAndNewlines(), memberPubkeys: snapshot.sorted())
+        let payload = LinkstrPayload(
+            conversationID: sessionID, rootID: Self.newOperationID(), kind: .sessionCreate,
+            sessionName: name.trimmingWhitespaceAndNewlines(), memberPubkeys: snapshot.sorted())
         try await send(payload, to: snapshot)
         return sessionID
     }
@@ -292,8 +301,9 @@ extension LinkstrAppCore {
         let me = try signedIn().me
         let snapshot = members.union([me])
         // Both the previous and the new members hear of it, so removed members learn they were.
-        let payload = LinkstrPayload(conversationID: sessionID, rootID: Self.newOperationID(), kind: .sessionMembers,
-                                     sessionName: name ?? session.name, memberPubkeys: snapshot.sorted())
+        let payload = LinkstrPayload(
+            conversationID: sessionID, rootID: Self.newOperationID(), kind: .sessionMembers,
+            sessionName: name ?? session.name, memberPubkeys: snapshot.sorted())
         try await send(payload, to: session.membership.active.union(snapshot), notBefore: session.version.createdAt + 1)
     }
 
@@ -361,7 +371,8 @@ extension LinkstrAppCore {
         let session = try activeSession(sessionID)
         guard let normalized = LinkURL.normalize(url) else { throw CoreError.invalidURL }
         let trimmed = note?.trimmingWhitespaceAndNewlines()
-        let payload = LinkstrPayload(conversationID: sessionID, kind: .root, url: normalized, note: (trimmed?.isEmpty ?? true) ? nil : trimmed)
+        let payload = LinkstrPayload(
+            conversationID: sessionID, kind: .root, url: normalized, note: (trimmed?.isEmpty ?? true) ? nil : trimmed)
         // Not before the membership state, so every current member counts as a member when it was sent.
         return try await send(payload, to: session.membership.active, notBefore: session.version.createdAt)
     }
@@ -410,12 +421,15 @@ extension LinkstrAppCore {
         let pushes = payload.kind == .root || (payload.kind == .reaction && payload.reactionActive == true)
         if pushes, let registrar = account.registrar, account.pushDevice?.relayWatch == true {
             let ownCopies = wraps.filter { $0.firstTagValue("p") == account.me }.map(\.id.hex)
-            do { try await registrar.suppress(wrapIDs: ownCopies) } catch { logger.info("suppression failed", metadata: ["error": Self.logValue(error)]) }
+            do { try await registrar.suppress(wrapIDs: ownCopies) } catch {
+                logger.info("suppression failed", metadata: ["error": Self.logValue(error)])
+            }
         }
         try await pool.publish(wraps)
         var ledger = account.ledger
         for wrap in wraps {
-            let message = LinkstrMessage(wrapID: wrap.id, rumorID: rumor.id, sender: account.keys.publicKey, createdAt: rumor.createdAt, payload: payload)
+            let message = LinkstrMessage(
+                wrapID: wrap.id, rumorID: rumor.id, sender: account.keys.publicKey, createdAt: rumor.createdAt, payload: payload)
             _ = ledger.ingest(message, origin: .local)
         }
         self.account?.ledger = ledger
@@ -425,9 +439,10 @@ extension LinkstrAppCore {
         if pushes, let registrar = account.registrar, !others.isEmpty {
             let type: PushRegistrar.NotificationType = payload.kind == .root ? .newPost : .newEmojiReaction
             do {
-                _ = try await registrar.enqueuePush(type, eventID: rumor.id.hex, conversationID: payload.conversationID, recipients: others,
-                                                    emoji: payload.kind == .reaction ? payload.emoji : nil,
-                                                    postID: payload.kind == .reaction ? payload.rootID : nil)
+                _ = try await registrar.enqueuePush(
+                    type, eventID: rumor.id.hex, conversationID: payload.conversationID, recipients: others,
+                    emoji: payload.kind == .reaction ? payload.emoji : nil,
+                    postID: payload.kind == .reaction ? payload.rootID : nil)
             } catch {
                 logger.info("push request failed", metadata: ["error": Self.logValue(error)])
             }
@@ -440,7 +455,9 @@ extension LinkstrAppCore {
         guard let account, !wrapIDs.isEmpty else { return }
         let ids = wrapIDs.compactMap { try? EventID(hex: $0) }
         let request = DeletionRequest.make(keys: account.keys, eventIDs: ids, kinds: [GiftWrap.wrapKind])
-        do { try await pool.publish([request]) } catch { logger.debug("kind-5 request not accepted", metadata: ["error": Self.logValue(error)]) }
+        do { try await pool.publish([request]) } catch {
+            logger.debug("kind-5 request not accepted", metadata: ["error": Self.logValue(error)])
+        }
     }
 
     private func publishFollowList(_ pubkeys: [String]) async throws {

@@ -14,11 +14,12 @@ extension LinkstrAppCore {
         var rows: [SessionRow] = []
         for session in ledger.sessions.values {
             let posts = ledger.posts(in: session.id)
-            rows.append(SessionRow(
-                id: session.id, name: session.name, isArchived: account.archived.contains(session.id),
-                unreadCount: posts.count { !$0.isRead }, lastActivity: max(posts.last?.createdAt ?? 0, session.version.createdAt),
-                memberCount: session.membership.active.count, isCreator: session.creator == account.me,
-                isActiveMember: session.membership.isActiveNow(account.me)))
+            rows.append(
+                SessionRow(
+                    id: session.id, name: session.name, isArchived: account.archived.contains(session.id),
+                    unreadCount: posts.count { !$0.isRead }, lastActivity: max(posts.last?.createdAt ?? 0, session.version.createdAt),
+                    memberCount: session.membership.active.count, isCreator: session.creator == account.me,
+                    isActiveMember: session.membership.isActiveNow(account.me)))
         }
         state.sessions.hasArchived = rows.contains(where: \.isArchived)
         state.sessions.rows = rows.filter { $0.isArchived == (listMode == .archived) }
@@ -28,19 +29,22 @@ extension LinkstrAppCore {
             state.feed = feed
             if let postID = openPostID, let post = ledger.posts[postID], post.sessionID == sessionID {
                 let classification = LinkClassification.classify(post.url)
-                state.postDetail = PostDetailView(sessionID: sessionID, post: Self.postView(post, ledger: ledger, me: account.me, names: names),
-                                                  deepLink: DeepLink.make(for: post.url), embedURL: classification?.embedURL)
+                state.postDetail = PostDetailView(
+                    sessionID: sessionID, post: Self.postView(post, ledger: ledger, me: account.me, names: names),
+                    deepLink: DeepLink.make(for: post.url), embedURL: classification?.embedURL)
             }
         }
 
         state.contacts = account.contacts.follows.map { pubkey in
-            ContactView(pubkey: pubkey, npub: (try? PublicKey(hex: pubkey).npub) ?? pubkey, alias: account.contacts.aliases[pubkey],
-                        displayName: names(pubkey))
+            ContactView(
+                pubkey: pubkey, npub: (try? PublicKey(hex: pubkey).npub) ?? pubkey, alias: account.contacts.aliases[pubkey],
+                displayName: names(pubkey))
         }
 
         state.relays.rows = account.relays.map { entry in
-            RelayRow(url: entry.url, enabled: entry.enabled,
-                     status: entry.enabled ? (relayStatuses[entry.url] ?? .connecting) : .disabled)
+            RelayRow(
+                url: entry.url, enabled: entry.enabled,
+                status: entry.enabled ? (relayStatuses[entry.url] ?? .connecting) : .disabled)
         }
         state.relays.total = account.relays.count
         state.relays.connectedOrReadOnly = state.relays.rows.count { $0.status.isConnectedOrReadOnly }
@@ -57,8 +61,9 @@ extension LinkstrAppCore {
         guard let session = account.ledger.sessions[sessionID] else { return nil }
         let names = displayNames(account)
         let members = session.membership.everKnown.sorted().map { pubkey in
-            MemberView(pubkey: pubkey, displayName: names(pubkey), isCreator: pubkey == session.creator,
-                       isActive: session.membership.isActiveNow(pubkey))
+            MemberView(
+                pubkey: pubkey, displayName: names(pubkey), isCreator: pubkey == session.creator,
+                isActive: session.membership.isActiveNow(pubkey))
         }
         return SessionFeedView(
             sessionID: sessionID, name: session.name, isCreator: session.creator == account.me,

@@ -1,8 +1,8 @@
 import Foundation
 import LinkstrWire
+import Logging
 import NostrProtocol
 import NostrRelay
-import Logging
 
 extension LinkstrAppCore {
     static let liveSubscription = "linkstr-live"
@@ -22,7 +22,11 @@ extension LinkstrAppCore {
         let subscriptions = [
             // After a lost connection the window reaches back over the time it was down.
             RelayPool.Subscription(id: Self.liveSubscription) { (context: SubscriptionRequestContext) in
-                [Filter(kinds: [GiftWrap.wrapKind], tags: ["p": [me.hex]], since: context.since(window: Self.wrapBackdating, now: UnixTime.now()), limit: pageSize)]
+                [
+                    Filter(
+                        kinds: [GiftWrap.wrapKind], tags: ["p": [me.hex]],
+                        since: context.since(window: Self.wrapBackdating, now: UnixTime.now()), limit: pageSize)
+                ]
             },
             RelayPool.Subscription(id: Self.followSubscription) { [Filter(authors: [me], kinds: [EventKind.followList], limit: 1)] },
         ]
@@ -69,10 +73,14 @@ extension LinkstrAppCore {
             // The subscription's `since` was taken at subscribe time, before now: the stored events
             // reach at least as far back as the window start (a later bound only means a second
             // asked for twice).
-            startHistory(history, relay: relay, then: .firstPage(HistoryPager(limit: configuration.historyPageSize,
-                                                                                maxLimit: configuration.maxHistoryPageSize,
-                                                                                floor: restoring ? nil : historyFloor(relay),
-                                                                                windowStart: UnixTime.now() - Self.wrapBackdating)))
+            startHistory(
+                history, relay: relay,
+                then: .firstPage(
+                    HistoryPager(
+                        limit: configuration.historyPageSize,
+                        maxLimit: configuration.maxHistoryPageSize,
+                        floor: restoring ? nil : historyFloor(relay),
+                        windowStart: UnixTime.now() - Self.wrapBackdating)))
         case (let id, .event(let wrap)) where backfills[relay]?.subscriptionID == id:
             backfills[relay]?.events.append(wrap)
         case (let id, .closed(let reason)) where backfills[relay]?.subscriptionID == id:
@@ -122,9 +130,10 @@ extension LinkstrAppCore {
         let id = "linkstr-backfill-\(backfillCounter)"
         backfills[relay] = Backfill(subscriptionID: id, pager: pager)
         let limit = pager.limit
-        await pool.subscribe(RelayPool.Subscription(id: id) {
-            [Filter(kinds: [GiftWrap.wrapKind], tags: ["p": [me.hex]], until: until, limit: limit)]
-        }, on: relay)
+        await pool.subscribe(
+            RelayPool.Subscription(id: id) {
+                [Filter(kinds: [GiftWrap.wrapKind], tags: ["p": [me.hex]], until: until, limit: limit)]
+            }, on: relay)
     }
 
     /// Below this `created_at` the device already has `relay`'s history from an earlier run: the
@@ -164,8 +173,9 @@ extension LinkstrAppCore {
     /// Queues a page of history for `relay`, worked off by `historyStep` jobs.
     private func startHistory(_ wraps: [NostrEvent], relay: String, then next: HistoryWork.Next) {
         let oldest = wraps.map(\.createdAt).min(), newest = wraps.map(\.createdAt).max()
-        historyWork[relay] = HistoryWork(wraps: wraps[...], origin: restoring ? .restore : .history, count: wraps.count, oldest: oldest,
-                                         newest: newest, next: next)
+        historyWork[relay] = HistoryWork(
+            wraps: wraps[...], origin: restoring ? .restore : .history, count: wraps.count, oldest: oldest,
+            newest: newest, next: next)
         inbox.yield(.historyStep(relay: relay))
     }
 
@@ -208,13 +218,14 @@ extension LinkstrAppCore {
         }
         // Page backwards from the oldest event; below the live window there may be more whatever
         // the first page held, down to the relay's floor.
-        let until: Int64? = if firstPage {
-            pager.next(afterLivePageOf: work.count, oldest: work.oldest, newest: work.newest)
-        } else if let oldest = work.oldest, let newest = work.newest {
-            pager.next(afterPageOf: work.count, oldest: oldest, newest: newest)
-        } else {
-            nil
-        }
+        let until: Int64? =
+            if firstPage {
+                pager.next(afterLivePageOf: work.count, oldest: work.oldest, newest: work.newest)
+            } else if let oldest = work.oldest, let newest = work.newest {
+                pager.next(afterPageOf: work.count, oldest: oldest, newest: newest)
+            } else {
+                nil
+            }
         if let until {
             await requestBackfill(relay: relay, until: until, pager: pager)
         } else {

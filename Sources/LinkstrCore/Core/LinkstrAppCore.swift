@@ -121,14 +121,16 @@ public actor LinkstrAppCore {
             self.secrets = secrets
         } else {
             #if canImport(Security)
-            self.secrets = KeychainSecretStore()
+                self.secrets = KeychainSecretStore()
             #else
-            self.secrets = try FileSecretStore(directory: configuration.dataDirectory.appendingPathComponent("secrets"))
+                self.secrets = try FileSecretStore(directory: configuration.dataDirectory.appendingPathComponent("secrets"))
             #endif
         }
         var opened: LinkstrStore?
         var failure: StoreError?
-        do { opened = try LinkstrStore(path: configuration.dataDirectory.appendingPathComponent("linkstr.sqlite").path) } catch { failure = error }
+        do { opened = try LinkstrStore(path: configuration.dataDirectory.appendingPathComponent("linkstr.sqlite").path) } catch {
+            failure = error
+        }
         self.store = opened
         self.storeError = failure
         // Loaded here, not on the job loop, so `state()` shows the account from the first call.

@@ -1,5 +1,6 @@
 public import LinkstrWire
 import NostrProtocol
+
 /// linkstr's order rule (docs/linkstr-wire.md §3): a newer rumor `created_at` wins; on equal
 /// timestamps the greater event-id string wins.
 public struct EventOrder: Comparable, Hashable, Sendable {

@@ -1,5 +1,6 @@
 public import LinkstrWire
 import NostrProtocol
+
 /// One account's linkstr state as a value, and the ingest rules of docs/linkstr-wire.md §3 that change
 /// it: opened messages go in, an outcome comes out, and pending messages are replayed whenever
 /// what they wait for changes. No I/O: the core feeds it, the store persists `takeChanges()`.
@@ -36,8 +37,10 @@ public struct LinkstrLedger: Sendable {
     private var reactionKeysByRoot: [String: Set<Reaction.Key>] = [:]
     private var changes = LedgerChanges()
 
-    public init(me: String, sessions: SessionLedger? = nil, posts: [RootPost] = [], reactions: [Reaction] = [],
-                deletions: [PostDeletion] = [], seenWrapIDs: Set<String> = [], pendingLimit: Int = PendingMessages.defaultLimit) {
+    public init(
+        me: String, sessions: SessionLedger? = nil, posts: [RootPost] = [], reactions: [Reaction] = [],
+        deletions: [PostDeletion] = [], seenWrapIDs: Set<String> = [], pendingLimit: Int = PendingMessages.defaultLimit
+    ) {
         self.me = me
         self.sessionLedger = sessions ?? SessionLedger(me: me)
         self.seenWrapIDs = seenWrapIDs
@@ -130,7 +133,9 @@ public struct LinkstrLedger: Sendable {
 
     /// One message against the rules: its outcome, what it would wait for, and what its effect
     /// releases.
-    private mutating func apply(_ entry: PendingMessages.Entry) -> (IngestOutcome, PendingMessages.Dependency?, [PendingMessages.Dependency]) {
+    private mutating func apply(_ entry: PendingMessages.Entry) -> (
+        IngestOutcome, PendingMessages.Dependency?, [PendingMessages.Dependency]
+    ) {
         let message = entry.message
         let sessionID = message.payload.conversationID
         switch message.payload.kind {
@@ -160,32 +165,44 @@ public struct LinkstrLedger: Sendable {
         }
     }
 
-    private mutating func applyRoot(_ entry: PendingMessages.Entry) -> (IngestOutcome, PendingMessages.Dependency?, [PendingMessages.Dependency]) {
+    private mutating func applyRoot(_ entry: PendingMessages.Entry) -> (
+        IngestOutcome, PendingMessages.Dependency?, [PendingMessages.Dependency]
+    ) {
         let message = entry.message
         let payload = message.payload
         let rootID = message.rumorID.hex
         if sessionLedger.tombstones[payload.conversationID] != nil { return (.ignored("the session was deleted"), nil, []) }
-        guard let session = sessionLedger.sessions[payload.conversationID] else { return (.pending("unknown session"), .session(payload.conversationID), []) }
+        guard let session = sessionLedger.sessions[payload.conversationID] else {
+            return (.pending("unknown session"), .session(payload.conversationID), [])
+        }
         // R6
-        guard payload.rootID.isEmpty || payload.rootID.lowercased() == rootID else { return (.ignored("root_id differs from the event id"), nil, []) }
+        guard payload.rootID.isEmpty || payload.rootID.lowercased() == rootID else {
+            return (.ignored("root_id differs from the event id"), nil, [])
+        }
         guard let url = payload.url.flatMap(LinkURL.normalize) else { return (.ignored("the URL does not normalise"), nil, []) }
         if deletions[rootID] != nil { return (.ignored("the post was deleted"), nil, []) }
         if let refusal = membershipRefusal(session, message, origin: entry.origin) { return refusal }
         let sender = message.sender.hex
         // R12: our own posts and a restore into an empty store are read; the rest starts unread.
         let isRead = sender == me || entry.origin == .restore || entry.origin == .local
-        insert(RootPost(id: rootID, sessionID: session.id, author: sender, url: url, note: payload.note, createdAt: message.createdAt,
-                        wrapIDs: entry.wrapIDs.sorted(), isRead: isRead))
+        insert(
+            RootPost(
+                id: rootID, sessionID: session.id, author: sender, url: url, note: payload.note, createdAt: message.createdAt,
+                wrapIDs: entry.wrapIDs.sorted(), isRead: isRead))
         changes.posts.insert(rootID)
         return (.applied, nil, [.root(rootID)])
     }
 
-    private mutating func applyReaction(_ entry: PendingMessages.Entry) -> (IngestOutcome, PendingMessages.Dependency?, [PendingMessages.Dependency]) {
+    private mutating func applyReaction(_ entry: PendingMessages.Entry) -> (
+        IngestOutcome, PendingMessages.Dependency?, [PendingMessages.Dependency]
+    ) {
         let message = entry.message
         let payload = message.payload
         let rootID = payload.rootID.lowercased()
         if sessionLedger.tombstones[payload.conversationID] != nil { return (.ignored("the session was deleted"), nil, []) }
-        guard let session = sessionLedger.sessions[payload.conversationID] else { return (.pending("unknown session"), .session(payload.conversationID), []) }
+        guard let session = sessionLedger.sessions[payload.conversationID] else {
+            return (.pending("unknown session"), .session(payload.conversationID), [])
+        }
         // R8
         if deletions[rootID] != nil { return (.ignored("the post was deleted"), nil, []) }
         guard let post = posts[rootID] else { return (.pending("the post has not arrived"), .root(rootID), []) }
@@ -200,19 +217,24 @@ public struct LinkstrLedger: Sendable {
         return (.applied, nil, [])
     }
 
-    private mutating func applyRootDelete(_ entry: PendingMessages.Entry) -> (IngestOutcome, PendingMessages.Dependency?, [PendingMessages.Dependency]) {
+    private mutating func applyRootDelete(_ entry: PendingMessages.Entry) -> (
+        IngestOutcome, PendingMessages.Dependency?, [PendingMessages.Dependency]
+    ) {
         let message = entry.message
         let payload = message.payload
         let rootID = payload.rootID.lowercased()
         if sessionLedger.tombstones[payload.conversationID] != nil { return (.ignored("the session was deleted"), nil, []) }
-        guard sessionLedger.sessions[payload.conversationID] != nil else { return (.pending("unknown session"), .session(payload.conversationID), []) }
+        guard sessionLedger.sessions[payload.conversationID] != nil else {
+            return (.pending("unknown session"), .session(payload.conversationID), [])
+        }
         // R9
         if deletions[rootID] != nil { return (.ignored("the post is already deleted"), nil, []) }
         guard let post = posts[rootID] else { return (.pending("the post has not arrived"), .root(rootID), []) }
         guard post.sessionID == payload.conversationID else { return (.ignored("the post is in another session"), nil, []) }
         guard post.author == message.sender.hex else { return (.ignored("only the author deletes a post"), nil, []) }
         remove(post: rootID)
-        deletions[rootID] = PostDeletion(rootID: rootID, sessionID: post.sessionID, deletedBy: message.sender.hex, order: EventOrder(message))
+        deletions[rootID] = PostDeletion(
+            rootID: rootID, sessionID: post.sessionID, deletedBy: message.sender.hex, order: EventOrder(message))
         changes.deletions.insert(rootID)
         pending.dropReactions(waitingFor: rootID)
         appliedRumorIDs.insert(message.rumorID.hex)
@@ -222,8 +244,10 @@ public struct LinkstrLedger: Sendable {
     /// R5: sender and self active when the message was sent, and for live messages now as well.
     /// A refusal waits when the membership state is not newer than the message (a re-add may be
     /// on its way), and is final otherwise.
-    private func membershipRefusal(_ session: SessionLedger.Session, _ message: LinkstrMessage,
-                                   origin: IngestOrigin) -> (IngestOutcome, PendingMessages.Dependency?, [PendingMessages.Dependency])? {
+    private func membershipRefusal(
+        _ session: SessionLedger.Session, _ message: LinkstrMessage,
+        origin: IngestOrigin
+    ) -> (IngestOutcome, PendingMessages.Dependency?, [PendingMessages.Dependency])? {
         let membership = session.membership
         let sender = message.sender.hex
         var allowed = membership.isActive(sender, at: message.createdAt) && membership.isActive(me, at: message.createdAt)
@@ -261,7 +285,9 @@ public struct LinkstrLedger: Sendable {
     private mutating func revalidate(session sessionID: String, from time: Int64) {
         guard let session = sessionLedger.sessions[sessionID] else { return }
         let membership = session.membership
-        func wasMember(_ sender: String, at time: Int64) -> Bool { membership.isActive(sender, at: time) && membership.isActive(me, at: time) }
+        func wasMember(_ sender: String, at time: Int64) -> Bool {
+            membership.isActive(sender, at: time) && membership.isActive(me, at: time)
+        }
         for id in postIDsBySession[sessionID] ?? [] {
             guard let post = posts[id], post.createdAt > time, !wasMember(post.author, at: post.createdAt) else { continue }
             let reactions = reactions(on: id)
@@ -269,12 +295,14 @@ public struct LinkstrLedger: Sendable {
             if let message = post.message { rehold(message, wrapIDs: Set(post.wrapIDs), isRead: post.isRead, session: session) }
             for reaction in reactions {
                 guard let message = reaction.message else { continue }
-                _ = pending.hold(.init(message: message, origin: .history, wrapIDs: [reaction.wrapID], reason: "the post has not arrived"),
-                                 until: .root(id))
+                _ = pending.hold(
+                    .init(message: message, origin: .history, wrapIDs: [reaction.wrapID], reason: "the post has not arrived"),
+                    until: .root(id))
             }
         }
         for id in postIDsBySession[sessionID] ?? [] {
-            for reaction in reactions(on: id) where reaction.order.createdAt > time && !wasMember(reaction.key.sender, at: reaction.order.createdAt) {
+            for reaction in reactions(on: id)
+            where reaction.order.createdAt > time && !wasMember(reaction.key.sender, at: reaction.order.createdAt) {
                 reactions[reaction.key] = nil
                 reactionKeysByRoot[id]?.remove(reaction.key)
                 changes.reactions.insert(reaction.key)
@@ -286,8 +314,9 @@ public struct LinkstrLedger: Sendable {
     /// Holds a message taken back out of the state until the membership changes again.
     private mutating func rehold(_ message: LinkstrMessage, wrapIDs: Set<String>, isRead: Bool, session: SessionLedger.Session) {
         // A read post stays read when it comes back; `restore` is the origin that arrives read.
-        let entry = PendingMessages.Entry(message: message, origin: isRead ? .restore : .history, wrapIDs: wrapIDs,
-                                          reason: "waiting for a membership change")
+        let entry = PendingMessages.Entry(
+            message: message, origin: isRead ? .restore : .history, wrapIDs: wrapIDs,
+            reason: "waiting for a membership change")
         _ = pending.hold(entry, until: .session(session.id))
     }
 

@@ -1,5 +1,6 @@
 public import LinkstrWire
 import NostrProtocol
+
 /// Valid messages that arrived before what they depend on (docs/linkstr-wire.md §3), held in memory and
 /// handed back when that dependency changes. Bounded: past `limit` new messages are refused, so a
 /// flood of messages for sessions that never arrive cannot grow memory without end.

@@ -36,9 +36,11 @@ public struct Reaction: Sendable, Equatable {
     /// The message this state came from.
     var message: LinkstrMessage? {
         guard let rumorID = try? EventID(hex: order.eventID), let wrap = try? EventID(hex: wrapID),
-              let sender = try? PublicKey(hex: key.sender) else { return nil }
-        let payload = LinkstrPayload(conversationID: key.sessionID, rootID: key.rootID, kind: .reaction, timestamp: order.createdAt,
-                                     emoji: key.emoji, reactionActive: isActive)
+            let sender = try? PublicKey(hex: key.sender)
+        else { return nil }
+        let payload = LinkstrPayload(
+            conversationID: key.sessionID, rootID: key.rootID, kind: .reaction, timestamp: order.createdAt,
+            emoji: key.emoji, reactionActive: isActive)
         return LinkstrMessage(wrapID: wrap, rumorID: rumorID, sender: sender, createdAt: order.createdAt, payload: payload)
     }
 }

@@ -14,7 +14,9 @@ public struct RootPost: Sendable, Equatable, Identifiable {
     public var wrapIDs: [String]
     public var isRead: Bool
 
-    public init(id: String, sessionID: String, author: String, url: String, note: String?, createdAt: Int64, wrapIDs: [String], isRead: Bool) {
+    public init(
+        id: String, sessionID: String, author: String, url: String, note: String?, createdAt: Int64, wrapIDs: [String], isRead: Bool
+    ) {
         self.id = id
         self.sessionID = sessionID
         self.author = author
@@ -28,7 +30,8 @@ public struct RootPost: Sendable, Equatable, Identifiable {
     /// The message this post came from.
     var message: LinkstrMessage? {
         guard let rumorID = try? EventID(hex: id), let wrap = wrapIDs.first.flatMap({ try? EventID(hex: $0) }),
-              let sender = try? PublicKey(hex: author) else { return nil }
+            let sender = try? PublicKey(hex: author)
+        else { return nil }
         let payload = LinkstrPayload(conversationID: sessionID, kind: .root, url: url, note: note, timestamp: createdAt)
         return LinkstrMessage(wrapID: wrap, rumorID: rumorID, sender: sender, createdAt: createdAt, payload: payload)
     }

@@ -1,5 +1,6 @@
 public import LinkstrWire
 import NostrProtocol
+
 /// The session rules of docs/linkstr-wire.md §3 as a value: `session_create`, `session_members` and
 /// `session_delete` messages (already opened and validated) go in, an outcome comes out. Holding
 /// pending messages and replaying them is the core's job; this only says which it is.
@@ -65,7 +66,8 @@ public struct SessionLedger: Sendable, Equatable {
             guard members.contains(sender), members.contains(me) else { return .ignored("sender and self must be members") }
             let snapshot = Membership.Snapshot(order: order, members: members)
             guard var session = sessions[id] else {
-                sessions[id] = Session(id: id, name: payload.sessionName ?? "", creator: sender, membership: Membership(snapshots: [snapshot]), version: order)
+                sessions[id] = Session(
+                    id: id, name: payload.sessionName ?? "", creator: sender, membership: Membership(snapshots: [snapshot]), version: order)
                 return .applied
             }
             guard session.creator == sender else { return .ignored("only the creator can re-create a session") }
@@ -83,7 +85,8 @@ public struct SessionLedger: Sendable, Equatable {
             }
             // R2. The creator is always in the effective member set.
             guard session.creator == sender else { return .ignored("only the creator changes members") }
-            return record(Membership.Snapshot(order: order, members: members.union([session.creator])), name: payload.sessionName, in: &session)
+            return record(
+                Membership.Snapshot(order: order, members: members.union([session.creator])), name: payload.sessionName, in: &session)
         case .sessionDelete:
             // R10
             if let session = sessions[id], session.creator != sender { return .ignored("only the creator deletes a session") }

@@ -29,8 +29,10 @@ public struct LinkClassification: Sendable, Equatable {
         return recognised ?? LinkClassification(provider: .generic, canonicalURL: link.normalized, playback: .link)
     }
 
-    init(provider: LinkProvider, canonicalURL: String, playback: PlaybackMode, embedURL: String? = nil, tweetID: String? = nil,
-         oEmbedURL: String? = nil) {
+    init(
+        provider: LinkProvider, canonicalURL: String, playback: PlaybackMode, embedURL: String? = nil, tweetID: String? = nil,
+        oEmbedURL: String? = nil
+    ) {
         self.provider = provider
         self.canonicalURL = canonicalURL
         self.playback = playback
@@ -50,7 +52,9 @@ extension LinkClassification {
         let segments: [String]
 
         init?(_ input: String) {
-            guard let normalized = LinkURL.normalize(input), let components = URLComponents(string: normalized), let rawHost = components.host else {
+            guard let normalized = LinkURL.normalize(input), let components = URLComponents(string: normalized),
+                let rawHost = components.host
+            else {
                 return nil
             }
             self.normalized = normalized
@@ -74,7 +78,8 @@ extension LinkClassification {
     /// /@user/video/<id>
     private static func tiktokVideo(_ link: ParsedLink) -> LinkClassification? {
         let segments = link.segments
-        guard segments.count >= 3, segments[0].hasPrefix("@"), segments[1] == "video", let id = segments.last, id.allSatisfy(\.isNumber) else {
+        guard segments.count >= 3, segments[0].hasPrefix("@"), segments[1] == "video", let id = segments.last, id.allSatisfy(\.isNumber)
+        else {
             return nil
         }
         return LinkClassification(
@@ -85,7 +90,8 @@ extension LinkClassification {
     /// Short links resolve to a video on the provider's side; extraction follows them.
     private static func tiktokShortLink(_ link: ParsedLink) -> LinkClassification? {
         guard link.segments.count == 1 else { return nil }
-        return LinkClassification(provider: .tiktok, canonicalURL: link.canonical(host: link.host, query: nil), playback: .extractionPreferred)
+        return LinkClassification(
+            provider: .tiktok, canonicalURL: link.canonical(host: link.host, query: nil), playback: .extractionPreferred)
     }
 
     private static func instagram(_ link: ParsedLink) -> LinkClassification? {
@@ -114,7 +120,8 @@ extension LinkClassification {
         guard isReel || isVideo else { return nil }
         let keep = segments.first == "watch" ? link.components.queryItems?.filter { $0.name == "v" } : nil
         let url = link.canonical(host: canonicalHost, query: keep)
-        let embed = "https://www.facebook.com/plugins/video.php?href=" + (url.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? url)
+        let embed =
+            "https://www.facebook.com/plugins/video.php?href=" + (url.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? url)
         return LinkClassification(
             provider: isReel ? .facebookReel : .facebookVideo, canonicalURL: url,
             playback: isReel ? .extractionPreferred : .embedOnly, embedURL: embed)
@@ -141,7 +148,8 @@ extension LinkClassification {
         }
         guard let id, !id.isEmpty, id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else { return nil }
         return LinkClassification(
-            provider: .youtube, canonicalURL: link.canonical(host: "www.youtube.com", path: "/watch", query: [URLQueryItem(name: "v", value: id)]),
+            provider: .youtube,
+            canonicalURL: link.canonical(host: "www.youtube.com", path: "/watch", query: [URLQueryItem(name: "v", value: id)]),
             playback: .embedOnly, embedURL: "https://www.youtube.com/embed/\(id)")
     }
 
@@ -151,6 +159,7 @@ extension LinkClassification {
         let url = link.canonical(host: "rumble.com", query: nil)
         return LinkClassification(
             provider: .rumble, canonicalURL: url, playback: .embedOnly,
-            oEmbedURL: "https://rumble.com/api/Media/oembed.json?url=" + (url.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? url))
+            oEmbedURL: "https://rumble.com/api/Media/oembed.json?url="
+                + (url.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? url))
     }
 }

@@ -9,7 +9,8 @@ public enum LinkURL {
         guard !trimmed.isEmpty, !trimmed.contains(where: \.isWhitespace) else { return nil }
         let withScheme = hasScheme(trimmed) ? trimmed : "https://" + trimmed
         guard var components = URLComponents(string: withScheme), let scheme = components.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty else { return nil }
+            scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+        else { return nil }
         components.scheme = scheme
         components.host = host.lowercased()
         return components.string
@@ -22,7 +23,8 @@ public enum LinkURL {
         guard let colon = text.firstIndex(of: ":") else { return false }
         let candidate = text[..<colon]
         guard let first = candidate.first, first.isLetter else { return false }
-        return candidate.allSatisfy { $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" } && !text[text.index(after: colon)...].allSatisfy(\.isNumber)
+        return candidate.allSatisfy { $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" }
+            && !text[text.index(after: colon)...].allSatisfy(\.isNumber)
     }
 }
 
@@ -33,7 +35,8 @@ public enum DeepLink {
     /// cannot be mistaken for the deep link's own query syntax.
     public static func make(for url: String) -> String? {
         guard let normalized = LinkURL.normalize(url),
-              let encoded = normalized.addingPercentEncoding(withAllowedCharacters: unreserved) else { return nil }
+            let encoded = normalized.addingPercentEncoding(withAllowedCharacters: unreserved)
+        else { return nil }
         return "linkstr://open?url=" + encoded
     }
 
@@ -42,8 +45,9 @@ public enum DeepLink {
     /// The web URL a deep link opens, or nil when it is not a valid `linkstr://open?url=` link.
     public static func url(from link: String) -> String? {
         guard let components = URLComponents(string: link.trimmingCharacters(in: .whitespacesAndNewlines)),
-              components.scheme?.lowercased() == "linkstr", components.host?.lowercased() == "open",
-              let value = components.queryItems?.first(where: { $0.name == "url" })?.value else { return nil }
+            components.scheme?.lowercased() == "linkstr", components.host?.lowercased() == "open",
+            let value = components.queryItems?.first(where: { $0.name == "url" })?.value
+        else { return nil }
         return LinkURL.normalize(value)
     }
 }

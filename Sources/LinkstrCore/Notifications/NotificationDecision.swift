@@ -41,8 +41,10 @@ public struct NotificationResolver: Sendable {
     public var displayName: @Sendable (String) -> String?
     public var isArchived: @Sendable (String) -> Bool
 
-    public init(keys: Keys, sessionName: @escaping @Sendable (String) -> String?, displayName: @escaping @Sendable (String) -> String?,
-                isArchived: @escaping @Sendable (String) -> Bool = { _ in false }) {
+    public init(
+        keys: Keys, sessionName: @escaping @Sendable (String) -> String?, displayName: @escaping @Sendable (String) -> String?,
+        isArchived: @escaping @Sendable (String) -> Bool = { _ in false }
+    ) {
         self.keys = keys
         self.sessionName = sessionName
         self.displayName = displayName

@@ -1,8 +1,9 @@
 public import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 public import NostrProtocol
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The client side of the push gateway (docs/linkstr-wire.md §4): every request signed in the linkstr
 /// NIP-98 dialect with a fresh nonce. Archive syncs are serialised (an actor, one at a time) and a
@@ -55,8 +56,10 @@ public actor PushRegistrar {
     private let attempts: Int
     private let retryDelay: Duration
 
-    public init(baseURL: URL, keys: Keys, transport: any HTTPTransport = URLSessionTransport(), attempts: Int = 3,
-                retryDelay: Duration = .milliseconds(500)) {
+    public init(
+        baseURL: URL, keys: Keys, transport: any HTTPTransport = URLSessionTransport(), attempts: Int = 3,
+        retryDelay: Duration = .milliseconds(500)
+    ) {
         self.baseURL = baseURL
         self.keys = keys
         self.transport = transport
@@ -68,7 +71,9 @@ public actor PushRegistrar {
 
     /// Registers (or moves to this account) the device. `relayWatch` asks the gateway to watch
     /// relays for this account's gift wraps; `topic` picks one of the gateway's apps.
-    public func register(deviceToken: String, environment: Environment, relayWatch: Bool = false, topic: String? = nil) async throws(RegistrarError) {
+    public func register(deviceToken: String, environment: Environment, relayWatch: Bool = false, topic: String? = nil)
+        async throws(RegistrarError)
+    {
         var body: [String: JSONValue] = ["device_token": .string(deviceToken), "apns_environment": .string(environment.rawValue)]
         if relayWatch { body["relay_watch"] = .bool(true) }
         if let topic { body["topic"] = .string(topic) }
@@ -101,7 +106,9 @@ public actor PushRegistrar {
                 "archived_conversation_ids": .array(batch.filter(archived.contains).map { .string($0) }),
                 "known_conversation_ids": .array(batch.map { .string($0) }),
             ])
-            _ = try await withRetries { () async throws(RegistrarError) in try await self.call("PUT", "/v1/conversations/archive-state", body: body) }
+            _ = try await withRetries { () async throws(RegistrarError) in
+                try await self.call("PUT", "/v1/conversations/archive-state", body: body)
+            }
         }
     }
 
@@ -109,8 +116,10 @@ public actor PushRegistrar {
 
     /// Asks the gateway to push `recipients` (after the relays accepted the message). Only roots
     /// and active reactions push.
-    public func enqueuePush(_ type: NotificationType, eventID: String, conversationID: String, recipients: [String], emoji: String? = nil,
-                            postID: String? = nil) async throws(RegistrarError) -> PushAccepted {
+    public func enqueuePush(
+        _ type: NotificationType, eventID: String, conversationID: String, recipients: [String], emoji: String? = nil,
+        postID: String? = nil
+    ) async throws(RegistrarError) -> PushAccepted {
         guard !recipients.isEmpty else { throw .invalidInput("no recipients") }
         if type == .newEmojiReaction, emoji?.isEmpty ?? true { throw .invalidInput("a reaction push needs its emoji") }
         var body: [String: JSONValue] = [
@@ -120,8 +129,9 @@ public actor PushRegistrar {
         if let emoji { body["emoji"] = .string(emoji) }
         if let postID { body["post_id"] = .string(postID) }
         let answer = try await call("POST", "/v1/push", body: .object(body))
-        return PushAccepted(recipientCount: Int(answer["recipient_count"]?.integerValue ?? 0),
-                            candidateDevices: Int(answer["candidate_devices"]?.integerValue ?? 0))
+        return PushAccepted(
+            recipientCount: Int(answer["recipient_count"]?.integerValue ?? 0),
+            candidateDevices: Int(answer["candidate_devices"]?.integerValue ?? 0))
     }
 
     /// Tells the gateway's relay watcher not to push our own devices for these wraps (our own

@@ -17,8 +17,10 @@ public struct RelayEntry: Sendable, Equatable, Codable {
     /// dropped. Nil for anything else.
     public static func normalize(_ input: String) -> String? {
         let trimmed = input.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard var components = URLComponents(string: trimmed), let scheme = components.scheme?.lowercased(), scheme == "ws" || scheme == "wss",
-              let host = components.host, !host.isEmpty, !trimmed.contains(where: \.isWhitespace) else { return nil }
+        guard var components = URLComponents(string: trimmed), let scheme = components.scheme?.lowercased(),
+            scheme == "ws" || scheme == "wss",
+            let host = components.host, !host.isEmpty, !trimmed.contains(where: \.isWhitespace)
+        else { return nil }
         components.scheme = scheme
         components.host = host.lowercased()
         if components.path == "/" { components.path = "" }

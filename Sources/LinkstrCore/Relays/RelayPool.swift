@@ -62,7 +62,9 @@ public actor RelayPool {
     }
 
     /// Starts a connection per enabled entry with `subscriptions` on each. Replaces what ran before.
-    public func start(entries: [RelayEntry], subscriptions: [Subscription], onEvent: @escaping EventHandler, onStatus: @escaping StatusHandler) async {
+    public func start(
+        entries: [RelayEntry], subscriptions: [Subscription], onEvent: @escaping EventHandler, onStatus: @escaping StatusHandler
+    ) async {
         await stop()
         self.entries = entries
         self.onEvent = onEvent
@@ -72,14 +74,16 @@ public actor RelayPool {
             let connection = RelayConnection(url: entry.url, configuration: configuration, logger: logger)
             statuses[entry.url] = .connecting
             var tasks: [Task<Void, Never>] = [Task { try? await connection.run() }]
-            tasks.append(Task { [weak self] in
-                for await state in await connection.states() { await self?.connectionState(entry.url, state) }
-            })
+            tasks.append(
+                Task { [weak self] in
+                    for await state in await connection.states() { await self?.connectionState(entry.url, state) }
+                })
             for subscription in subscriptions {
                 let stream = await connection.subscribe(id: subscription.id, filters: subscription.filters)
-                tasks.append(Task {
-                    for await event in stream { await onEvent(entry.url, subscription.id, event) }
-                })
+                tasks.append(
+                    Task {
+                        for await event in stream { await onEvent(entry.url, subscription.id, event) }
+                    })
             }
             members[entry.url] = Member(connection: connection, tasks: tasks)
         }

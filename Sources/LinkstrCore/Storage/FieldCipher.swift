@@ -26,8 +26,9 @@ public struct FieldCipher: Sendable {
 
     public func open(_ data: Data, column: String) throws(StoreError) -> String {
         guard let box = try? ChaChaPoly.SealedBox(combined: data),
-              let plain = try? ChaChaPoly.open(box, using: key, authenticating: associatedData(column)),
-              let text = String(data: plain, encoding: .utf8) else { throw .undecryptable(column: column) }
+            let plain = try? ChaChaPoly.open(box, using: key, authenticating: associatedData(column)),
+            let text = String(data: plain, encoding: .utf8)
+        else { throw .undecryptable(column: column) }
         return text
     }
 

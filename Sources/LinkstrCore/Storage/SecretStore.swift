@@ -16,7 +16,8 @@ public struct FileSecretStore: SecretStore {
     public init(directory: URL) throws(StoreError) {
         self.directory = directory
         do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
         } catch {
             throw .secrets("cannot create \(directory.path): \(error.localizedDescription)")
@@ -49,7 +50,8 @@ public struct FileSecretStore: SecretStore {
 
     /// Names are ours (`nsec.<hex>`, `datakey.<hex>`), never paths.
     private func file(_ name: String) throws(StoreError) -> URL {
-        guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" }), !name.hasPrefix(".") else {
+        guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" }), !name.hasPrefix(".")
+        else {
             throw .secrets("invalid secret name")
         }
         return directory.appendingPathComponent(name)

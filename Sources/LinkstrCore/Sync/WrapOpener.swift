@@ -21,7 +21,9 @@ public struct WrapOpener: Sendable {
     public func open(_ wraps: [NostrEvent], now: Int64 = UnixTime.now()) async -> [Opened] {
         let keys = keys, cache = cache
         func openSlice(_ slice: ArraySlice<NostrEvent>) -> [Opened] {
-            slice.map { wrap in Result { () throws(LinkstrMessage.OpenError) in try LinkstrMessage.open(wrap, keys: keys, cache: cache, now: now) } }
+            slice.map { wrap in
+                Result { () throws(LinkstrMessage.OpenError) in try LinkstrMessage.open(wrap, keys: keys, cache: cache, now: now) }
+            }
         }
         let cores = max(ProcessInfo.processInfo.activeProcessorCount, 1)
         guard wraps.count >= parallelThreshold, cores > 1 else { return openSlice(wraps[...]) }

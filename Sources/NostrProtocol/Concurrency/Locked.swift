@@ -1,10 +1,10 @@
 // A package import because `withLock` is inlinable into the package's other modules.
 #if canImport(Glibc)
-package import Glibc
+    package import Glibc
 #elseif canImport(Musl)
-package import Musl
+    package import Musl
 #elseif canImport(Darwin)
-package import Darwin
+    package import Darwin
 #endif
 
 /// A value behind a lock, for state that threads and tasks share: `withLock` runs its closure with
@@ -37,7 +37,9 @@ package final class Locked<Value>: @unchecked Sendable {
 
     /// Runs `body` with the value, holding the lock. `body` must not take the same lock again.
     @inlinable
-    package func withLock<Result, Failure: Error>(_ body: (inout sending Value) throws(Failure) -> sending Result) throws(Failure) -> sending Result {
+    package func withLock<Result, Failure: Error>(_ body: (inout sending Value) throws(Failure) -> sending Result) throws(Failure)
+        -> sending Result
+    {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value.pointee)

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Heap storage for secret material that is wiped when the last reference goes away.
@@ -40,9 +40,9 @@ final class SecureBytes: @unchecked Sendable {
     static func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         #if canImport(Darwin)
-        _ = memset_s(base, buffer.count, 0, buffer.count)
+            _ = memset_s(base, buffer.count, 0, buffer.count)
         #else
-        explicit_bzero(base, buffer.count)
+            explicit_bzero(base, buffer.count)
         #endif
     }
 

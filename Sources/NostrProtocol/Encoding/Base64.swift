@@ -72,7 +72,10 @@ public enum Base64 {
             while i + 4 <= length {
                 let a = reverse[Int(input[i])], b = reverse[Int(input[i + 1])]
                 let c = reverse[Int(input[i + 2])], d = reverse[Int(input[i + 3])]
-                if (a | b | c | d) & 0xC0 != 0 { failed = true; return }
+                if (a | b | c | d) & 0xC0 != 0 {
+                    failed = true
+                    return
+                }
                 let v = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
                 buffer[o] = UInt8(truncatingIfNeeded: v >> 16)
                 buffer[o + 1] = UInt8(truncatingIfNeeded: v >> 8)
@@ -83,11 +86,20 @@ public enum Base64 {
             if remainder >= 2 {
                 let a = reverse[Int(input[i])], b = reverse[Int(input[i + 1])]
                 let c = remainder == 3 ? reverse[Int(input[i + 2])] : 0
-                if (a | b | c) & 0xC0 != 0 { failed = true; return }
+                if (a | b | c) & 0xC0 != 0 {
+                    failed = true
+                    return
+                }
                 let v = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6
                 // Unused low bits must be zero for a canonical encoding.
-                if remainder == 2, v & 0xFFFF != 0 { failed = true; return }
-                if remainder == 3, v & 0xFF != 0 { failed = true; return }
+                if remainder == 2, v & 0xFFFF != 0 {
+                    failed = true
+                    return
+                }
+                if remainder == 3, v & 0xFF != 0 {
+                    failed = true
+                    return
+                }
                 buffer[o] = UInt8(truncatingIfNeeded: v >> 16)
                 if remainder == 3 { buffer[o + 1] = UInt8(truncatingIfNeeded: v >> 8) }
             }

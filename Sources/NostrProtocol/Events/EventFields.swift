@@ -18,7 +18,9 @@ struct EventFields {
     }
 
     static func computeID(pubkey: PublicKey, createdAt: Int64, kind: UInt16, tags: [[String]], content: String) -> EventID {
-        EventID(unchecked: SHA256Bytes.hash(canonicalSerialization(pubkey: pubkey, createdAt: createdAt, kind: kind, tags: tags, content: content)))
+        EventID(
+            unchecked: SHA256Bytes.hash(
+                canonicalSerialization(pubkey: pubkey, createdAt: createdAt, kind: kind, tags: tags, content: content)))
     }
 
     /// Writes the event object in rust-nostr's key order; `sig` is omitted for rumors.

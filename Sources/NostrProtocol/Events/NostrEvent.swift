@@ -30,8 +30,9 @@ public struct NostrEvent: Sendable, Hashable {
     public init(jsonValue: JSONValue) throws(EventDecodingError) {
         let decoded = try EventFields.decode(jsonValue, requireSignature: true)
         guard let sig = decoded.sig else { throw .malformedHex(field: "sig") }
-        self.init(id: decoded.id, pubkey: decoded.pubkey, createdAt: decoded.createdAt, kind: decoded.kind,
-                  tags: decoded.tags, content: decoded.content, sig: sig)
+        self.init(
+            id: decoded.id, pubkey: decoded.pubkey, createdAt: decoded.createdAt, kind: decoded.kind,
+            tags: decoded.tags, content: decoded.content, sig: sig)
     }
 
     /// The id recomputed from the fields.

@@ -45,13 +45,16 @@ public struct UnsignedEvent: Sendable, Hashable {
     /// Signs with `keys`, which must belong to `pubkey`.
     public func signed(by keys: Keys, auxRand: [UInt8]? = nil) -> NostrEvent {
         precondition(keys.publicKey == pubkey, "signing key does not match the event pubkey")
-        return NostrEvent(id: id, pubkey: pubkey, createdAt: createdAt, kind: kind, tags: tags, content: content,
-                          sig: keys.sign(id.bytes, auxRand: auxRand))
+        return NostrEvent(
+            id: id, pubkey: pubkey, createdAt: createdAt, kind: kind, tags: tags, content: content,
+            sig: keys.sign(id.bytes, auxRand: auxRand))
     }
 
     /// Rumor JSON (no `sig`).
     public var json: String {
-        String(decoding: EventFields.writeObject(id: id, pubkey: pubkey, createdAt: createdAt, kind: kind, tags: tags, content: content, sig: nil), as: UTF8.self)
+        String(
+            decoding: EventFields.writeObject(
+                id: id, pubkey: pubkey, createdAt: createdAt, kind: kind, tags: tags, content: content, sig: nil), as: UTF8.self)
     }
 }
 

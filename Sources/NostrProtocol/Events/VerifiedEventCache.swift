@@ -1,4 +1,3 @@
-
 /// Verifies events, checking each id's signature once: a process reading several relays gets
 /// most events once per relay, and the BIP-340 check (tens of µs) is most of what an event costs.
 ///
@@ -22,7 +21,9 @@ public final class VerifiedEventCache: Sendable {
         let low: UInt64
 
         init(_ id: EventID) {
-            (high, low) = id.bytes.withUnsafeBytes { ($0.loadUnaligned(fromByteOffset: 0, as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)) }
+            (high, low) = id.bytes.withUnsafeBytes {
+                ($0.loadUnaligned(fromByteOffset: 0, as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            }
         }
     }
 

@@ -44,9 +44,15 @@ struct JSONParser {
         case UInt8(ascii: "{"): return try parseObject(depth: depth + 1)
         case UInt8(ascii: "["): return try parseArray(depth: depth + 1)
         case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
-        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
-        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "t"):
+            try expectLiteral("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try expectLiteral("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try expectLiteral("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
         default: throw error("unexpected character")
         }
@@ -83,8 +89,14 @@ struct JSONParser {
             guard object.updateValue(value, forKey: key) == nil else { throw error("duplicate key \"\(key)\"") }
             skipWhitespace()
             guard index < bytes.count else { throw error("unexpected end of input") }
-            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(object) }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            if bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                return .object(object)
+            }
             throw error("expected ',' or '}'")
         }
     }
@@ -103,8 +115,14 @@ struct JSONParser {
             array.append(try parseValue(depth: depth))
             skipWhitespace()
             guard index < bytes.count else { throw error("unexpected end of input") }
-            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(array) }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            if bytes[index] == UInt8(ascii: "]") {
+                index += 1
+                return .array(array)
+            }
             throw error("expected ',' or ']'")
         }
     }
@@ -142,7 +160,7 @@ struct JSONParser {
     @inline(__always) private func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
 
     private mutating func parseString() throws(JSONError) -> String {
-        index += 1  // opening quote
+        index += 1 // opening quote
         let start = index
         // Fast path: no escapes, only needs UTF-8 validation.
         while index < bytes.count {

@@ -31,7 +31,8 @@ public enum FollowList {
         var seen = Set<PublicKey>()
         return event.tags.compactMap { tag in
             guard tag.count >= 2, tag[0] == "p", let key = try? PublicKey(hex: tag[1]), Hex.decode(tag[1], count: 32) != nil,
-                  seen.insert(key).inserted else { return nil }
+                seen.insert(key).inserted
+            else { return nil }
             return Entry(pubkey: key, relay: tag.count > 2 ? tag[2] : "", petname: tag.count > 3 ? tag[3] : "")
         }
     }

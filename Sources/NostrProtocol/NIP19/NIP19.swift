@@ -47,7 +47,8 @@ public enum NIP19Entity: Sendable, Equatable {
         case (.note(let a), .note(let b)): a == b
         case (.profile(let a, let r1), .profile(let b, let r2)): a == b && r1 == r2
         case (.event(let a, let r1, let au1, let k1), .event(let b, let r2, let au2, let k2)): a == b && r1 == r2 && au1 == au2 && k1 == k2
-        case (.address(let i1, let p1, let k1, let r1), .address(let i2, let p2, let k2, let r2)): i1 == i2 && p1 == p2 && k1 == k2 && r1 == r2
+        case (.address(let i1, let p1, let k1, let r1), .address(let i2, let p2, let k2, let r2)):
+            i1 == i2 && p1 == p2 && k1 == k2 && r1 == r2
         default: false
         }
     }
@@ -117,7 +118,8 @@ public enum NIP19 {
             guard let author = tlv.first(TLVType.author) else { throw .missingTLV(type: TLVType.author) }
             guard let kind = tlv.first(TLVType.kind) else { throw .missingTLV(type: TLVType.kind) }
             guard let identifier = String(validating: special, as: UTF8.self) else { throw .malformedTLV }
-            return .address(identifier: identifier, pubkey: try publicKey(author), kind: try uint32(kind), relays: tlv.strings(TLVType.relay))
+            return .address(
+                identifier: identifier, pubkey: try publicKey(author), kind: try uint32(kind), relays: tlv.strings(TLVType.relay))
         default:
             throw .unknownPrefix(hrp)
         }

@@ -1,4 +1,3 @@
-
 /// A bounded, thread-safe cache of conversation keys per (own key, peer key).
 ///
 /// Unwrapping a gift wrap costs two ECDH operations; the seal layer's peer is the message author,

@@ -45,7 +45,9 @@ public enum NIP44 {
 
     /// Decrypts, checking in order: version, payload length, base64, version byte, MAC (constant
     /// time, before any decryption), padding, UTF-8.
-    public static func decrypt(_ payload: String, conversationKey: ConversationKey, maxDecryptedLength: Int = defaultMaxDecryptedLength) throws(NIP44Error) -> String {
+    public static func decrypt(_ payload: String, conversationKey: ConversationKey, maxDecryptedLength: Int = defaultMaxDecryptedLength)
+        throws(NIP44Error) -> String
+    {
         let utf8 = payload.utf8
         guard let first = utf8.first, first != UInt8(ascii: "#") else { throw .unsupportedVersion }
         // The smallest payload is 1 + 32 + (2 + 32) + 32 = 99 bytes = 132 base64 characters.

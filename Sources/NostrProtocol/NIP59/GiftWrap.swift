@@ -46,12 +46,14 @@ public enum GiftWrap {
     ) throws(GiftWrapError) -> NostrEvent {
         let content: String
         do {
-            content = try NIP44.encrypt(seal.json, conversationKey: ConversationKey(secretKey: ephemeralKeys.secretKey, publicKey: recipient))
+            content = try NIP44.encrypt(
+                seal.json, conversationKey: ConversationKey(secretKey: ephemeralKeys.secretKey, publicKey: recipient))
         } catch {
             throw .payloadTooLarge
         }
-        return ephemeralKeys.sign(kind: wrapKind, tags: [["p", recipient.hex]] + extraTags, content: content,
-                                  createdAt: createdAt ?? randomizedTimestamp())
+        return ephemeralKeys.sign(
+            kind: wrapKind, tags: [["p", recipient.hex]] + extraTags, content: content,
+            createdAt: createdAt ?? randomizedTimestamp())
     }
 
     /// Rumor → seal → wrap in one step, with independent random timestamps for seal and wrap.

@@ -78,13 +78,16 @@ public struct HTTPAuthVerifier: Sendable {
     public var publicBaseURL: String?
     public var acceptedDialects: Set<HTTPAuth.Dialect>
 
-    public init(maxSkewSeconds: Int64 = 300, publicBaseURL: String? = nil, acceptedDialects: Set<HTTPAuth.Dialect> = [.standard, .linkstr]) {
+    public init(maxSkewSeconds: Int64 = 300, publicBaseURL: String? = nil, acceptedDialects: Set<HTTPAuth.Dialect> = [.standard, .linkstr])
+    {
         self.maxSkewSeconds = maxSkewSeconds
         self.publicBaseURL = publicBaseURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         self.acceptedDialects = acceptedDialects
     }
 
-    public func verify(authorization: String?, request: HTTPAuthRequest, now: Int64 = UnixTime.now()) throws(HTTPAuthError) -> VerifiedHTTPAuth {
+    public func verify(authorization: String?, request: HTTPAuthRequest, now: Int64 = UnixTime.now()) throws(HTTPAuthError)
+        -> VerifiedHTTPAuth
+    {
         guard let authorization, !authorization.isEmpty else { throw .missingHeader }
         let prefix = HTTPAuth.scheme + " "
         guard authorization.hasPrefix(prefix) else { throw .wrongScheme }

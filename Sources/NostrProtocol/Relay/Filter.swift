@@ -72,9 +72,18 @@ public struct Filter: Sendable, Hashable {
             }
             writer.byte(UInt8(ascii: "]"))
         }
-        if let since { key("since", &writer); writer.integer(since) }
-        if let until { key("until", &writer); writer.integer(until) }
-        if let limit { key("limit", &writer); writer.integer(limit) }
+        if let since {
+            key("since", &writer)
+            writer.integer(since)
+        }
+        if let until {
+            key("until", &writer)
+            writer.integer(until)
+        }
+        if let limit {
+            key("limit", &writer)
+            writer.integer(limit)
+        }
         for letter in tags.keys.sorted() {
             key("#" + letter, &writer)
             writer.stringArray(tags[letter]!)
@@ -111,13 +120,17 @@ public struct Filter: Sendable, Hashable {
             case "kinds":
                 guard case .array(let items) = value else { throw .malformed("kinds must be an array") }
                 kinds = try items.map { (item) throws(RelayMessageError) in
-                    guard let number = item.integerValue, let kind = UInt16(exactly: number) else { throw .malformed("kinds must be integers in 0...65535") }
+                    guard let number = item.integerValue, let kind = UInt16(exactly: number) else {
+                        throw .malformed("kinds must be integers in 0...65535")
+                    }
                     return kind
                 }
             case "since": since = try Self.integer(value, key)
             case "until": until = try Self.integer(value, key)
             case "limit":
-                guard let limit = Int(exactly: try Self.integer(value, key)), limit >= 0 else { throw .malformed("limit must not be negative") }
+                guard let limit = Int(exactly: try Self.integer(value, key)), limit >= 0 else {
+                    throw .malformed("limit must not be negative")
+                }
                 self.limit = limit
             default:
                 if key.hasPrefix("#"), key.count == 2 {

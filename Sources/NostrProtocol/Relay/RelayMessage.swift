@@ -16,7 +16,9 @@ public enum RelayMessage: Sendable, Hashable {
             self = .event(subscriptionID: try MessageArray.subscriptionID(items[1]), event: try MessageArray.event(items[2]))
         case "OK":
             guard items.count == 4 else { throw .malformed("OK takes an event id, a bool and a message") }
-            guard let id = try? EventID(hex: try MessageArray.string(items[1], "event id")) else { throw .malformed("OK event id must be 64-character hex") }
+            guard let id = try? EventID(hex: try MessageArray.string(items[1], "event id")) else {
+                throw .malformed("OK event id must be 64-character hex")
+            }
             guard case .bool(let accepted) = items[2] else { throw .malformed("OK status must be a boolean") }
             self = .ok(eventID: id, accepted: accepted, message: try MessageArray.string(items[3], "OK message"))
         case "EOSE":

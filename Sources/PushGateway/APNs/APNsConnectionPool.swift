@@ -32,8 +32,10 @@ package final class APNsConnectionPool: APNsTransport {
     /// Told how many requests a GOAWAY refused and were sent again on a fresh connection.
     private let onResend: (@Sendable (Int) -> Void)?
 
-    init(tls: TLSConfiguration, connectionsPerHost: Int, requestTimeout: TimeAmount = .seconds(30),
-         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, onResend: (@Sendable (Int) -> Void)? = nil) throws {
+    init(
+        tls: TLSConfiguration, connectionsPerHost: Int, requestTimeout: TimeAmount = .seconds(30),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, onResend: (@Sendable (Int) -> Void)? = nil
+    ) throws {
         self.onResend = onResend
         var tls = tls
         tls.applicationProtocols = ["h2"]
@@ -67,8 +69,9 @@ package final class APNsConnectionPool: APNsTransport {
                 continue
             }
             let batch = indexes.map { index in
-                APNsStreamRequest(headers: Self.headers(requests[index]), body: requests[index].body,
-                                  promise: channel.eventLoop.makePromise(of: APNsStreamResponse.self))
+                APNsStreamRequest(
+                    headers: Self.headers(requests[index]), body: requests[index].body,
+                    promise: channel.eventLoop.makePromise(of: APNsStreamResponse.self))
             }
             channel.eventLoop.execute {
                 for request in batch {

@@ -18,8 +18,10 @@ public struct APNsNotification: Sendable, Equatable {
     public static let maxPayloadBytes = 4096
     public static let maxCollapseIDBytes = 64
 
-    public init(type: NotificationType, eventID: String, conversationID: String, emoji: String? = nil, postID: String? = nil,
-                relay: String? = nil, count: Int = 1, recipient: String? = nil) {
+    public init(
+        type: NotificationType, eventID: String, conversationID: String, emoji: String? = nil, postID: String? = nil,
+        relay: String? = nil, count: Int = 1, recipient: String? = nil
+    ) {
         self.type = type
         self.eventID = eventID
         self.conversationID = conversationID
@@ -101,7 +103,9 @@ public struct APNsNotification: Sendable, Equatable {
 
     /// Headers besides `authorization` and `apns-id`.
     public func headers(topic: String, expiration: Int64) -> [(String, String)] {
-        [("apns-topic", topic), ("apns-push-type", "alert"), ("apns-priority", "10"),
-         ("apns-collapse-id", collapseID), ("apns-expiration", String(expiration))]
+        [
+            ("apns-topic", topic), ("apns-push-type", "alert"), ("apns-priority", "10"),
+            ("apns-collapse-id", collapseID), ("apns-expiration", String(expiration)),
+        ]
     }
 }

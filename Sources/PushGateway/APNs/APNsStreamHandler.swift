@@ -118,8 +118,9 @@ final class APNsStreamHandler: ChannelDuplexHandler {
         written.futureResult.whenFailure { error in
             handler.value.fail(id, error)
         }
-        context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
-                      promise: written)
+        context.write(
+            wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))),
+            promise: written)
         promise?.succeed()
     }
 
@@ -135,8 +136,9 @@ final class APNsStreamHandler: ChannelDuplexHandler {
             unacknowledgedBytes += data.data.readableBytes + (data.paddingBytes ?? 0)
             if unacknowledgedBytes >= 16 * 1024 {
                 // Hand the consumed bytes back to the server (RFC 9113 §6.9) on the connection.
-                context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))),
-                                      promise: nil)
+                context.writeAndFlush(
+                    wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: unacknowledgedBytes))),
+                    promise: nil)
                 unacknowledgedBytes = 0
             }
             if case .byteBuffer(var bytes) = data.data, bytes.readableBytes > 0 {

@@ -35,7 +35,7 @@ public actor APNsTokenCache {
     @discardableResult
     public func refresh(rejected: String) throws -> Bool {
         let time = now()
-        guard let current, current.token == rejected else { return true }  // someone already refreshed
+        guard let current, current.token == rejected else { return true } // someone already refreshed
         guard time.timeIntervalSince(current.issuedAt) >= Self.minimumAge else { return false }
         _ = try issue(at: time)
         return true

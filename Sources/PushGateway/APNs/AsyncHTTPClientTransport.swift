@@ -1,8 +1,8 @@
 import AsyncHTTPClient
 import Logging
 import NIOCore
-import NIOSSL
 import NIOHTTP1
+import NIOSSL
 
 /// `APNS_TRANSPORT=async-http-client`: one AsyncHTTPClient per connection (each holds one HTTP/2
 /// connection per host, via ALPN, and never opens more streams than the server allows).

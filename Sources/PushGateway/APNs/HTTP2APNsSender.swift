@@ -1,9 +1,9 @@
 public import Foundation
+import GatewayWire
 public import Logging
 import NIOCore
 import NIOSSL
 import NostrProtocol
-import GatewayWire
 
 /// Sends notifications to APNs over HTTP/2 (SwiftNIO, TLS with ALPN `h2`).
 ///
@@ -33,7 +33,9 @@ public final class HTTP2APNsSender: APNsSender {
         var tokens: APNsTokenCache
     }
 
-    public init(configuration: APNsConfiguration, metrics: GatewayMetrics? = nil, logger: Logger, now: @escaping @Sendable () -> Date = Date.init) throws {
+    public init(
+        configuration: APNsConfiguration, metrics: GatewayMetrics? = nil, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
+    ) throws {
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger
@@ -66,10 +68,12 @@ public final class HTTP2APNsSender: APNsSender {
         case .nio:
             var onResend: (@Sendable (Int) -> Void)?
             if let metrics { onResend = { count in metrics.apnsResentAfterGoAway(count) } }
-            transport = try APNsConnectionPool(tls: tls, connectionsPerHost: configuration.connections, requestTimeout: Self.requestTimeout,
-                                               onResend: onResend)
+            transport = try APNsConnectionPool(
+                tls: tls, connectionsPerHost: configuration.connections, requestTimeout: Self.requestTimeout,
+                onResend: onResend)
         case .asyncHTTPClient:
-            transport = AsyncHTTPClientTransport(tls: tls, connections: configuration.connections, requestTimeout: Self.requestTimeout, logger: logger)
+            transport = AsyncHTTPClientTransport(
+                tls: tls, connections: configuration.connections, requestTimeout: Self.requestTimeout, logger: logger)
         }
 
         if let metrics {
@@ -133,18 +137,23 @@ public final class HTTP2APNsSender: APNsSender {
         for ((index, token), response) in zip(sent, responses) {
             var result = outcome(response, job: jobs[index])
             result.providerToken = token
-            let elapsed: Duration = switch response {
-            case .success(let answer) where answer.elapsed > .zero: .nanoseconds(answer.elapsed.nanoseconds)
-            default: batchElapsed
-            }
+            let elapsed: Duration =
+                switch response {
+                case .success(let answer) where answer.elapsed > .zero: .nanoseconds(answer.elapsed.nanoseconds)
+                default: batchElapsed
+                }
             metrics?.apnsSend(status: result.status, duration: elapsed)
             results[index] = result
         }
         for index in results.indices {
-            guard let result = results[index], result.status == 403, result.reason == "ExpiredProviderToken", let rejected = result.providerToken,
-                  let app = appsByTopic[jobs[index].topic] else { continue }
+            guard let result = results[index], result.status == 403, result.reason == "ExpiredProviderToken",
+                let rejected = result.providerToken,
+                let app = appsByTopic[jobs[index].topic]
+            else { continue }
             let refreshed = (try? await app.tokens.refresh(rejected: rejected)) ?? false
-            logger.notice("APNs rejected the provider token as expired", metadata: ["apns.key_id": "\(app.keyID)", "apns.jwt_refreshed": "\(refreshed)"])
+            logger.notice(
+                "APNs rejected the provider token as expired",
+                metadata: ["apns.key_id": "\(app.keyID)", "apns.jwt_refreshed": "\(refreshed)"])
             if refreshed { results[index] = await attempt(jobs[index], payload: jobs[index].notification.payload, app: app) }
         }
         return results.map { $0 ?? APNsSendResult(status: 0, reason: "ConnectionError") }
@@ -196,7 +205,8 @@ public final class HTTP2APNsSender: APNsSender {
             return Self.result(status: answer.status, body: answer.body)
         case .failure(let error):
             // No answer (connect, TLS, reset, timeout): retried with backoff like a 503.
-            logger.warning("APNs request failed", metadata: ["apns.id": "\(job.apnsID)", "error.type": "\(type(of: error))", "error": "\(error)"])
+            logger.warning(
+                "APNs request failed", metadata: ["apns.id": "\(job.apnsID)", "error.type": "\(type(of: error))", "error": "\(error)"])
             return APNsSendResult(status: 0, reason: "ConnectionError")
         }
     }

@@ -39,9 +39,11 @@ public struct APNsConfiguration: Sendable, Equatable {
     public static let defaultConnections = 2
     public static let defaultTransport = APNsTransportKind.nio
 
-    public init(disabled: Bool, apps: [APNsApp], defaultTopic: String, productionURL: String = appleProductionURL,
-                sandboxURL: String = appleSandboxURL, caFile: String? = nil, connections: Int = defaultConnections,
-                transport: APNsTransportKind = defaultTransport) {
+    public init(
+        disabled: Bool, apps: [APNsApp], defaultTopic: String, productionURL: String = appleProductionURL,
+        sandboxURL: String = appleSandboxURL, caFile: String? = nil, connections: Int = defaultConnections,
+        transport: APNsTransportKind = defaultTransport
+    ) {
         self.disabled = disabled
         self.apps = apps
         self.defaultTopic = defaultTopic
@@ -68,11 +70,14 @@ public struct APNsConfiguration: Sendable, Equatable {
             let keyID = try require(env, "APNS_KEY_ID", unless: disabled)
             let teamID = try require(env, "APNS_TEAM_ID", unless: disabled)
             let pem = try loadKey(env, unless: disabled)
-            if !disabled || pem != nil { apps.insert(APNsApp(topic: topic, keyID: keyID ?? "", teamID: teamID ?? "", privateKeyPEM: pem ?? ""), at: 0) }
+            if !disabled || pem != nil {
+                apps.insert(APNsApp(topic: topic, keyID: keyID ?? "", teamID: teamID ?? "", privateKeyPEM: pem ?? ""), at: 0)
+            }
         }
         guard let defaultTopic = topic ?? apps.first?.topic else {
             if disabled {
-                return APNsConfiguration(disabled: true, apps: [], defaultTopic: "app.linkstr.ios", connections: connections, transport: transport)
+                return APNsConfiguration(
+                    disabled: true, apps: [], defaultTopic: "app.linkstr.ios", connections: connections, transport: transport)
             }
             throw ConfigurationError(key: "APNS_TOPIC", "required unless APNS_DISABLE=1 (or APNS_APPS_FILE lists apps)")
         }
@@ -135,10 +140,13 @@ public struct APNsConfiguration: Sendable, Equatable {
         var apps: [APNsApp] = []
         for (index, item) in items.enumerated() {
             guard let topic = item["topic"]?.stringValue, let keyID = item["key_id"]?.stringValue,
-                  let teamID = item["team_id"]?.stringValue, let keyPath = item["key_path"]?.stringValue else {
+                let teamID = item["team_id"]?.stringValue, let keyPath = item["key_path"]?.stringValue
+            else {
                 throw fail("entry \(index) needs topic, key_id, team_id and key_path")
             }
-            guard let pem = try? String(contentsOfFile: keyPath, encoding: .utf8) else { throw fail("entry \(index): cannot read \(keyPath)") }
+            guard let pem = try? String(contentsOfFile: keyPath, encoding: .utf8) else {
+                throw fail("entry \(index): cannot read \(keyPath)")
+            }
             apps.append(APNsApp(topic: topic, keyID: keyID, teamID: teamID, privateKeyPEM: pem))
         }
         return apps

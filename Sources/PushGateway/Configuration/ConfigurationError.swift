@@ -14,7 +14,9 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
 extension ConfigurationError {
     /// `env[key]` as an integer in `range`; `value` when unset or empty; otherwise an error that
     /// names the key and the range.
-    static func integer(_ env: [String: String], _ key: String, _ range: ClosedRange<Int>, default value: Int) throws(ConfigurationError) -> Int {
+    static func integer(_ env: [String: String], _ key: String, _ range: ClosedRange<Int>, default value: Int) throws(ConfigurationError)
+        -> Int
+    {
         guard let text = env[key], !text.isEmpty else { return value }
         guard let parsed = Int(text), range.contains(parsed) else {
             throw ConfigurationError(key: key, "an integer in \(range.lowerBound)...\(range.upperBound)")

@@ -44,7 +44,9 @@ public struct DatabaseURL: Sendable, Equatable {
         guard let at = rest.lastIndex(of: "@") else { throw fail("missing user@host") }
         let credentials = rest[..<at]
         let location = rest[rest.index(after: at)...]
-        let userParts = credentials.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map { Self.percentDecode(String($0)) }
+        let userParts = credentials.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map {
+            Self.percentDecode(String($0))
+        }
         guard let user = userParts.first, !user.isEmpty else { throw fail("missing user name") }
         guard let slash = location.firstIndex(of: "/") else { throw fail("missing /database") }
         let hostPort = location[..<slash]
@@ -53,7 +55,9 @@ public struct DatabaseURL: Sendable, Equatable {
         var host = String(hostPort)
         var port = 5432
         if let colon = hostPort.lastIndex(of: ":"), !hostPort.hasSuffix("]") {
-            guard let parsed = Int(hostPort[hostPort.index(after: colon)...]), (1...65535).contains(parsed) else { throw fail("invalid port") }
+            guard let parsed = Int(hostPort[hostPort.index(after: colon)...]), (1...65535).contains(parsed) else {
+                throw fail("invalid port")
+            }
             port = parsed
             host = String(hostPort[..<colon])
         }
@@ -70,7 +74,8 @@ public struct DatabaseURL: Sendable, Equatable {
         var iterator = Array(text.utf8).makeIterator()
         while let byte = iterator.next() {
             if byte == UInt8(ascii: "%"), let high = iterator.next(), let low = iterator.next(),
-               let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) {
+                let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+            {
                 bytes.append(value)
             } else {
                 bytes.append(byte)

@@ -44,13 +44,16 @@ public struct GatewayConfiguration: Sendable {
     public static let defaultAuthMaxSkewSeconds: Int64 = 300
     public static let defaultShutdownTimeoutSeconds = 25
 
-    public init(listenHost: String = defaultListenHost, listenPort: Int = defaultListenPort, database: DatabaseURL, publicURL: String? = nil,
-                logLevel: Logger.Level = defaultLogLevel, logFormat: LogFormat = defaultLogFormat,
-                authMaxSkewSeconds: Int64 = defaultAuthMaxSkewSeconds,
-                adminToken: String? = nil, apns: APNsConfiguration, delivery: DeliverySettings = DeliverySettings(),
-                watch: WatchSettings = WatchSettings(), rateLimits: RateLimitSettings = .disabled, shutdownTimeoutSeconds: Int = defaultShutdownTimeoutSeconds,
-                maxDevicesPerPubkey: Int = GatewayStore.defaultMaxDevicesPerPubkey, deviceBudget: PushBudget? = .default,
-                http: HTTPServerSettings = HTTPServerSettings()) {
+    public init(
+        listenHost: String = defaultListenHost, listenPort: Int = defaultListenPort, database: DatabaseURL, publicURL: String? = nil,
+        logLevel: Logger.Level = defaultLogLevel, logFormat: LogFormat = defaultLogFormat,
+        authMaxSkewSeconds: Int64 = defaultAuthMaxSkewSeconds,
+        adminToken: String? = nil, apns: APNsConfiguration, delivery: DeliverySettings = DeliverySettings(),
+        watch: WatchSettings = WatchSettings(), rateLimits: RateLimitSettings = .disabled,
+        shutdownTimeoutSeconds: Int = defaultShutdownTimeoutSeconds,
+        maxDevicesPerPubkey: Int = GatewayStore.defaultMaxDevicesPerPubkey, deviceBudget: PushBudget? = .default,
+        http: HTTPServerSettings = HTTPServerSettings()
+    ) {
         self.listenHost = listenHost
         self.listenPort = listenPort
         self.database = database
@@ -78,7 +81,9 @@ public struct GatewayConfiguration: Sendable {
         let database = try DatabaseURL(parsing: databaseText)
         var publicURL = env["PUBLIC_URL"].flatMap { $0.isEmpty ? nil : $0 }
         if let url = publicURL {
-            guard url.hasPrefix("https://") || url.hasPrefix("http://") else { throw ConfigurationError(key: "PUBLIC_URL", "must be an http(s) URL") }
+            guard url.hasPrefix("https://") || url.hasPrefix("http://") else {
+                throw ConfigurationError(key: "PUBLIC_URL", "must be an http(s) URL")
+            }
             if url.hasSuffix("/") { publicURL = String(url.dropLast()) }
         }
         let level: Logger.Level
@@ -120,7 +125,8 @@ public struct GatewayConfiguration: Sendable {
         }
         let adminToken = env["ADMIN_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         if let adminToken, adminToken.count < minimumAdminTokenLength {
-            throw ConfigurationError(key: "ADMIN_TOKEN", "at least \(minimumAdminTokenLength) characters (openssl rand -hex 32 makes a good one)")
+            throw ConfigurationError(
+                key: "ADMIN_TOKEN", "at least \(minimumAdminTokenLength) characters (openssl rand -hex 32 makes a good one)")
         }
         return GatewayConfiguration(
             listenHost: host, listenPort: port, database: database, publicURL: publicURL, logLevel: level, logFormat: format,

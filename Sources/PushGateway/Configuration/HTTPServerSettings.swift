@@ -20,7 +20,9 @@ public struct HTTPServerSettings: Sendable, Equatable {
     /// (`RATE_LIMIT_TRUST_FORWARDED=1`), where every connection comes from the proxy.
     public var maxConnectionsPerAddress: Int?
 
-    public init(idleTimeoutSeconds: Int = 30, requestTimeoutSeconds: Int = 10, maxConnections: Int = 4096, maxConnectionsPerAddress: Int? = 64) {
+    public init(
+        idleTimeoutSeconds: Int = 30, requestTimeoutSeconds: Int = 10, maxConnections: Int = 4096, maxConnectionsPerAddress: Int? = 64
+    ) {
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.requestTimeoutSeconds = requestTimeoutSeconds
         self.maxConnections = maxConnections
@@ -30,11 +32,14 @@ public struct HTTPServerSettings: Sendable, Equatable {
     static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> HTTPServerSettings {
         let defaults = HTTPServerSettings()
         let behindProxy = env["RATE_LIMIT_TRUST_FORWARDED"] == "1"
-        let perAddress = try ConfigurationError.integer(env, "HTTP_MAX_CONNECTIONS_PER_ADDRESS", 0...1_000_000,
-                                                        default: behindProxy ? 0 : defaults.maxConnectionsPerAddress ?? 0)
+        let perAddress = try ConfigurationError.integer(
+            env, "HTTP_MAX_CONNECTIONS_PER_ADDRESS", 0...1_000_000,
+            default: behindProxy ? 0 : defaults.maxConnectionsPerAddress ?? 0)
         return HTTPServerSettings(
-            idleTimeoutSeconds: try ConfigurationError.integer(env, "HTTP_IDLE_TIMEOUT_SECONDS", 1...3600, default: defaults.idleTimeoutSeconds),
-            requestTimeoutSeconds: try ConfigurationError.integer(env, "HTTP_REQUEST_TIMEOUT_SECONDS", 1...3600, default: defaults.requestTimeoutSeconds),
+            idleTimeoutSeconds: try ConfigurationError.integer(
+                env, "HTTP_IDLE_TIMEOUT_SECONDS", 1...3600, default: defaults.idleTimeoutSeconds),
+            requestTimeoutSeconds: try ConfigurationError.integer(
+                env, "HTTP_REQUEST_TIMEOUT_SECONDS", 1...3600, default: defaults.requestTimeoutSeconds),
             maxConnections: try ConfigurationError.integer(env, "HTTP_MAX_CONNECTIONS", 1...1_000_000, default: defaults.maxConnections),
             maxConnectionsPerAddress: perAddress == 0 ? nil : perAddress)
     }

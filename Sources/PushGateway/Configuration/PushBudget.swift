@@ -43,8 +43,12 @@ public struct PushBudget: Sendable, Equatable {
         guard let text = env["PUSH_DEVICE_BUDGET"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return .default }
         if text == "0" { return nil }
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 2, let alerts = Int(parts[0]), (1...100_000).contains(alerts), let seconds = Int(parts[1]), (1...86_400).contains(seconds) else {
-            throw ConfigurationError(key: "PUSH_DEVICE_BUDGET", "expected ALERTS/SECONDS (for example 10/60: a burst of 10, refilled at 10 a minute), or 0 for no budget")
+        guard parts.count == 2, let alerts = Int(parts[0]), (1...100_000).contains(alerts), let seconds = Int(parts[1]),
+            (1...86_400).contains(seconds)
+        else {
+            throw ConfigurationError(
+                key: "PUSH_DEVICE_BUDGET",
+                "expected ALERTS/SECONDS (for example 10/60: a burst of 10, refilled at 10 a minute), or 0 for no budget")
         }
         return PushBudget(alerts: alerts, perSeconds: seconds)
     }

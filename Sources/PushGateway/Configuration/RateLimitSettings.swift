@@ -49,7 +49,9 @@ public struct RateLimitSettings: Sendable, Equatable {
         }
         var burst = rate * 2
         if parts.count == 2 {
-            guard let parsed = Double(parts[1]), parsed >= 1, parsed.isFinite else { throw ConfigurationError(key: key, "the burst must be a number ≥ 1") }
+            guard let parsed = Double(parts[1]), parsed >= 1, parsed.isFinite else {
+                throw ConfigurationError(key: key, "the burst must be a number ≥ 1")
+            }
             burst = parsed
         }
         return Limit(perSecond: rate, burst: burst)

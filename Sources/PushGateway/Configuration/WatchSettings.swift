@@ -1,6 +1,6 @@
+import Foundation
 public import NostrProtocol
 public import NostrRelay
-import Foundation
 
 /// The relay watcher's settings. Watching is off when `RELAYS` is empty.
 public struct WatchSettings: Sendable {
@@ -54,14 +54,17 @@ public struct WatchSettings: Sendable {
 
     /// The limits each relay connection applies.
     public var relayLimits: RelayLimits {
-        RelayLimits(maxEventsPerSecond: relayMaxEventsPerSecond > 0 ? relayMaxEventsPerSecond : nil,
-                    maxInvalid: relayMaxInvalid > 0 ? relayMaxInvalid : nil)
+        RelayLimits(
+            maxEventsPerSecond: relayMaxEventsPerSecond > 0 ? relayMaxEventsPerSecond : nil,
+            maxInvalid: relayMaxInvalid > 0 ? relayMaxInvalid : nil)
     }
 
     public var enabled: Bool { !relays.isEmpty }
 
-    public init(relays: [String] = [], chunkSize: Int = 500, coalesceSeconds: Int = 5, shards: Int = 64, leaseSeconds: Int = 30,
-                gatewayKey: SecretKey? = nil, relayMaxEventsPerSecond: Int = 20_000, relayMaxInvalid: Int = 100, resubscribeSeconds: Int = 2) {
+    public init(
+        relays: [String] = [], chunkSize: Int = 500, coalesceSeconds: Int = 5, shards: Int = 64, leaseSeconds: Int = 30,
+        gatewayKey: SecretKey? = nil, relayMaxEventsPerSecond: Int = 20_000, relayMaxInvalid: Int = 100, resubscribeSeconds: Int = 2
+    ) {
         self.relays = relays
         self.chunkSize = chunkSize
         self.coalesceSeconds = coalesceSeconds
@@ -83,7 +86,9 @@ public struct WatchSettings: Sendable {
         }
         var key: SecretKey?
         if let text = env["GATEWAY_NSEC"], !text.isEmpty {
-            do { key = try SecretKey(parsing: text) } catch { throw ConfigurationError(key: "GATEWAY_NSEC", "an nsec1… or 64-character hex secret key") }
+            do { key = try SecretKey(parsing: text) } catch {
+                throw ConfigurationError(key: "GATEWAY_NSEC", "an nsec1… or 64-character hex secret key")
+            }
         }
         let defaults = WatchSettings()
         return WatchSettings(
@@ -93,17 +98,22 @@ public struct WatchSettings: Sendable {
             shards: try ConfigurationError.integer(env, "WATCH_SHARDS", 1...4096, default: defaults.shards),
             leaseSeconds: try ConfigurationError.integer(env, "WATCH_LEASE_SECONDS", 2...600, default: defaults.leaseSeconds),
             gatewayKey: key,
-            relayMaxEventsPerSecond: try limit(env, "WATCH_RELAY_MAX_EVENTS_PER_SECOND", 0...1_000_000, default: defaults.relayMaxEventsPerSecond,
-                                               "messages a relay may send per second, averaged over 10 s (0: no limit)"),
-            relayMaxInvalid: try limit(env, "WATCH_RELAY_MAX_INVALID", 0...1_000_000, default: defaults.relayMaxInvalid,
-                                       "invalid events a relay may send within a minute (0: no limit)"),
-            resubscribeSeconds: try limit(env, "WATCH_RESUBSCRIBE_SECONDS", 0...60, default: defaults.resubscribeSeconds,
-                                          "seconds between two REQs for one subscription chunk (0: at once)"))
+            relayMaxEventsPerSecond: try limit(
+                env, "WATCH_RELAY_MAX_EVENTS_PER_SECOND", 0...1_000_000, default: defaults.relayMaxEventsPerSecond,
+                "messages a relay may send per second, averaged over 10 s (0: no limit)"),
+            relayMaxInvalid: try limit(
+                env, "WATCH_RELAY_MAX_INVALID", 0...1_000_000, default: defaults.relayMaxInvalid,
+                "invalid events a relay may send within a minute (0: no limit)"),
+            resubscribeSeconds: try limit(
+                env, "WATCH_RESUBSCRIBE_SECONDS", 0...60, default: defaults.resubscribeSeconds,
+                "seconds between two REQs for one subscription chunk (0: at once)"))
     }
 
     /// An integer setting whose error says what it is for, not just its range.
-    private static func limit(_ env: [String: String], _ key: String, _ range: ClosedRange<Int>, default value: Int,
-                              _ meaning: String) throws(ConfigurationError) -> Int {
+    private static func limit(
+        _ env: [String: String], _ key: String, _ range: ClosedRange<Int>, default value: Int,
+        _ meaning: String
+    ) throws(ConfigurationError) -> Int {
         do {
             return try ConfigurationError.integer(env, key, range, default: value)
         } catch {
@@ -114,7 +124,13 @@ public struct WatchSettings: Sendable {
     static func isRelayURL(_ text: String) -> Bool {
         let lower = text.lowercased()
         let rest: Substring
-        if lower.hasPrefix("wss://") { rest = lower.dropFirst(6) } else if lower.hasPrefix("ws://") { rest = lower.dropFirst(5) } else { return false }
+        if lower.hasPrefix("wss://") {
+            rest = lower.dropFirst(6)
+        } else if lower.hasPrefix("ws://") {
+            rest = lower.dropFirst(5)
+        } else {
+            return false
+        }
         let host = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         return !host.isEmpty && !host.hasPrefix(":") && !host.contains(" ") && !host.contains("@")
     }

@@ -40,7 +40,8 @@ package struct AdminSession: Sendable {
             let value = trimmed.dropFirst(Self.cookieName.count + 1)
             let parts = value.split(separator: ".", maxSplits: 1)
             guard parts.count == 2, let expiry = Int64(parts[0]), Double(expiry) > now.timeIntervalSince1970,
-                  Double(expiry) <= now.timeIntervalSince1970 + Self.lifetime + 60 else { continue }
+                Double(expiry) <= now.timeIntervalSince1970 + Self.lifetime + 60
+            else { continue }
             if GatewayAPI.constantTimeEquals(String(parts[1]), signature(expiry)) { return true }
         }
         return false

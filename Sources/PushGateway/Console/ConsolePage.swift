@@ -14,12 +14,15 @@ package enum ConsolePage {
         "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
     /// Outcomes in the order the push table lists them; others follow by name.
-    static let outcomeOrder = ["delivered", "device_removed", "retry", "token_refresh", "dropped", "configuration_error", "expired", "over_budget"]
+    static let outcomeOrder = [
+        "delivered", "device_removed", "retry", "token_refresh", "dropped", "configuration_error", "expired", "over_budget",
+    ]
 
     package static func render(_ snapshot: ConsoleSnapshot) -> String {
         var html = head(title: "linkstr-push console", refresh: true)
         html += "<header><h1>linkstr-push</h1>"
-        html += snapshot.ready
+        html +=
+            snapshot.ready
             ? "<span class=\"badge ok\" data-field=\"readiness\">ready</span>"
             : "<span class=\"badge bad\" data-field=\"readiness\">not ready</span>"
         html += "<form method=\"post\" action=\"/admin/logout\"><button type=\"submit\">Sign out</button></form></header>\n<main>\n"
@@ -57,20 +60,24 @@ package enum ConsolePage {
             ("Readiness", "readiness-detail", snapshot.ready ? "ready" : "not ready: \(snapshot.readinessProblem ?? "unknown")"),
             ("Uptime", "uptime", duration(Double(snapshot.uptimeSeconds))),
         ]
-        let migration = snapshot.migrationApplied.map { "\($0) of \(snapshot.migrationExpected)" } ?? "unknown (needs \(snapshot.migrationExpected))"
+        let migration =
+            snapshot.migrationApplied.map { "\($0) of \(snapshot.migrationExpected)" } ?? "unknown (needs \(snapshot.migrationExpected))"
         rows.append(("Schema migration", "migration", migration))
         return section("service", "Service", definitions(rows))
     }
 
     static func queueSection(_ snapshot: ConsoleSnapshot) -> String {
         guard let queue = snapshot.queue else {
-            return section("queue", "Queue", "<p class=\"problem\" data-field=\"queue-unavailable\">The database did not answer in time.</p>")
+            return section(
+                "queue", "Queue", "<p class=\"problem\" data-field=\"queue-unavailable\">The database did not answer in time.</p>")
         }
-        return section("queue", "Queue", definitions([
-            ("Jobs queued", "queue-queued", "\(queue.queued)"),
-            ("Due now", "queue-due", "\(queue.due)"),
-            ("Oldest job", "queue-oldest", queue.queued == 0 ? "none" : duration(queue.oldestJobAgeSeconds)),
-        ]))
+        return section(
+            "queue", "Queue",
+            definitions([
+                ("Jobs queued", "queue-queued", "\(queue.queued)"),
+                ("Due now", "queue-due", "\(queue.due)"),
+                ("Oldest job", "queue-oldest", queue.queued == 0 ? "none" : duration(queue.oldestJobAgeSeconds)),
+            ]))
     }
 
     static func pushSection(_ snapshot: ConsoleSnapshot) -> String {
@@ -90,10 +97,12 @@ package enum ConsolePage {
             let counts = series[outcome] ?? []
             let total = counts.reduce(0, +)
             let recent = Double(counts.suffix(lastMinuteBuckets).reduce(0, +)) / Double(lastMinuteBuckets * window.bucketSeconds)
-            table += "<tr data-outcome=\"\(escape(outcome))\"><td class=\"key\">\(escape(outcome.replacingOccurrences(of: "_", with: " ")))</td>"
+            table +=
+                "<tr data-outcome=\"\(escape(outcome))\"><td class=\"key\">\(escape(outcome.replacingOccurrences(of: "_", with: " ")))</td>"
             table += "<td class=\"spark\">\(sparkline(counts, peak: peak, outcome: outcome))</td>"
             table += "<td class=\"num\" data-label=\"Total\" data-field=\"pushes-total\">\(total)</td>"
-            table += "<td class=\"num\" data-label=\"Per second, last minute\" data-field=\"pushes-per-second\">\(String(format: "%.2f", recent))</td></tr>\n"
+            table +=
+                "<td class=\"num\" data-label=\"Per second, last minute\" data-field=\"pushes-per-second\">\(String(format: "%.2f", recent))</td></tr>\n"
         }
         table += "</tbody></table></div>"
         return section("pushes", title, table)
@@ -113,8 +122,10 @@ package enum ConsolePage {
         for relay in watch.relays {
             let (state, good) = describe(relay.state)
             body += "<tr data-relay=\"\(escape(relay.url))\"><td class=\"url key\">\(escape(relay.url))</td>"
-            body += "<td data-label=\"State\"><span class=\"badge \(good ? "ok" : "bad")\" data-field=\"relay-state\">\(escape(state))</span></td>"
-            body += "<td data-label=\"Last event\" data-field=\"relay-last-event\">\(relay.lastEventAt.map { escape(ago($0, now: snapshot.generatedAt)) } ?? "never")</td>"
+            body +=
+                "<td data-label=\"State\"><span class=\"badge \(good ? "ok" : "bad")\" data-field=\"relay-state\">\(escape(state))</span></td>"
+            body +=
+                "<td data-label=\"Last event\" data-field=\"relay-last-event\">\(relay.lastEventAt.map { escape(ago($0, now: snapshot.generatedAt)) } ?? "never")</td>"
             body += "<td class=\"num\" data-label=\"Events/s\">\(String(format: "%.1f", relay.statistics.eventsPerSecond))</td>"
             body += "<td class=\"num\" data-label=\"Live pubkeys\">\(relay.livePubkeys)</td></tr>\n"
         }
@@ -130,7 +141,8 @@ package enum ConsolePage {
         table += "<th>Device</th></tr></thead><tbody>\n"
         for failure in snapshot.recentFailures.prefix(20) {
             table += "<tr data-field=\"failure\"><td class=\"key\">\(escape(ago(failure.at, now: snapshot.generatedAt)))</td>"
-            table += "<td class=\"num\" data-label=\"Status\">\(failure.status)</td><td data-label=\"Reason\">\(escape(failure.reason))</td>"
+            table +=
+                "<td class=\"num\" data-label=\"Status\">\(failure.status)</td><td data-label=\"Reason\">\(escape(failure.reason))</td>"
             table += "<td data-label=\"Outcome\">\(escape(failure.outcome.replacingOccurrences(of: "_", with: " ")))</td>"
             table += "<td class=\"url\" data-label=\"Device\">\(escape(failure.redactedToken))</td></tr>\n"
         }

@@ -20,8 +20,10 @@ public struct ConsoleSnapshot: Sendable {
     public var watch: RelayWatcher.Status?
     public var recentFailures: [RecentAPNsFailures.Failure]
 
-    public init(generatedAt: Date, ready: Bool, readinessProblem: String?, uptimeSeconds: Int, migrationApplied: Int?, migrationExpected: Int,
-                queue: QueueDepth?, pushRates: PushRateWindow, watch: RelayWatcher.Status?, recentFailures: [RecentAPNsFailures.Failure]) {
+    public init(
+        generatedAt: Date, ready: Bool, readinessProblem: String?, uptimeSeconds: Int, migrationApplied: Int?, migrationExpected: Int,
+        queue: QueueDepth?, pushRates: PushRateWindow, watch: RelayWatcher.Status?, recentFailures: [RecentAPNsFailures.Failure]
+    ) {
         self.generatedAt = generatedAt
         self.ready = ready
         self.readinessProblem = readinessProblem

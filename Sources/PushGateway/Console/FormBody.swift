@@ -27,7 +27,8 @@ package enum FormBody {
                 out.append(UInt8(ascii: " "))
             } else if byte == UInt8(ascii: "%") {
                 guard bytes.distance(from: index, to: bytes.endIndex) >= 3,
-                      let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else { throw Unreadable() }
+                    let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2])
+                else { throw Unreadable() }
                 out.append(high << 4 | low)
                 index += 2
             } else {

@@ -13,7 +13,8 @@ package struct DeadlineExceeded: Error {}
 /// every child has, so a body deaf to cancellation held the answer until the database spoke again
 /// (`/readyz` hung past its 1.5 s limit in CI). `body` is cancelled at the deadline and left to
 /// finish on its own; its result is then dropped.
-package func withDeadline<Result: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> Result) async throws -> Result {
+package func withDeadline<Result: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> Result) async throws -> Result
+{
     let race = DeadlineRace<Result>()
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Result, any Error>) in
@@ -24,7 +25,10 @@ package func withDeadline<Result: Sendable>(_ limit: Duration, _ body: @escaping
                 try await Task.sleep(for: limit)
                 race.finish(.failure(DeadlineExceeded()))
             }
-            race.start(continuation) { work.cancel(); timer.cancel() }
+            race.start(continuation) {
+                work.cancel()
+                timer.cancel()
+            }
         }
     } onCancel: {
         race.finish(.failure(CancellationError()))
@@ -66,7 +70,10 @@ private final class DeadlineRace<Result: Sendable>: Sendable {
                 state.early = outcome
                 return (nil, nil)
             }
-            defer { state.continuation = nil; state.cancelTasks = nil }
+            defer {
+                state.continuation = nil
+                state.cancelTasks = nil
+            }
             return (continuation, state.cancelTasks)
         }
         cancelTasks?()

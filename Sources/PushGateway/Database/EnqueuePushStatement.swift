@@ -91,7 +91,11 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
     /// Each device's alert budget; nil: none.
     var budget: PushBudget?
 
-    package init(sender: String, replayKey: String, replayExpires: Date, recipients: [String], eventID: String, notificationType: NotificationType, conversationID: String, emoji: String? = nil, postID: String? = nil, lifetimeSeconds: Int, skipRelayWatchDevices: Bool, leaseSeconds: Int? = nil, budget: PushBudget? = nil) {
+    package init(
+        sender: String, replayKey: String, replayExpires: Date, recipients: [String], eventID: String, notificationType: NotificationType,
+        conversationID: String, emoji: String? = nil, postID: String? = nil, lifetimeSeconds: Int, skipRelayWatchDevices: Bool,
+        leaseSeconds: Int? = nil, budget: PushBudget? = nil
+    ) {
         self.sender = sender
         self.replayKey = replayKey
         self.replayExpires = replayExpires
@@ -140,10 +144,12 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
         let (fresh, recipients, jobs, overBudget, id, apnsID, token, pubkey, environment, topic, updatedAt, attempts, expiresAt) =
             try row.decode((Int, Int, Int, Int, Int64?, UUID?, String?, String?, String?, String?, Date?, Int?, Date?).self)
         let leased = ClaimedJob(
-            leasedID: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic, deviceUpdatedAt: updatedAt,
-            attempts: attempts, expiresAt: expiresAt) { _ in
-                APNsNotification(type: notificationType, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID)
-            }
+            leasedID: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic,
+            deviceUpdatedAt: updatedAt,
+            attempts: attempts, expiresAt: expiresAt
+        ) { _ in
+            APNsNotification(type: notificationType, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID)
+        }
         return Row(fresh: fresh == 1, recipients: recipients, jobs: jobs, overBudget: overBudget, leased: leased)
     }
 }

@@ -36,8 +36,10 @@ public struct GatewayStore: Sendable {
     /// `PUSH_DEVICE_BUDGET`; nil: none.
     public let deviceBudget: PushBudget?
 
-    public init(client: PostgresClient, logger: Logger, replayWindowSeconds: Int64 = 300, maxDevicesPerPubkey: Int = defaultMaxDevicesPerPubkey,
-                deviceBudget: PushBudget? = .default) {
+    public init(
+        client: PostgresClient, logger: Logger, replayWindowSeconds: Int64 = 300, maxDevicesPerPubkey: Int = defaultMaxDevicesPerPubkey,
+        deviceBudget: PushBudget? = .default
+    ) {
         let database = Database(client)
         self.database = database
         self.logger = logger
@@ -67,10 +69,12 @@ public struct GatewayStore: Sendable {
                 attempt += 1
                 do {
                     return try await database.withTransaction(logger: logger) { connection in
-                        let inserted = try await connection.query("""
+                        let inserted = try await connection.query(
+                            """
                             INSERT INTO auth_replays (pubkey, replay_key, expires_at) VALUES (\(pubkey), \(key), \(expires))
                             ON CONFLICT DO NOTHING RETURNING 1
-                            """, logger: logger).count
+                            """, logger: logger
+                        ).count
                         guard inserted == 1 else { throw APIError.replayed }
                         return try await body(connection)
                     }
@@ -137,9 +141,10 @@ public struct GatewayStore: Sendable {
     public func register(_ request: RegisterDeviceRequest, topic: String, auth: VerifiedHTTPAuth) async throws {
         let pubkey = auth.pubkey.hex
         let (key, expires) = replayKey(auth)
-        let applied = try await registrations.register(PendingRegistration(
-            pubkey: pubkey, replayKey: key, replayExpires: expires, deviceToken: request.deviceToken,
-            environment: request.environment.rawValue, topic: topic, relayWatch: request.relayWatch))
+        let applied = try await registrations.register(
+            PendingRegistration(
+                pubkey: pubkey, replayKey: key, replayExpires: expires, deviceToken: request.deviceToken,
+                environment: request.environment.rawValue, topic: topic, relayWatch: request.relayWatch))
         guard applied else { throw APIError.replayed }
     }
 
@@ -152,7 +157,9 @@ public struct GatewayStore: Sendable {
             let (applied, crowded) = try await retryingTransient {
                 var applied = [Bool](repeating: false, count: registrations.count)
                 var devicesAfter: [String: Int] = [:]
-                for (position, wasApplied, devicesBefore) in try await database.execute(RegisterDevicesStatement(registrations: registrations), logger: logger) {
+                for (position, wasApplied, devicesBefore) in try await database.execute(
+                    RegisterDevicesStatement(registrations: registrations), logger: logger)
+                {
                     applied[position - 1] = wasApplied
                     let pubkey = registrations[position - 1].pubkey
                     devicesAfter[pubkey] = (devicesAfter[pubkey] ?? devicesBefore) + (wasApplied ? 1 : 0)
@@ -167,12 +174,17 @@ public struct GatewayStore: Sendable {
             // registration evicts.
             if !crowded.isEmpty {
                 do {
-                    let evicted = try await database.execute(EvictExcessDevicesStatement(pubkeys: crowded, maxDevicesPerPubkey: maxDevicesPerPubkey), logger: logger)
+                    let evicted = try await database.execute(
+                        EvictExcessDevicesStatement(pubkeys: crowded, maxDevicesPerPubkey: maxDevicesPerPubkey), logger: logger)
                     if !evicted.isEmpty {
-                        logger.info("evicted least recently registered devices", metadata: ["push.devices": "\(evicted.count)", "push.pubkeys": "\(Set(evicted).count)"])
+                        logger.info(
+                            "evicted least recently registered devices",
+                            metadata: ["push.devices": "\(evicted.count)", "push.pubkeys": "\(Set(evicted).count)"])
                     }
                 } catch {
-                    logger.warning("could not evict devices past the cap", metadata: ["error.type": "\(type(of: error))", "push.pubkeys": "\(crowded.count)"])
+                    logger.warning(
+                        "could not evict devices past the cap",
+                        metadata: ["error.type": "\(type(of: error))", "push.pubkeys": "\(crowded.count)"])
                 }
             }
             return applied
@@ -220,7 +232,8 @@ public struct GatewayStore: Sendable {
         let pubkey = auth.pubkey.hex
         let logger = self.logger
         return try await authorized(auth) { connection in
-            let hasDevice = try await connection.query("SELECT 1 FROM devices WHERE pubkey = \(pubkey) LIMIT 1 FOR SHARE", logger: logger).count > 0
+            let hasDevice =
+                try await connection.query("SELECT 1 FROM devices WHERE pubkey = \(pubkey) LIMIT 1 FOR SHARE", logger: logger).count > 0
             guard hasDevice else { return false }
             if let known = request.known {
                 guard !known.isEmpty else { return true }
@@ -230,7 +243,8 @@ public struct GatewayStore: Sendable {
                 try await connection.query("DELETE FROM archived_conversations WHERE pubkey = \(pubkey)", logger: logger)
             }
             if !request.archived.isEmpty {
-                try await connection.query("""
+                try await connection.query(
+                    """
                     INSERT INTO archived_conversations (pubkey, conversation_id)
                     SELECT \(pubkey), unnest(\(request.archived)::text[]) ON CONFLICT DO NOTHING
                     """, logger: logger)
@@ -253,18 +267,22 @@ public struct GatewayStore: Sendable {
     /// archived conversations, and queues one job per remaining device, all in one statement.
     /// `skipRelayWatchDevices`: while the relay watcher runs, devices it serves get no typed push.
     /// With `leaseSeconds`, the jobs are queued already claimed by this instance and returned.
-    public func enqueue(_ request: PushRequest, auth: VerifiedHTTPAuth, skipRelayWatchDevices: Bool = false,
-                        leaseSeconds: Int? = nil) async throws -> EnqueueResult {
+    public func enqueue(
+        _ request: PushRequest, auth: VerifiedHTTPAuth, skipRelayWatchDevices: Bool = false,
+        leaseSeconds: Int? = nil
+    ) async throws -> EnqueueResult {
         let (key, expires) = replayKey(auth)
         let statement = EnqueuePushStatement(
             sender: auth.pubkey.hex, replayKey: key, replayExpires: expires, recipients: request.recipients, eventID: request.eventID,
             notificationType: request.type, conversationID: request.conversationID, emoji: request.emoji, postID: request.postID,
-            lifetimeSeconds: Self.jobLifetimeSeconds, skipRelayWatchDevices: skipRelayWatchDevices, leaseSeconds: leaseSeconds, budget: deviceBudget)
+            lifetimeSeconds: Self.jobLifetimeSeconds, skipRelayWatchDevices: skipRelayWatchDevices, leaseSeconds: leaseSeconds,
+            budget: deviceBudget)
         let rows = try await storage {
             try await Self.retryingTransient { try await database.execute(statement, logger: logger) }
         }
         guard let first = rows.first, first.fresh else { throw APIError.replayed }
-        return EnqueueResult(recipientCount: first.recipients, candidateDevices: first.jobs, overBudget: first.overBudget, leased: rows.compactMap(\.leased))
+        return EnqueueResult(
+            recipientCount: first.recipients, candidateDevices: first.jobs, overBudget: first.overBudget, leased: rows.compactMap(\.leased))
     }
 
     /// The caller's devices (read-only: the replay key is still consumed, as for every signed call).
@@ -273,11 +291,14 @@ public struct GatewayStore: Sendable {
         let logger = self.logger
         return try await authorized(auth) { connection in
             var records: [DeviceRecord] = []
-            for (token, environment, topic, watch, registered) in try await connection.query("""
+            for (token, environment, topic, watch, registered) in try await connection.query(
+                """
                 SELECT device_token, apns_environment, topic, relay_watch, registered_at FROM devices
                 WHERE pubkey = \(pubkey) ORDER BY registered_at, device_token
-                """, logger: logger).decode((String, String, String, Bool, Date).self) {
-                records.append(DeviceRecord(deviceToken: token, environment: environment, topic: topic, relayWatch: watch, registeredAt: registered))
+                """, logger: logger
+            ).decode((String, String, String, Bool, Date).self) {
+                records.append(
+                    DeviceRecord(deviceToken: token, environment: environment, topic: topic, relayWatch: watch, registeredAt: registered))
             }
             return records
         }
@@ -310,12 +331,14 @@ public struct GatewayStore: Sendable {
         let expires = Date().addingTimeInterval(TimeInterval(WatchSettings.windowSeconds))
         let logger = self.logger
         return try await authorized(auth) { connection in
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO push_suppressions (pubkey, event_id, expires_at)
                 SELECT \(pubkey), id, \(expires) FROM unnest(\(request.eventIDs)::text[]) AS id ORDER BY id
                 ON CONFLICT (pubkey, event_id) DO UPDATE SET expires_at = EXCLUDED.expires_at
                 RETURNING 1
-                """, logger: logger).count
+                """, logger: logger
+            ).count
         }
     }
 
@@ -359,7 +382,8 @@ public struct GatewayStore: Sendable {
     }
 
     static func dropOrphanedArchive(_ pubkey: String, _ connection: DatabaseConnection, _ logger: Logger) async throws {
-        try await connection.query("""
+        try await connection.query(
+            """
             DELETE FROM archived_conversations WHERE pubkey = \(pubkey)
             AND NOT EXISTS (SELECT 1 FROM devices WHERE pubkey = \(pubkey))
             """, logger: logger)

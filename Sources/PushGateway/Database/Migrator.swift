@@ -71,7 +71,8 @@ public struct Migrator: Sendable {
     }
 
     private func migrateLocked(_ connection: DatabaseConnection, logger: Logger) async throws -> [Int] {
-        try await connection.query("""
+        try await connection.query(
+            """
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
             """, logger: logger)
@@ -105,7 +106,8 @@ public struct Migrator: Sendable {
         let database = Database(client)
         let exists = try await database.query("SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger).decode(Bool.self)
         guard exists.first == true else { return nil }
-        for version in try await database.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", logger: logger).decode(Int.self) {
+        for version in try await database.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", logger: logger).decode(Int.self)
+        {
             return version
         }
         return nil

@@ -136,13 +136,19 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (claimed, queued, merged, overBudget, id, apnsID, token, pubkey, environment, topic, updatedAt, wrapID, relay, count, attempts, expiresAt) =
-            try row.decode((Int, Int, Int, Int, Int64?, UUID?, String?, String?, String?, String?, Date?, String?, String?, Int?, Int?, Date?).self)
+        let (
+            claimed, queued, merged, overBudget, id, apnsID, token, pubkey, environment, topic, updatedAt, wrapID, relay, count, attempts,
+            expiresAt
+        ) =
+            try row.decode(
+                (Int, Int, Int, Int, Int64?, UUID?, String?, String?, String?, String?, Date?, String?, String?, Int?, Int?, Date?).self)
         let job = ClaimedJob(
-            leasedID: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic, deviceUpdatedAt: updatedAt,
-            attempts: attempts, expiresAt: expiresAt) { pubkey in
-                wrapID.map { .giftWrap(wrapID: $0, relay: relay ?? "", count: count ?? 1, recipient: pubkey) }
-            }
+            leasedID: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic,
+            deviceUpdatedAt: updatedAt,
+            attempts: attempts, expiresAt: expiresAt
+        ) { pubkey in
+            wrapID.map { .giftWrap(wrapID: $0, relay: relay ?? "", count: count ?? 1, recipient: pubkey) }
+        }
         return Row(claimed: claimed, queued: queued, merged: merged, overBudget: overBudget, job: job)
     }
 }

@@ -10,7 +10,9 @@ package struct PendingRegistration: Sendable, Equatable {
     var topic: String
     var relayWatch: Bool
 
-    package init(pubkey: String, replayKey: String, replayExpires: Date, deviceToken: String, environment: String, topic: String, relayWatch: Bool) {
+    package init(
+        pubkey: String, replayKey: String, replayExpires: Date, deviceToken: String, environment: String, topic: String, relayWatch: Bool
+    ) {
         self.pubkey = pubkey
         self.replayKey = replayKey
         self.replayExpires = replayExpires

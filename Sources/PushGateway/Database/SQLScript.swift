@@ -1,4 +1,5 @@
 import Foundation
+
 /// Splits a migration script into statements. PostgreSQL's extended query protocol, which
 /// postgres-nio speaks, takes one statement at a time, so `;` separators are found here, outside
 /// quotes ('…', "…"), dollar-quoted bodies ($$…$$, $tag$…$tag$) and comments (-- …, /* … */).
@@ -44,15 +45,25 @@ package enum SQLScript {
 
         /// `-- …` up to the newline, which is left for the caller.
         mutating func copyLineComment() {
-            while i < chars.count, chars[i] != "\n" { current.append(chars[i]); i += 1 }
+            while i < chars.count, chars[i] != "\n" {
+                current.append(chars[i])
+                i += 1
+            }
         }
 
         /// `/* … */`, nested ones included, as PostgreSQL nests them.
         mutating func copyBlockComment() {
             var depth = 0
             repeat {
-                if chars[i] == "/", i + 1 < chars.count, chars[i + 1] == "*" { depth += 1; current.append(chars[i]); i += 1 }
-                else if chars[i] == "*", i + 1 < chars.count, chars[i + 1] == "/" { depth -= 1; current.append(chars[i]); i += 1 }
+                if chars[i] == "/", i + 1 < chars.count, chars[i + 1] == "*" {
+                    depth += 1
+                    current.append(chars[i])
+                    i += 1
+                } else if chars[i] == "*", i + 1 < chars.count, chars[i + 1] == "/" {
+                    depth -= 1
+                    current.append(chars[i])
+                    i += 1
+                }
                 current.append(chars[i])
                 i += 1
             } while i < chars.count && depth > 0
@@ -65,7 +76,11 @@ package enum SQLScript {
             while i < chars.count {
                 current.append(chars[i])
                 if chars[i] == quote {
-                    if i + 1 < chars.count, chars[i + 1] == quote { current.append(chars[i + 1]); i += 2; continue }
+                    if i + 1 < chars.count, chars[i + 1] == quote {
+                        current.append(chars[i + 1])
+                        i += 2
+                        continue
+                    }
                     i += 1
                     break
                 }
@@ -103,6 +118,8 @@ package enum SQLScript {
     }
 
     private static func isOnlyComments(_ text: String) -> Bool {
-        text.split(separator: "\n").allSatisfy { $0.trimmingCharacters(in: .whitespaces).hasPrefix("--") || $0.trimmingCharacters(in: .whitespaces).isEmpty }
+        text.split(separator: "\n").allSatisfy {
+            $0.trimmingCharacters(in: .whitespaces).hasPrefix("--") || $0.trimmingCharacters(in: .whitespaces).isEmpty
+        }
     }
 }

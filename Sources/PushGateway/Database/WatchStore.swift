@@ -37,7 +37,8 @@ public struct WatchStore: Sendable {
 
     /// Creates the shard rows (once per shard count).
     public func prepareShards() async throws {
-        try await database.query("""
+        try await database.query(
+            """
             INSERT INTO watch_shards (shard) SELECT generate_series(0, \(settings.shards - 1)) ON CONFLICT DO NOTHING
             """, logger: logger)
     }
@@ -47,33 +48,41 @@ public struct WatchStore: Sendable {
     /// to that share. Returns the shards it holds afterwards.
     public func heartbeat(instance: String) async throws -> Set<Int> {
         let lease = Double(settings.leaseSeconds)
-        try await database.query("""
+        try await database.query(
+            """
             INSERT INTO watch_instances (instance_id, heartbeat_at) VALUES (\(instance), now())
             ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = now()
             """, logger: logger)
         var live = 1
-        for count in try await database.query("""
+        for count in try await database.query(
+            """
             SELECT count(*)::int FROM watch_instances WHERE heartbeat_at > now() - make_interval(secs => \(lease))
-            """, logger: logger).decode(Int.self) { live = max(1, count) }
+            """, logger: logger
+        ).decode(Int.self) { live = max(1, count) }
         var held = Set<Int>()
-        for shard in try await database.query("""
+        for shard in try await database.query(
+            """
             UPDATE watch_shards SET expires_at = now() + make_interval(secs => \(lease)) WHERE owner = \(instance) RETURNING shard
-            """, logger: logger).decode(Int.self) { held.insert(shard) }
+            """, logger: logger
+        ).decode(Int.self) { held.insert(shard) }
         let fairShare = (settings.shards + live - 1) / live
         if held.count > fairShare {
             let extra = Array(held.sorted().suffix(held.count - fairShare))
-            try await database.query("""
+            try await database.query(
+                """
                 UPDATE watch_shards SET owner = NULL, expires_at = '-infinity' WHERE owner = \(instance) AND shard = ANY(\(extra))
                 """, logger: logger)
             held.subtract(extra)
         } else if held.count < fairShare {
             let wanted = fairShare - held.count
-            for shard in try await database.query("""
+            for shard in try await database.query(
+                """
                 UPDATE watch_shards SET owner = \(instance), expires_at = now() + make_interval(secs => \(lease))
                 WHERE shard IN (SELECT shard FROM watch_shards WHERE (owner IS NULL OR expires_at < now()) AND shard < \(settings.shards)
                                 ORDER BY shard LIMIT \(wanted) FOR UPDATE SKIP LOCKED)
                 RETURNING shard
-                """, logger: logger).decode(Int.self) { held.insert(shard) }
+                """, logger: logger
+            ).decode(Int.self) { held.insert(shard) }
         }
         return held
     }
@@ -100,10 +109,12 @@ public struct WatchStore: Sendable {
     public func watchedPubkeys(inShards shards: Set<Int>) async throws -> Set<String> {
         guard !shards.isEmpty else { return [] }
         var result = Set<String>()
-        for pubkey in try await database.query("""
+        for pubkey in try await database.query(
+            """
             SELECT DISTINCT pubkey FROM devices
             WHERE relay_watch AND linkstr_watch_shard(pubkey, \(settings.shards)::int) = ANY(\(Array(shards)))
-            """, logger: logger).decode(String.self) { result.insert(pubkey) }
+            """, logger: logger
+        ).decode(String.self) { result.insert(pubkey) }
         return result
     }
 
@@ -111,9 +122,11 @@ public struct WatchStore: Sendable {
     public func watchedSubset(of pubkeys: [String]) async throws -> Set<String> {
         guard !pubkeys.isEmpty else { return [] }
         var result = Set<String>()
-        for pubkey in try await database.query("""
+        for pubkey in try await database.query(
+            """
             SELECT DISTINCT pubkey FROM devices WHERE relay_watch AND pubkey = ANY(\(pubkeys))
-            """, logger: logger).decode(String.self) { result.insert(pubkey) }
+            """, logger: logger
+        ).decode(String.self) { result.insert(pubkey) }
         return result
     }
 
@@ -124,7 +137,8 @@ public struct WatchStore: Sendable {
     /// back a pubkey that was unregistered or erased meanwhile.
     public func markLive(_ pubkeys: [String], relay: String) async throws {
         guard !pubkeys.isEmpty else { return }
-        try await database.query("""
+        try await database.query(
+            """
             INSERT INTO watch_live (pubkey, relay) SELECT p, \(relay) FROM unnest(\(pubkeys)::text[]) AS p
             WHERE EXISTS (SELECT 1 FROM devices d WHERE d.relay_watch AND d.pubkey = p)
             ORDER BY p
@@ -170,7 +184,8 @@ public struct WatchStore: Sendable {
         let statement = RecordWrapsStatement(
             wrapIDs: sightings.map(\.wrapID), recipients: sightings.map(\.recipient), relays: sightings.map(\.relay),
             live: sightings.map(\.live), realtime: sightings.map { $0.phase == .realtime },
-            historyRaceSeconds: WatchSettings.historyRaceSeconds, coalesceSeconds: settings.coalesceSeconds, lifetimeSeconds: GatewayStore.jobLifetimeSeconds,
+            historyRaceSeconds: WatchSettings.historyRaceSeconds, coalesceSeconds: settings.coalesceSeconds,
+            lifetimeSeconds: GatewayStore.jobLifetimeSeconds,
             leaseDue: leaseSeconds != nil, leaseSeconds: leaseSeconds ?? 0, budget: deviceBudget)
         // A device removed mid-statement (23503) or a deadlock rolls the statement back as a whole.
         return try await GatewayStore.retryingTransient {

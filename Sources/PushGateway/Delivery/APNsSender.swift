@@ -40,10 +40,12 @@ public struct LoggingAPNsSender: APNsSender {
     public init(logger: Logger) { self.logger = logger }
 
     public func send(_ job: ClaimedJob) async -> APNsSendResult {
-        logger.info("push (APNs disabled)", metadata: [
-            "apns.id": "\(job.apnsID)", "apns.token": "\(DeviceToken.redacted(job.deviceToken))", "apns.topic": "\(job.topic)",
-            "apns.environment": "\(job.environment.rawValue)", "push.type": "\(job.notification.type.rawValue)",
-        ])
+        logger.info(
+            "push (APNs disabled)",
+            metadata: [
+                "apns.id": "\(job.apnsID)", "apns.token": "\(DeviceToken.redacted(job.deviceToken))", "apns.topic": "\(job.topic)",
+                "apns.environment": "\(job.environment.rawValue)", "push.type": "\(job.notification.type.rawValue)",
+            ])
         return APNsSendResult(status: 200)
     }
 }

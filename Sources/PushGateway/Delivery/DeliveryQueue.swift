@@ -19,7 +19,10 @@ public struct ClaimedJob: Sendable, Equatable {
     public var attempts: Int
     public var expiresAt: Date
 
-    package init(id: Int64, apnsID: UUID, deviceToken: String, pubkey: String, environment: APNsEnvironment, topic: String, deviceUpdatedAt: Date, notification: APNsNotification, attempts: Int, expiresAt: Date) {
+    package init(
+        id: Int64, apnsID: UUID, deviceToken: String, pubkey: String, environment: APNsEnvironment, topic: String, deviceUpdatedAt: Date,
+        notification: APNsNotification, attempts: Int, expiresAt: Date
+    ) {
         self.id = id
         self.apnsID = apnsID
         self.deviceToken = deviceToken
@@ -37,12 +40,16 @@ extension ClaimedJob {
     /// A job a statement queued already leased (`EnqueuePushStatement`, `RecordWrapsStatement`),
     /// from the row's left-joined job and device columns: nil on the row that carries no job,
     /// where they are all NULL. `notification` builds the payload from the recipient's pubkey.
-    init?(leasedID id: Int64?, apnsID: UUID?, deviceToken: String?, pubkey: String?, environment: String?, topic: String?,
-          deviceUpdatedAt: Date?, attempts: Int?, expiresAt: Date?, notification: (String) -> APNsNotification?) {
+    init?(
+        leasedID id: Int64?, apnsID: UUID?, deviceToken: String?, pubkey: String?, environment: String?, topic: String?,
+        deviceUpdatedAt: Date?, attempts: Int?, expiresAt: Date?, notification: (String) -> APNsNotification?
+    ) {
         guard let id, let apnsID, let deviceToken, let pubkey, let environment = environment.flatMap(APNsEnvironment.init(rawValue:)),
-              let topic, let deviceUpdatedAt, let attempts, let expiresAt, let notification = notification(pubkey) else { return nil }
-        self.init(id: id, apnsID: apnsID, deviceToken: deviceToken, pubkey: pubkey, environment: environment, topic: topic,
-                  deviceUpdatedAt: deviceUpdatedAt, notification: notification, attempts: attempts, expiresAt: expiresAt)
+            let topic, let deviceUpdatedAt, let attempts, let expiresAt, let notification = notification(pubkey)
+        else { return nil }
+        self.init(
+            id: id, apnsID: apnsID, deviceToken: deviceToken, pubkey: pubkey, environment: environment, topic: topic,
+            deviceUpdatedAt: deviceUpdatedAt, notification: notification, attempts: attempts, expiresAt: expiresAt)
     }
 }
 
@@ -62,15 +69,22 @@ public struct DeliveryQueue: Sendable {
     public func claim(limit: Int, leaseSeconds: Int = 30) async throws -> [ClaimedJob] {
         let rows = try await database.query(ClaimJobsQuery(limit: limit, leaseSeconds: leaseSeconds).query, logger: logger)
         var jobs: [ClaimedJob] = []
-        for (id, apnsID, token, pubkey, environment, topic, updatedAt, type, eventID, conversationID, emoji, postID, attempts, expiresAt,
-                       relay, wrapCount)
-            in try rows.decode((Int64, UUID, String, String, String, String, Date, String, String, String, String?, String?, Int, Date, String?, Int).self) {
+        for (
+            id, apnsID, token, pubkey, environment, topic, updatedAt, type, eventID, conversationID, emoji, postID, attempts, expiresAt,
+            relay, wrapCount
+        )
+            in try rows.decode(
+                (Int64, UUID, String, String, String, String, Date, String, String, String, String?, String?, Int, Date, String?, Int).self)
+        {
             guard let environment = APNsEnvironment(rawValue: environment), let type = NotificationType(rawValue: type) else { continue }
-            jobs.append(ClaimedJob(
-                id: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic, deviceUpdatedAt: updatedAt,
-                notification: APNsNotification(type: type, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID,
-                                               relay: relay, count: wrapCount, recipient: type == .giftWrap ? pubkey : nil),
-                attempts: attempts, expiresAt: expiresAt))
+            jobs.append(
+                ClaimedJob(
+                    id: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic,
+                    deviceUpdatedAt: updatedAt,
+                    notification: APNsNotification(
+                        type: type, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID,
+                        relay: relay, count: wrapCount, recipient: type == .giftWrap ? pubkey : nil),
+                    attempts: attempts, expiresAt: expiresAt))
         }
         return jobs
     }
@@ -89,7 +103,8 @@ public struct DeliveryQueue: Sendable {
 
     /// Back to the queue after `delaySeconds`, keeping the error for operators.
     public func reschedule(_ job: ClaimedJob, delaySeconds: Double, error: String) async throws {
-        try await database.query("""
+        try await database.query(
+            """
             UPDATE push_jobs SET next_attempt_at = now() + make_interval(secs => \(delaySeconds)), locked_until = NULL, last_error = \(error)
             WHERE id = \(job.id) AND attempts = \(job.attempts)
             """, logger: logger)
@@ -128,7 +143,8 @@ public struct DeliveryQueue: Sendable {
     /// in queueing order), read through the primary key.
     public func depth() async throws -> QueueDepth {
         var result = QueueDepth(queued: 0, due: 0, oldestJobAgeSeconds: 0)
-        for row in try await database.query("""
+        for row in try await database.query(
+            """
             SELECT (SELECT count(*) FROM (SELECT 1 FROM push_jobs LIMIT \(Self.exactCountCap)) queued)::int,
                    coalesce((SELECT n_live_tup FROM pg_stat_user_tables WHERE relid = 'push_jobs'::regclass), 0)::int,
                    (SELECT count(*) FROM (SELECT 1 FROM push_jobs WHERE next_attempt_at <= now() LIMIT \(Self.exactCountCap)) due)::int,
@@ -136,8 +152,9 @@ public struct DeliveryQueue: Sendable {
             """, logger: logger
         ).decode((Int, Int, Int, Double).self) {
             let (counted, estimated, due, oldest) = row
-            result = QueueDepth(queued: counted < Self.exactCountCap ? counted : max(counted, estimated), due: due,
-                                oldestJobAgeSeconds: max(0, oldest))
+            result = QueueDepth(
+                queued: counted < Self.exactCountCap ? counted : max(counted, estimated), due: due,
+                oldestJobAgeSeconds: max(0, oldest))
         }
         return result
     }

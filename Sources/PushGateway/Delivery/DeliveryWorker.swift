@@ -21,8 +21,10 @@ public struct DeliveryWorker: Service {
     /// graceful shutdown like the loops' own rounds.
     public var direct: DirectDelivery?
 
-    public init(queue: DeliveryQueue, sender: any APNsSender, settings: DeliverySettings = DeliverySettings(), metrics: GatewayMetrics? = nil,
-                logger: Logger, idleInterval: Duration = .milliseconds(200), wakeup: WakeupSignal? = nil) {
+    public init(
+        queue: DeliveryQueue, sender: any APNsSender, settings: DeliverySettings = DeliverySettings(), metrics: GatewayMetrics? = nil,
+        logger: Logger, idleInterval: Duration = .milliseconds(200), wakeup: WakeupSignal? = nil
+    ) {
         self.wakeup = wakeup
         self.queue = queue
         self.sender = sender
@@ -111,8 +113,11 @@ public struct DeliveryWorker: Service {
 
     /// Applies what APNs answered for `job`; true when the job is done and should be deleted.
     func apply(_ result: APNsSendResult, to job: ClaimedJob) async -> Bool {
-        let outcome = APNsResponseClassifier.classify(status: result.status, reason: result.reason, timestampMilliseconds: result.timestampMilliseconds)
-        let metadata: Logger.Metadata = ["apns.id": "\(job.apnsID)", "apns.token": "\(DeviceToken.redacted(job.deviceToken))", "apns.status": "\(result.status)"]
+        let outcome = APNsResponseClassifier.classify(
+            status: result.status, reason: result.reason, timestampMilliseconds: result.timestampMilliseconds)
+        let metadata: Logger.Metadata = [
+            "apns.id": "\(job.apnsID)", "apns.token": "\(DeviceToken.redacted(job.deviceToken))", "apns.status": "\(result.status)",
+        ]
         record(outcome, result: result, job: job)
         do {
             switch outcome {
@@ -123,7 +128,9 @@ public struct DeliveryWorker: Service {
                 // 1 ms of slack absorbs timestamp rounding between PostgreSQL (µs) and Date (Double).
                 let removed = try await queue.removeDevice(
                     token: job.deviceToken, notUpdatedAfter: min(invalidSince, job.deviceUpdatedAt).addingTimeInterval(0.001))
-                logger.notice("device token rejected by APNs", metadata: metadata.merging(["apns.reason": "\(reason)", "push.device_removed": "\(removed)"]) { $1 })
+                logger.notice(
+                    "device token rejected by APNs",
+                    metadata: metadata.merging(["apns.reason": "\(reason)", "push.device_removed": "\(removed)"]) { $1 })
                 // Removing the device removed its jobs; a kept device still has this one to finish.
                 return !removed
             case .refreshTokenAndRetry(let reason):
@@ -135,8 +142,9 @@ public struct DeliveryWorker: Service {
                 logger.warning("push dropped", metadata: metadata.merging(["apns.reason": "\(reason)"]) { $1 })
                 return true
             case .configurationError(let reason):
-                logger.error("push dropped: APNs refused the gateway's configuration; the device is kept",
-                             metadata: metadata.merging(["apns.reason": "\(reason)", "apns.topic": "\(job.topic)"]) { $1 })
+                logger.error(
+                    "push dropped: APNs refused the gateway's configuration; the device is kept",
+                    metadata: metadata.merging(["apns.reason": "\(reason)", "apns.topic": "\(job.topic)"]) { $1 })
                 return true
             }
         } catch {
@@ -148,18 +156,20 @@ public struct DeliveryWorker: Service {
 
     private func record(_ outcome: APNsOutcome, result: APNsSendResult, job: ClaimedJob) {
         guard let metrics else { return }
-        let (name, reason): (String, String?) = switch outcome {
-        case .delivered: ("delivered", nil)
-        case .removeDevice(let reason, _): ("device_removed", reason)
-        case .refreshTokenAndRetry(let reason): ("token_refresh", reason)
-        case .retry(let reason): ("retry", reason)
-        case .drop(let reason): ("dropped", reason)
-        case .configurationError(let reason): ("configuration_error", reason)
-        }
+        let (name, reason): (String, String?) =
+            switch outcome {
+            case .delivered: ("delivered", nil)
+            case .removeDevice(let reason, _): ("device_removed", reason)
+            case .refreshTokenAndRetry(let reason): ("token_refresh", reason)
+            case .retry(let reason): ("retry", reason)
+            case .drop(let reason): ("dropped", reason)
+            case .configurationError(let reason): ("configuration_error", reason)
+            }
         metrics.push(outcome: name, reason: reason)
         if let reason {
-            metrics.recentFailures.record(.init(
-                at: Date(), status: result.status, reason: reason, outcome: name, redactedToken: DeviceToken.redacted(job.deviceToken)))
+            metrics.recentFailures.record(
+                .init(
+                    at: Date(), status: result.status, reason: reason, outcome: name, redactedToken: DeviceToken.redacted(job.deviceToken)))
         }
     }
 

@@ -46,6 +46,7 @@ public struct APIError: Error, Sendable, Equatable, HTTPResponseError {
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var headers = self.headers
         headers[.contentType] = "application/json"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: JSONBody.object(["error": .string(message)]))))
+        return Response(
+            status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: JSONBody.object(["error": .string(message)]))))
     }
 }

@@ -38,27 +38,34 @@ extension GatewayAPI {
             }
             return counts
         }
-        let queue: JSONValue = await queueDepth.value().map { depth in
-            .object(["jobs": .integer(Int64(depth.queued)), "due": .integer(Int64(depth.due)), "oldest_job_age_seconds": .double(depth.oldestJobAgeSeconds)])
-        } ?? .null
+        let queue: JSONValue =
+            await queueDepth.value().map { depth in
+                .object([
+                    "jobs": .integer(Int64(depth.queued)), "due": .integer(Int64(depth.due)),
+                    "oldest_job_age_seconds": .double(depth.oldestJobAgeSeconds),
+                ])
+            } ?? .null
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let failures: [JSONValue] = metrics.recentFailures.snapshot.map { failure in
             .object([
-                "at": .string(formatter.string(from: failure.at)), "status": .integer(Int64(failure.status)), "reason": .string(failure.reason),
+                "at": .string(formatter.string(from: failure.at)), "status": .integer(Int64(failure.status)),
+                "reason": .string(failure.reason),
                 "outcome": .string(failure.outcome), "device_token": .string(failure.redactedToken),
             ])
         }
         var watch: JSONValue = .null
         if let watcher { watch = Self.watchStatus(await watcher.status()) }
-        var response = JSONBody.response(.ok, [
-            "watch": watch,
-            "status": "ok", "uptime_seconds": .integer(Int64(Date().timeIntervalSince(startedAt))),
-            "devices": .integer(Int64(devices)), "relay_watch_devices": .integer(Int64(watching)),
-            "queue": queue,
-            "recent_apns_failures": .array(failures),
-            "migration": .integer(Int64(latestMigration)),
-        ])
+        var response = JSONBody.response(
+            .ok,
+            [
+                "watch": watch,
+                "status": "ok", "uptime_seconds": .integer(Int64(Date().timeIntervalSince(startedAt))),
+                "devices": .integer(Int64(devices)), "relay_watch_devices": .integer(Int64(watching)),
+                "queue": queue,
+                "recent_apns_failures": .array(failures),
+                "migration": .integer(Int64(latestMigration)),
+            ])
         response.headers[.cacheControl] = "no-store"
         return response
     }
@@ -68,36 +75,40 @@ extension GatewayAPI {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return .object([
-            "relays": .array(status.relays.map { relay in
-                var state = "idle"
-                var error: JSONValue = .null
-                switch relay.state {
-                case .idle: state = "idle"
-                case .connecting: state = "connecting"
-                case .connected: state = "connected"
-                case .authRequired: state = "auth_required"
-                case .failed(let reason): state = "failed"; error = .string(reason)
-                case .stopped: state = "stopped"
-                }
-                let statistics = relay.statistics
-                let paused = statistics.readPausedTime
-                return .object([
-                    "url": .string(relay.url), "state": .string(state), "error": error,
-                    "last_event_at": relay.lastEventAt.map { .string(formatter.string(from: $0)) } ?? .null,
-                    "connections": .integer(Int64(statistics.connections)), "failures": .integer(Int64(statistics.failures)),
-                    "events": .integer(Int64(statistics.events)), "notices": .integer(Int64(statistics.notices)),
-                    "live_pubkeys": .integer(Int64(relay.livePubkeys)),
-                    // Rates over the last 10 s; invalid counts unreadable messages and events that
-                    // failed the watcher's checks.
-                    "events_per_second": .double(statistics.eventsPerSecond), "invalid_per_second": .double(statistics.invalidPerSecond),
-                    "invalid_events": .integer(Int64(statistics.invalidEvents + statistics.invalidMessages)),
-                    "limit_disconnects": .integer(Int64(statistics.limitDisconnects.values.reduce(0, +))),
-                    "last_limit": statistics.lastBreach.map { .string($0.rawValue) } ?? .null,
-                    "reading_paused": .bool(statistics.readingPaused),
-                    "read_paused_seconds": .double(Double(paused.components.seconds) + Double(paused.components.attoseconds) / 1e18),
-                    "resubscribed_after_pause": .integer(Int64(statistics.resubscribedAfterPause)),
-                ])
-            }),
+            "relays": .array(
+                status.relays.map { relay in
+                    var state = "idle"
+                    var error: JSONValue = .null
+                    switch relay.state {
+                    case .idle: state = "idle"
+                    case .connecting: state = "connecting"
+                    case .connected: state = "connected"
+                    case .authRequired: state = "auth_required"
+                    case .failed(let reason):
+                        state = "failed"
+                        error = .string(reason)
+                    case .stopped: state = "stopped"
+                    }
+                    let statistics = relay.statistics
+                    let paused = statistics.readPausedTime
+                    return .object([
+                        "url": .string(relay.url), "state": .string(state), "error": error,
+                        "last_event_at": relay.lastEventAt.map { .string(formatter.string(from: $0)) } ?? .null,
+                        "connections": .integer(Int64(statistics.connections)), "failures": .integer(Int64(statistics.failures)),
+                        "events": .integer(Int64(statistics.events)), "notices": .integer(Int64(statistics.notices)),
+                        "live_pubkeys": .integer(Int64(relay.livePubkeys)),
+                        // Rates over the last 10 s; invalid counts unreadable messages and events that
+                        // failed the watcher's checks.
+                        "events_per_second": .double(statistics.eventsPerSecond),
+                        "invalid_per_second": .double(statistics.invalidPerSecond),
+                        "invalid_events": .integer(Int64(statistics.invalidEvents + statistics.invalidMessages)),
+                        "limit_disconnects": .integer(Int64(statistics.limitDisconnects.values.reduce(0, +))),
+                        "last_limit": statistics.lastBreach.map { .string($0.rawValue) } ?? .null,
+                        "reading_paused": .bool(statistics.readingPaused),
+                        "read_paused_seconds": .double(Double(paused.components.seconds) + Double(paused.components.attoseconds) / 1e18),
+                        "resubscribed_after_pause": .integer(Int64(statistics.resubscribedAfterPause)),
+                    ])
+                }),
             "shards": .array(status.shards.map { .integer(Int64($0)) }),
             "watched_pubkeys": .integer(Int64(status.watchedPubkeys)),
             "pending_wraps": .integer(Int64(status.pendingSightings)),
@@ -131,7 +142,8 @@ extension GatewayAPI {
             metrics.authFailure(reason: "admin_token")
             return Self.html(.unauthorized, ConsolePage.signIn(problem: "That is not this gateway's admin token."))
         }
-        return Response(status: .seeOther, headers: [.location: "/admin", .setCookie: adminSession.cookie(now: Date()), .cacheControl: "no-store"])
+        return Response(
+            status: .seeOther, headers: [.location: "/admin", .setCookie: adminSession.cookie(now: Date()), .cacheControl: "no-store"])
     }
 
     /// `POST /admin/logout`: clears the session cookie. Only a request that carries the session
@@ -154,15 +166,19 @@ extension GatewayAPI {
         let now = Date()
         return ConsoleSnapshot(
             generatedAt: now, ready: status == .ok, readinessProblem: problem, uptimeSeconds: Int(now.timeIntervalSince(startedAt)),
-            migrationApplied: applied, migrationExpected: latestMigration, queue: await queueDepth.value(), pushRates: metrics.recentPushRates,
+            migrationApplied: applied, migrationExpected: latestMigration, queue: await queueDepth.value(),
+            pushRates: metrics.recentPushRates,
             watch: await watcher?.status(), recentFailures: metrics.recentFailures.snapshot)
     }
 
     /// An HTML page with the console's headers: nothing cached, framed, sniffed or loaded from elsewhere.
     static func html(_ status: HTTPResponse.Status, _ page: String) -> Response {
-        Response(status: status, headers: [
-            .contentType: "text/html; charset=utf-8", .cacheControl: "no-store", .contentSecurityPolicy: ConsolePage.contentSecurityPolicy,
-            .xContentTypeOptions: "nosniff", HTTPField.Name("Referrer-Policy")!: "no-referrer",
-        ], body: .init(byteBuffer: ByteBuffer(string: page)))
+        Response(
+            status: status,
+            headers: [
+                .contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
+                .contentSecurityPolicy: ConsolePage.contentSecurityPolicy,
+                .xContentTypeOptions: "nosniff", HTTPField.Name("Referrer-Policy")!: "no-referrer",
+            ], body: .init(byteBuffer: ByteBuffer(string: page)))
     }
 }

@@ -5,8 +5,8 @@ public import Hummingbird
 import Logging
 import NIOCore
 import NostrProtocol
-import PostgresNIO
 import NostrRelay
+import PostgresNIO
 
 /// The HTTP API: linkstr's routes exactly as the app calls them, plus the additions.
 /// Every signed route reads the body (≤ 64 KiB), verifies the `Authorization: Nostr` header
@@ -49,8 +49,10 @@ public struct GatewayAPI: Sendable {
     let queueDepth: ThrottledSnapshot<QueueDepth?>
 
     /// `store` should be built with `configuration.authMaxSkewSeconds` as its replay window.
-    public init(store: GatewayStore, configuration: GatewayConfiguration, latestMigration: Int, metrics: GatewayMetrics = GatewayMetrics(),
-                watcher: RelayWatcher? = nil, wakeup: WakeupSignal? = nil, directDelivery: DirectDelivery? = nil, startedAt: Date = Date()) {
+    public init(
+        store: GatewayStore, configuration: GatewayConfiguration, latestMigration: Int, metrics: GatewayMetrics = GatewayMetrics(),
+        watcher: RelayWatcher? = nil, wakeup: WakeupSignal? = nil, directDelivery: DirectDelivery? = nil, startedAt: Date = Date()
+    ) {
         self.store = store
         self.wakeup = wakeup
         self.directDelivery = directDelivery
@@ -62,7 +64,9 @@ public struct GatewayAPI: Sendable {
         self.adminToken = configuration.adminToken
         // Secure unless the operator says the gateway is reached over plain HTTP (browsers keep
         // Secure cookies for http://localhost and 127.0.0.1, so local use works either way).
-        self.adminSession = configuration.adminToken.map { AdminSession(adminToken: $0, secure: configuration.publicURL?.hasPrefix("http://") != true) }
+        self.adminSession = configuration.adminToken.map {
+            AdminSession(adminToken: $0, secure: configuration.publicURL?.hasPrefix("http://") != true)
+        }
         self.startedAt = startedAt
         self.latestMigration = latestMigration
         self.ipLimiter = configuration.rateLimits.perIP.map { RateLimiter(limit: $0) }
@@ -112,8 +116,10 @@ public struct GatewayAPI: Sendable {
     /// here (done, refused as replayed, or a 4xx that would only repeat), it is remembered and a
     /// copy is refused before the limiter is asked; a charge for one the database refuses as
     /// replayed (first seen here, or used at another instance) is given back.
-    func signed<Parsed, Result>(_ request: inout Request, parse: ([UInt8]) throws(RequestBodyError) -> Parsed,
-                                perform: (VerifiedHTTPAuth, Parsed) async throws -> Result) async throws -> Result {
+    func signed<Parsed, Result>(
+        _ request: inout Request, parse: ([UInt8]) throws(RequestBodyError) -> Parsed,
+        perform: (VerifiedHTTPAuth, Parsed) async throws -> Result
+    ) async throws -> Result {
         let body = try await Self.readBody(&request)
         let auth = try authenticate(request, body: body)
         let used = auth.pubkey.hex + " " + auth.replayKey
@@ -148,10 +154,12 @@ public struct GatewayAPI: Sendable {
             let topic = registration.topic ?? defaultTopic
             guard topics.contains(topic) else { throw APIError.badRequest("unknown topic") }
             try await store.register(registration, topic: topic, auth: auth)
-            store.logger.info("device registered", metadata: [
-                "nostr.pubkey": "\(auth.pubkey.hex)", "apns.token": "\(DeviceToken.redacted(registration.deviceToken))",
-                "apns.environment": "\(registration.environment.rawValue)", "push.relay_watch": "\(registration.relayWatch)",
-            ])
+            store.logger.info(
+                "device registered",
+                metadata: [
+                    "nostr.pubkey": "\(auth.pubkey.hex)", "apns.token": "\(DeviceToken.redacted(registration.deviceToken))",
+                    "apns.environment": "\(registration.environment.rawValue)", "push.relay_watch": "\(registration.relayWatch)",
+                ])
             return JSONBody.response(.accepted, ["status": "registered"])
         }
     }
@@ -174,17 +182,20 @@ public struct GatewayAPI: Sendable {
         try await signed(&request, parse: PushRequest.parse) { auth, push in
             // Queued already claimed and sent from here while direct delivery has room (no claim
             // round trip); otherwise queued for the delivery loops, which the wake-up starts.
-            let result = try await store.enqueue(push, auth: auth, skipRelayWatchDevices: watcher != nil, leaseSeconds: directDelivery?.lease())
+            let result = try await store.enqueue(
+                push, auth: auth, skipRelayWatchDevices: watcher != nil, leaseSeconds: directDelivery?.lease())
             if result.overBudget > 0 { metrics.push(outcome: "over_budget", reason: nil, count: result.overBudget) }
             if !result.leased.isEmpty {
                 directDelivery?.start(result.leased)
             } else if result.candidateDevices > 0 {
                 wakeup?.signal()
             }
-            return JSONBody.response(.accepted, [
-                "status": "accepted", "recipient_count": .integer(Int64(result.recipientCount)),
-                "candidate_devices": .integer(Int64(result.candidateDevices)),
-            ])
+            return JSONBody.response(
+                .accepted,
+                [
+                    "status": "accepted", "recipient_count": .integer(Int64(result.recipientCount)),
+                    "candidate_devices": .integer(Int64(result.candidateDevices)),
+                ])
         }
     }
 
@@ -199,13 +210,18 @@ public struct GatewayAPI: Sendable {
         try await signed(&request, parse: Self.noBody) { auth, _ in
             let devices = try await store.devices(auth: auth)
             let formatter = ISO8601DateFormatter()
-            return JSONBody.response(.ok, ["devices": .array(devices.map { device in
-                .object([
-                    "device_token": .string(device.deviceToken), "apns_environment": .string(device.environment),
-                    "topic": .string(device.topic), "relay_watch": .bool(device.relayWatch),
-                    "registered_at": .string(formatter.string(from: device.registeredAt)),
+            return JSONBody.response(
+                .ok,
+                [
+                    "devices": .array(
+                        devices.map { device in
+                            .object([
+                                "device_token": .string(device.deviceToken), "apns_environment": .string(device.environment),
+                                "topic": .string(device.topic), "relay_watch": .bool(device.relayWatch),
+                                "registered_at": .string(formatter.string(from: device.registeredAt)),
+                            ])
+                        })
                 ])
-            })])
         }
     }
 
@@ -223,8 +239,9 @@ public struct GatewayAPI: Sendable {
     /// `GET /metrics`: refreshes the queue gauges (at most once a second), then renders every metric.
     public func metricsExposition() async -> Response {
         let bytes = await metrics.exposition()
-        return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        return Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
     }
 
     /// How long `/readyz` waits for the database: a probe must answer within its own timeout
@@ -242,7 +259,9 @@ public struct GatewayAPI: Sendable {
 
     /// Every read of the refresh, the watcher's status included, is under the readiness timeout:
     /// probes wait on a refresh in flight, so it must not hang.
-    static func checkReadiness(store: GatewayStore, watcher: RelayWatcher?, latestMigration: Int) async -> (HTTPResponse.Status, [String: JSONValue]) {
+    static func checkReadiness(store: GatewayStore, watcher: RelayWatcher?, latestMigration: Int) async -> (
+        HTTPResponse.Status, [String: JSONValue]
+    ) {
         do {
             return try await withDeadline(Self.readinessTimeout) {
                 let version = try await Migrator.currentVersion(client: store.database.client, logger: store.logger)
@@ -280,18 +299,43 @@ public func buildRouter(api: GatewayAPI) -> Router<GatewayRequestContext> {
     router.get("/readyz") { _, _ in await api.ready() }
     router.get("/metrics") { _, _ in await api.metricsExposition() }
     router.get("/openapi.yaml") { _, _ in
-        Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
+        Response(
+            status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
     }
-    router.post("/v1/devices/register") { request, _ in var request = request; return try await api.register(&request) }
-    router.post("/v1/devices/unregister") { request, _ in var request = request; return try await api.unregister(&request) }
-    router.put("/v1/conversations/archive-state") { request, _ in var request = request; return try await api.archiveState(&request) }
-    router.post("/v1/push") { request, _ in var request = request; return try await api.push(&request) }
-    router.post("/v1/suppressions") { request, _ in var request = request; return try await api.suppress(&request) }
-    router.get("/v1/devices") { request, _ in var request = request; return try await api.listDevices(&request) }
-    router.delete("/v1/account") { request, _ in var request = request; return try await api.deleteAccount(&request) }
+    router.post("/v1/devices/register") { request, _ in
+        var request = request
+        return try await api.register(&request)
+    }
+    router.post("/v1/devices/unregister") { request, _ in
+        var request = request
+        return try await api.unregister(&request)
+    }
+    router.put("/v1/conversations/archive-state") { request, _ in
+        var request = request
+        return try await api.archiveState(&request)
+    }
+    router.post("/v1/push") { request, _ in
+        var request = request
+        return try await api.push(&request)
+    }
+    router.post("/v1/suppressions") { request, _ in
+        var request = request
+        return try await api.suppress(&request)
+    }
+    router.get("/v1/devices") { request, _ in
+        var request = request
+        return try await api.listDevices(&request)
+    }
+    router.delete("/v1/account") { request, _ in
+        var request = request
+        return try await api.deleteAccount(&request)
+    }
     router.get("/admin/status") { request, _ in try await api.adminStatus(request) }
     router.get("/admin") { request, _ in try await api.console(request) }
-    router.post("/admin/login") { request, context in var request = request; return try await api.signIn(&request, context: context) }
+    router.post("/admin/login") { request, context in
+        var request = request
+        return try await api.signIn(&request, context: context)
+    }
     router.post("/admin/logout") { request, _ in try api.signOut(request) }
     return router
 }

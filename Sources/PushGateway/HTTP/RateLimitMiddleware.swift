@@ -30,11 +30,11 @@ struct RateLimitMiddleware: RouterMiddleware {
     /// A forwarded entry that is not an IP address counts under the peer address instead.
     static func clientAddress(_ request: Request, context: Context, trustForwardedFor: Bool) -> String {
         if trustForwardedFor, let forwarded = request.headers[values: .init("X-Forwarded-For")!].last,
-           let last = forwarded.split(separator: ",").last, let key = ClientAddress.limiterKey(last.trimmingCharacters(in: .whitespaces)) {
+            let last = forwarded.split(separator: ",").last, let key = ClientAddress.limiterKey(last.trimmingCharacters(in: .whitespaces))
+        {
             return key
         }
         guard let peer = context.remoteAddress?.ipAddress else { return "unknown" }
         return ClientAddress.limiterKey(peer) ?? peer
     }
 }
-

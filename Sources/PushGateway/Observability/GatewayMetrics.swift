@@ -55,8 +55,11 @@ public final class GatewayMetrics: Sendable {
     }
 
     public func request(route: String, method: String, status: Int) {
-        Counter(label: "linkstr_http_requests_total", dimensions: [("route", route), ("method", method), ("status", String(status))], factory: factory)
-            .increment()
+        Counter(
+            label: "linkstr_http_requests_total", dimensions: [("route", route), ("method", method), ("status", String(status))],
+            factory: factory
+        )
+        .increment()
     }
 
     public func authFailure(reason: String) {
@@ -74,7 +77,8 @@ public final class GatewayMetrics: Sendable {
     }
 
     public func push(outcome: String, reason: String?, count: Int = 1) {
-        Counter(label: "linkstr_pushes_total", dimensions: [("outcome", outcome), ("reason", reason ?? "none")], factory: factory).increment(by: count)
+        Counter(label: "linkstr_pushes_total", dimensions: [("outcome", outcome), ("reason", reason ?? "none")], factory: factory)
+            .increment(by: count)
         let now = Date().timeIntervalSince1970
         pushRates.withLock { $0.record(outcome, count: count, at: now) }
     }
@@ -112,10 +116,14 @@ public final class GatewayMetrics: Sendable {
     /// lookup per event would cost more than the increment).
     /// `signatureChecks`: events whose signature was checked here; a copy of a wrap another relay
     /// already delivered is not checked again, so with several relays it stays below `events`.
-    public func watchRelayCounters(relay: String) -> (events: CoreMetrics.Counter, invalid: CoreMetrics.Counter, signatureChecks: CoreMetrics.Counter) {
-        (Counter(label: "linkstr_watch_events_total", dimensions: [("relay", relay)], factory: factory),
-         Counter(label: "linkstr_watch_invalid_events_total", dimensions: [("relay", relay)], factory: factory),
-         Counter(label: "linkstr_watch_signature_checks_total", dimensions: [("relay", relay)], factory: factory))
+    public func watchRelayCounters(relay: String) -> (
+        events: CoreMetrics.Counter, invalid: CoreMetrics.Counter, signatureChecks: CoreMetrics.Counter
+    ) {
+        (
+            Counter(label: "linkstr_watch_events_total", dimensions: [("relay", relay)], factory: factory),
+            Counter(label: "linkstr_watch_invalid_events_total", dimensions: [("relay", relay)], factory: factory),
+            Counter(label: "linkstr_watch_signature_checks_total", dimensions: [("relay", relay)], factory: factory)
+        )
     }
 
     public func watchRecorded(duplicates: Int, queued: Int, coalesced: Int) {

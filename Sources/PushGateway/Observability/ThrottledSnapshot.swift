@@ -14,8 +14,10 @@ package actor ThrottledSnapshot<Value: Sendable> {
     /// How many times `refresh` ran (for tests and the curious).
     package private(set) var refreshes = 0
 
-    package init(interval: Duration = .seconds(1), now: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
-         refresh: @escaping @Sendable () async -> Value) {
+    package init(
+        interval: Duration = .seconds(1), now: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
+        refresh: @escaping @Sendable () async -> Value
+    ) {
         self.interval = interval
         self.now = now
         self.refresh = refresh

@@ -1,10 +1,10 @@
+import CoreMetrics
 public import Foundation
 public import Logging
 import NostrProtocol
 public import NostrRelay
 import PostgresNIO
 public import ServiceLifecycle
-import CoreMetrics
 
 /// Watches relays for gift wraps (kind 1059) to the pubkeys with a `relay_watch` device in the
 /// shards this instance holds, and turns live ones into generic pushes through the durable queue.
@@ -93,9 +93,11 @@ public actor RelayWatcher: Service {
     private var exported: [String: RelayStatistics] = [:]
     private var exporting = false
 
-    public init(store: WatchStore, metrics: GatewayMetrics, logger: Logger, instanceID: String? = nil,
-                relayConfiguration: RelayConfiguration = RelayConfiguration(), heartbeatInterval: Duration = .seconds(1),
-                resyncInterval: Duration = .seconds(60), wakeup: WakeupSignal? = nil, directDelivery: DirectDelivery? = nil) {
+    public init(
+        store: WatchStore, metrics: GatewayMetrics, logger: Logger, instanceID: String? = nil,
+        relayConfiguration: RelayConfiguration = RelayConfiguration(), heartbeatInterval: Duration = .seconds(1),
+        resyncInterval: Duration = .seconds(60), wakeup: WakeupSignal? = nil, directDelivery: DirectDelivery? = nil
+    ) {
         self.wakeup = wakeup
         self.directDelivery = directDelivery
         self.store = store
@@ -161,7 +163,9 @@ public actor RelayWatcher: Service {
             do {
                 let key = try await store.gatewayKey()
                 try await store.prepareShards()
-                logger.info("relay watcher starting", metadata: ["watch.relays": "\(settings.relays.count)", "watch.public_key": "\(key.publicKey.hex)"])
+                logger.info(
+                    "relay watcher starting",
+                    metadata: ["watch.relays": "\(settings.relays.count)", "watch.public_key": "\(key.publicKey.hex)"])
                 return key
             } catch {
                 logger.notice("relay watcher waiting for the database", metadata: ["error.type": "\(type(of: error))"])
@@ -217,7 +221,9 @@ public actor RelayWatcher: Service {
             livePubkeys[url, default: []].formUnion(live)
         }
         heldShards = held
-        logger.info("watch shards changed", metadata: ["watch.gained": "\(gained.count)", "watch.lost": "\(lost.count)", "watch.held": "\(held.count)"])
+        logger.info(
+            "watch shards changed",
+            metadata: ["watch.gained": "\(gained.count)", "watch.lost": "\(lost.count)", "watch.held": "\(held.count)"])
         await apply(inserted: added, removed: removed)
     }
 
@@ -284,9 +290,11 @@ public actor RelayWatcher: Service {
         schedule.note(changed)
         await sendDueChunks()
         metrics.watchState(pubkeys: chunks.count, shards: heldShards.count)
-        logger.debug("watched set changed", metadata: [
-            "watch.added": "\(inserted.count)", "watch.removed": "\(removed.count)", "watch.pubkeys": "\(chunks.count)",
-        ])
+        logger.debug(
+            "watched set changed",
+            metadata: [
+                "watch.added": "\(inserted.count)", "watch.removed": "\(removed.count)", "watch.pubkeys": "\(chunks.count)",
+            ])
     }
 
     /// Issues the changed chunks whose interval is over, and sets the wake-up for the next one.
@@ -319,8 +327,9 @@ public actor RelayWatcher: Service {
             }
             let alreadyLive = livePubkeys[url, default: []].intersection(pubkeys)
             let key = "\(url) \(id)"
-            let context = ConsumerContext(chunk: chunk, generation: generation, relay: url, connection: connection, subscriptionID: id,
-                                          pubkeys: Set(pubkeys), alreadyLive: alreadyLive)
+            let context = ConsumerContext(
+                chunk: chunk, generation: generation, relay: url, connection: connection, subscriptionID: id,
+                pubkeys: Set(pubkeys), alreadyLive: alreadyLive)
             consumers[key] = Task { await self.consume(stream, context) }
         }
     }
@@ -346,7 +355,9 @@ public actor RelayWatcher: Service {
                 counters.events.increment()
                 // Cheap checks before the signature: a wrap to exactly one pubkey this chunk
                 // asked for, or it is junk the relay should not have sent.
-                guard event.kind == EventKind.giftWrap, let recipient = GiftWrap.soleRecipient(of: event), context.pubkeys.contains(recipient) else {
+                guard event.kind == EventKind.giftWrap, let recipient = GiftWrap.soleRecipient(of: event),
+                    context.pubkeys.contains(recipient)
+                else {
                     counters.invalid.increment()
                     context.connection.countInvalid()
                     continue
@@ -363,7 +374,9 @@ public actor RelayWatcher: Service {
                 }
                 let phase: WrapSighting.Phase = reachedEOSE ? .realtime : context.alreadyLive.contains(recipient) ? .resumed : .history
                 let batcher = batchers[Int(UInt(bitPattern: recipient.hashValue) % UInt(batchers.count))]
-                guard await batcher.send(WrapSighting(wrapID: event.id.hex, recipient: recipient, relay: context.relay, phase: phase, receivedAt: .now))
+                guard
+                    await batcher.send(
+                        WrapSighting(wrapID: event.id.hex, recipient: recipient, relay: context.relay, phase: phase, receivedAt: .now))
                 else { continue }
                 lastEventAt.withLock { $0[context.relay] = Date() }
             case .endOfStoredEvents:
@@ -442,9 +455,11 @@ public actor RelayWatcher: Service {
                         break retry
                     } catch {
                         let dropped = Task.isCancelled || attempt >= (Task.isShuttingDownGracefully ? 2 : 5)
-                        logger.warning("could not record live pubkeys", metadata: Self.errorMetadata(error).merging([
-                            "watch.attempt": "\(attempt)", "watch.live_write": "\(step.kind)", "watch.dropped": "\(dropped)",
-                        ]) { $1 })
+                        logger.warning(
+                            "could not record live pubkeys",
+                            metadata: Self.errorMetadata(error).merging([
+                                "watch.attempt": "\(attempt)", "watch.live_write": "\(step.kind)", "watch.dropped": "\(dropped)",
+                            ]) { $1 })
                         if dropped { break retry }
                         try? await Task.sleep(for: .milliseconds(100 * attempt * attempt))
                     }
@@ -486,16 +501,20 @@ public actor RelayWatcher: Service {
                     metrics.watchRecorded(duplicates: distinct - result.claimed, queued: result.jobs, coalesced: result.merged)
                     if result.overBudget > 0 { metrics.push(outcome: "over_budget", reason: nil, count: result.overBudget) }
                     let now = ContinuousClock.now
-                    for sighting in batch where sighting.live { relayToQueue.recordNanoseconds(Self.nanoseconds(now - sighting.receivedAt)) }
+                    for sighting in batch where sighting.live {
+                        relayToQueue.recordNanoseconds(Self.nanoseconds(now - sighting.receivedAt))
+                    }
                     if result.jobs > result.leased.count { wakeup?.signal() }
                     if result.jobs + result.merged > 0 {
-                        logger.debug("relay-watch pushes queued", metadata: ["push.jobs": "\(result.jobs)", "push.coalesced": "\(result.merged)"])
+                        logger.debug(
+                            "relay-watch pushes queued", metadata: ["push.jobs": "\(result.jobs)", "push.coalesced": "\(result.merged)"])
                     }
                     break
                 } catch {
                     // The database may be restarting: keep the batch (nothing of it was committed)
                     // and try again, giving up only on shutdown.
-                    logger.warning("could not record gift wraps", metadata: Self.errorMetadata(error).merging(["watch.attempt": "\(attempt)"]) { $1 })
+                    logger.warning(
+                        "could not record gift wraps", metadata: Self.errorMetadata(error).merging(["watch.attempt": "\(attempt)"]) { $1 })
                     if Task.isCancelled { return }
                     // Shutting down: a few more tries, then the batch is given up (and logged)
                     // rather than holding the process up. Those wraps were not claimed, so they
@@ -579,16 +598,19 @@ public actor RelayWatcher: Service {
             } else {
                 metrics.watchRelayUp(relay: url, false)
             }
-            metrics.watchRelayTraffic(relay: url, eventsPerSecond: now.eventsPerSecond, invalidPerSecond: now.invalidPerSecond,
-                                      readingPaused: now.readingPaused)
+            metrics.watchRelayTraffic(
+                relay: url, eventsPerSecond: now.eventsPerSecond, invalidPerSecond: now.invalidPerSecond,
+                readingPaused: now.readingPaused)
             for breach in [RelayTraffic.Breach.flood, .invalid] {
-                metrics.watchRelayLimitDisconnects(relay: url, reason: breach.rawValue,
-                                                   count: now.limitDisconnects[breach, default: 0] - before.limitDisconnects[breach, default: 0])
+                metrics.watchRelayLimitDisconnects(
+                    relay: url, reason: breach.rawValue,
+                    count: now.limitDisconnects[breach, default: 0] - before.limitDisconnects[breach, default: 0])
             }
             let paused = now.readPausedTime - before.readPausedTime
-            metrics.watchRelayPauses(relay: url, pausedSeconds: Double(paused.components.seconds) + Double(paused.components.attoseconds) / 1e18,
-                                     resubscribed: now.resubscribedAfterPause - before.resubscribedAfterPause,
-                                     suppressedLogLines: now.suppressedLogLines - before.suppressedLogLines)
+            metrics.watchRelayPauses(
+                relay: url, pausedSeconds: Double(paused.components.seconds) + Double(paused.components.attoseconds) / 1e18,
+                resubscribed: now.resubscribedAfterPause - before.resubscribedAfterPause,
+                suppressedLogLines: now.suppressedLogLines - before.suppressedLogLines)
         }
         metrics.watchPendingWraps(batchers.reduce(0) { $0 + $1.count })
     }
@@ -601,9 +623,13 @@ public actor RelayWatcher: Service {
                 relays.append(WatchedRelay(url: url, state: .idle, lastEventAt: nil, statistics: RelayStatistics(), livePubkeys: 0))
                 continue
             }
-            relays.append(WatchedRelay(url: url, state: await connection.state, lastEventAt: lastEvents[url], statistics: await connection.statistics,
-                                      livePubkeys: livePubkeys[url]?.count ?? 0))
+            relays.append(
+                WatchedRelay(
+                    url: url, state: await connection.state, lastEventAt: lastEvents[url], statistics: await connection.statistics,
+                    livePubkeys: livePubkeys[url]?.count ?? 0))
         }
-        return Status(relays: relays, shards: heldShards.sorted(), watchedPubkeys: chunks.count, pendingSightings: batchers.reduce(0) { $0 + $1.count })
+        return Status(
+            relays: relays, shards: heldShards.sorted(), watchedPubkeys: chunks.count,
+            pendingSightings: batchers.reduce(0) { $0 + $1.count })
     }
 }

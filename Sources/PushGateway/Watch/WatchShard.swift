@@ -6,12 +6,13 @@ public enum WatchShard {
         let prefix = pubkey.utf8.prefix(8)
         var value: UInt32 = 0
         for byte in prefix {
-            let digit: UInt32 = switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(byte - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(byte - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(byte - UInt8(ascii: "A") + 10)
-            default: 0
-            }
+            let digit: UInt32 =
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(byte - UInt8(ascii: "0"))
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(byte - UInt8(ascii: "a") + 10)
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(byte - UInt8(ascii: "A") + 10)
+                default: 0
+                }
             value = value << 4 | digit
         }
         return Int(value % UInt32(shards))

@@ -12,8 +12,9 @@ import Testing
         /// The subcommand path first, then options (ArgumentParser wants `--data-dir` after it).
         func cli(_ arguments: [String]) async throws -> (code: Int32, output: String) {
             let split = arguments.firstIndex { $0.hasPrefix("-") } ?? arguments.count
-            return try await ChildProcess.run(binary, Array(arguments[..<split]) + ["--data-dir", directory] + Array(arguments[split...]),
-                                              timeout: .seconds(60))
+            return try await ChildProcess.run(
+                binary, Array(arguments[..<split]) + ["--data-dir", directory] + Array(arguments[split...]),
+                timeout: .seconds(60))
         }
 
         func ok(_ arguments: String...) async throws -> String {
@@ -30,7 +31,9 @@ import Testing
     }
 
     static func user(_ binary: String) -> User {
-        User(directory: FileManager.default.temporaryDirectory.appendingPathComponent("linkstr-cli-\(UUID().uuidString)").path, binary: binary)
+        User(
+            directory: FileManager.default.temporaryDirectory.appendingPathComponent("linkstr-cli-\(UUID().uuidString)").path,
+            binary: binary)
     }
 
     @Test func twoUsersShareALinkThroughTheCLI() async throws {
@@ -43,7 +46,9 @@ import Testing
             _ = try await user.ok("identity", "create")
             // Ours first: an empty list would be refilled with the defaults.
             _ = try await user.ok("relays", "add", relay.url)
-            for url in ["wss://relay.damus.io", "wss://nos.lol", "wss://relay.primal.net"] { _ = try await user.ok("relays", "remove", url) }
+            for url in ["wss://relay.damus.io", "wss://nos.lol", "wss://relay.primal.net"] {
+                _ = try await user.ok("relays", "remove", url)
+            }
         }
         // Bob's first sync restores an (empty) history; what arrives later is new to him.
         #expect(try await bob.json("sync", "--timeout", "1")["sessions"] == 0)
@@ -60,7 +65,9 @@ import Testing
         let feed = try await bob.json("feed", session)
         #expect(feed["name"] == "Clips")
         let posts = try #require(feed["posts"]?.arrayValue)
-        #expect(posts.count == 1 && posts.first?["url"] == "https://example.com/v" && posts.first?["unread"] == true && posts.first?["note"] == "look")
+        #expect(
+            posts.count == 1 && posts.first?["url"] == "https://example.com/v" && posts.first?["unread"] == true
+                && posts.first?["note"] == "look")
         #expect(try await bob.json("feed", session)["posts"]?.arrayValue?.first?["unread"] == false)
         _ = try await bob.ok("react", post, "👍")
 

@@ -22,8 +22,9 @@ import Testing
         let first = await core.perform(.createSession(name: "X", members: []))
         #expect(first != .done)
         let row = try #require(await core.state().relays.rows.first)
-        #expect(row.status.label == "read-only" && row.status.errorText?.isEmpty == false,
-                "after the first send (\(first)) the relay is \(row.status.label): \(row.status.errorText ?? "no error text")")
+        #expect(
+            row.status.label == "read-only" && row.status.errorText?.isEmpty == false,
+            "after the first send (\(first)) the relay is \(row.status.label): \(row.status.errorText ?? "no error text")")
         #expect(await core.state().relays.summary == "1 / 1", "read-only counts in the header figure")
         // … and the next send is refused at once.
         let started = ContinuousClock.now
@@ -70,7 +71,9 @@ import Testing
         #expect(await E.eventually { await phone.state().relays.connectedOrReadOnly == 1 })
         #expect(await phone.perform(.addContact(friend.publicKey.npub, alias: "Buddy")) == .done)
         #expect(await phone.state().contacts.map(\.displayName) == ["Buddy"])
-        #expect(await phone.perform(.addContact(friend.publicKey.hex, alias: nil)) == .failed(CoreError.invalidMember("already a contact").description))
+        #expect(
+            await phone.perform(.addContact(friend.publicKey.hex, alias: nil))
+                == .failed(CoreError.invalidMember("already a contact").description))
         #expect(await phone.perform(.addContact("npub1nope", alias: nil)) != .done)
         #expect(await phone.state().contacts.count == 1)
 
@@ -104,7 +107,9 @@ import Testing
         }
         #expect(await E.eventually { await bob.state().sessions.rows.count == 1 })
         #expect(await bob.perform(.openSession(sessionID)) == .done)
-        #expect(await E.eventually { await bob.state().feed?.members.first { $0.pubkey == aliceKeys.publicKey.hex }?.displayName == "Alice L." })
+        #expect(
+            await E.eventually { await bob.state().feed?.members.first { $0.pubkey == aliceKeys.publicKey.hex }?.displayName == "Alice L." }
+        )
         #expect(await bob.perform(.setAlias(pubkey: aliceKeys.publicKey.npub, alias: "Mum")) == .done)
         #expect(await bob.state().feed?.members.first { $0.pubkey == aliceKeys.publicKey.hex }?.displayName == "Mum")
         #expect(await bob.state().feed?.members.first { $0.pubkey == bobKey }?.displayName == (try PublicKey(hex: bobKey)).npub)
@@ -138,7 +143,8 @@ import Testing
         let friend = Keys.generate().publicKey.npub
         #expect(await E.eventually { await core.state().relays.connectedOrReadOnly == 1 })
         guard case .navigate(let first) = await core.perform(.createSession(name: "One", members: [friend])),
-              case .navigate(let second) = await core.perform(.createSession(name: "Two", members: [])) else {
+            case .navigate(let second) = await core.perform(.createSession(name: "Two", members: []))
+        else {
             Issue.record("sessions not created")
             return
         }

@@ -16,8 +16,10 @@ import Testing
         return url
     }
 
-    static func makeCore(relay: RelayFixture, directory: URL = temporaryDirectory(), identity: AppAction? = .createIdentity,
-                         pageSize: Int = 500, stepSize: Int = 512, logger: Logger = Logger(label: "linkstr.core")) async throws -> LinkstrAppCore {
+    static func makeCore(
+        relay: RelayFixture, directory: URL = temporaryDirectory(), identity: AppAction? = .createIdentity,
+        pageSize: Int = 500, stepSize: Int = 512, logger: Logger = Logger(label: "linkstr.core")
+    ) async throws -> LinkstrAppCore {
         var configuration = CoreConfiguration(dataDirectory: directory)
         configuration.defaultRelays = [relay.url]
         configuration.historyPageSize = pageSize
@@ -63,7 +65,8 @@ import Testing
 
         // Alice creates a session with Bob and lands in it.
         #expect(await Self.eventually { await alice.state().relays.connectedOrReadOnly == 1 })
-        guard case .navigate(let sessionID) = await alice.perform(.createSession(name: "Clips", members: [try PublicKey(hex: bobKey).npub])) else {
+        guard case .navigate(let sessionID) = await alice.perform(.createSession(name: "Clips", members: [try PublicKey(hex: bobKey).npub]))
+        else {
             Issue.record("no session")
             return
         }
@@ -71,7 +74,10 @@ import Testing
         #expect(await alice.state().sessions.rows.map(\.name) == ["Clips"])
 
         // She posts; Bob sees the session and the post, unread.
-        guard case .posted(let firstPost) = await alice.perform(.post(sessionID: sessionID, url: "youtube.com/watch?v=abc", note: "  watch  ")) else {
+        guard
+            case .posted(let firstPost) = await alice.perform(
+                .post(sessionID: sessionID, url: "youtube.com/watch?v=abc", note: "  watch  "))
+        else {
             Issue.record("post failed")
             return
         }
@@ -104,7 +110,9 @@ import Testing
         // Alice removes Bob: his copy becomes read-only history.
         #expect(await alice.perform(.setSessionMembers(sessionID: sessionID, members: [])) == .done)
         #expect(await Self.eventually { await bob.state().sessions.rows.first?.isActiveMember == false })
-        #expect(await bob.perform(.post(sessionID: sessionID, url: "https://example.com", note: nil)) == .failed(CoreError.notActiveMember.description))
+        #expect(
+            await bob.perform(.post(sessionID: sessionID, url: "https://example.com", note: nil))
+                == .failed(CoreError.notActiveMember.description))
         #expect(await bob.perform(.toggleReaction(postID: firstPost, emoji: "👀")) == .failed(CoreError.notActiveMember.description))
 
         // Alice posts again: Bob never sees it.
@@ -125,8 +133,9 @@ import Testing
         // And the relays were asked (kind 5) to delete the wraps that carried it.
         let deletions = try await Self.stored(on: relay, Filter(authors: [try PublicKey(hex: aliceKey)], kinds: [EventKind.deletion]))
         #expect(deletions.count == 1)
-        #expect(deletions.first.map { DeletionRequest.referencedIDs($0).count >= 2 && $0.tagValues("k") == ["1059"] } == true,
-                "every wrap of the post (Bob's and Alice's own copy), kind 1059")
+        #expect(
+            deletions.first.map { DeletionRequest.referencedIDs($0).count >= 2 && $0.tagValues("k") == ["1059"] } == true,
+            "every wrap of the post (Bob's and Alice's own copy), kind 1059")
         #expect(await alice.state().feed?.posts.count == 1)
 
         // Bob's revs were contiguous, ending at his state's rev.
@@ -169,18 +178,28 @@ import Testing
         let alice = Keys.generate(), carol = Keys.generate(), bob = Keys.generate()
         let now = UnixTime.now()
         let session = "0123456789ABCDEF0123456789ABCDEF"
-        let create = LinkstrPayload(conversationID: session, rootID: "FEDCBA9876543210FEDCBA9876543210", kind: .sessionCreate, timestamp: now - 10,
-                                    sessionName: "From rust", memberPubkeys: [alice, bob, carol].map(\.publicKey.hex))
-        let root = LinkstrPayload(conversationID: session, kind: .root, url: "https://www.tiktok.com/@a/video/1", note: "rusty", timestamp: now - 5)
+        let create = LinkstrPayload(
+            conversationID: session, rootID: "FEDCBA9876543210FEDCBA9876543210", kind: .sessionCreate, timestamp: now - 10,
+            sessionName: "From rust", memberPubkeys: [alice, bob, carol].map(\.publicKey.hex))
+        let root = LinkstrPayload(
+            conversationID: session, kind: .root, url: "https://www.tiktok.com/@a/video/1", note: "rusty", timestamp: now - 5)
         let rootID = LinkstrRumor.make(root, sender: alice.publicKey, createdAt: now - 5).id.hex
-        let reaction = LinkstrPayload(conversationID: session, rootID: rootID, kind: .reaction, timestamp: now - 2, emoji: "🦀", reactionActive: true)
+        let reaction = LinkstrPayload(
+            conversationID: session, rootID: rootID, kind: .reaction, timestamp: now - 2, emoji: "🦀", reactionActive: true)
         var wraps: [NostrEvent] = []
         for (payload, sender, time) in [(create, alice, now - 10), (root, alice, now - 5), (reaction, carol, now - 2)] {
             let rumor = LinkstrRumor.make(payload, sender: sender.publicKey, createdAt: time)
-            let json = try #require(try await RustNostrPeer.call("gift_wrap", [
-                "sender_secret_key": .string(sender.secretKey.exportHex()), "receiver_pubkey": .string(bob.publicKey.hex),
-                "rumor": .object(["created_at": .integer(rumor.createdAt), "kind": .integer(44001), "tags": .tags(rumor.tags), "content": .string(rumor.content)]),
-            ]).stringValue)
+            let json = try #require(
+                try await RustNostrPeer.call(
+                    "gift_wrap",
+                    [
+                        "sender_secret_key": .string(sender.secretKey.exportHex()), "receiver_pubkey": .string(bob.publicKey.hex),
+                        "rumor": .object([
+                            "created_at": .integer(rumor.createdAt), "kind": .integer(44001), "tags": .tags(rumor.tags),
+                            "content": .string(rumor.content),
+                        ]),
+                    ]
+                ).stringValue)
             wraps.append(try NostrEvent(json: json))
         }
         // Published in reverse, as relays often deliver: the core stages and replays.
@@ -244,25 +263,31 @@ import Testing
         let now = UnixTime.now()
         /// A wrap of `payload` from Alice to Bob whose wrap (the time relays filter on) is dated `wrapAt`.
         func wrap(_ payload: LinkstrPayload, at time: Int64, wrapAt: Int64) throws -> NostrEvent {
-            let seal = try GiftWrap.seal(LinkstrRumor.make(payload, sender: alice.publicKey, createdAt: time), author: alice, recipient: bob.publicKey,
-                                         createdAt: wrapAt)
+            let seal = try GiftWrap.seal(
+                LinkstrRumor.make(payload, sender: alice.publicKey, createdAt: time), author: alice, recipient: bob.publicKey,
+                createdAt: wrapAt)
             return try GiftWrap.wrap(seal: seal, recipient: bob.publicKey, createdAt: wrapAt)
         }
         func root(_ index: Int, at time: Int64) -> LinkstrPayload {
             LinkstrPayload(conversationID: session, kind: .root, url: "https://example.com/\(index)", timestamp: time)
         }
-        let create = LinkstrPayload(conversationID: session, rootID: "OP", kind: .sessionCreate, timestamp: now - 900_000, sessionName: "Old",
-                                    memberPubkeys: [alice, bob].map(\.publicKey.hex))
+        let create = LinkstrPayload(
+            conversationID: session, rootID: "OP", kind: .sessionCreate, timestamp: now - 900_000, sessionName: "Old",
+            memberPubkeys: [alice, bob].map(\.publicKey.hex))
         // A week back, four days back, and two days and a minute back: all before the live window.
-        let wraps = [try wrap(create, at: now - 900_000, wrapAt: now - 604_800), try wrap(root(0, at: now - 800_000), at: now - 800_000, wrapAt: now - 345_600),
-                     try wrap(root(1, at: now - 700_000), at: now - 700_000, wrapAt: now - 172_860)]
+        let wraps = [
+            try wrap(create, at: now - 900_000, wrapAt: now - 604_800),
+            try wrap(root(0, at: now - 800_000), at: now - 800_000, wrapAt: now - 345_600),
+            try wrap(root(1, at: now - 700_000), at: now - 700_000, wrapAt: now - 172_860),
+        ]
         let publisher = try await Self.makeCore(relay: relay)
         #expect(await Self.eventually { await publisher.state().relays.connectedOrReadOnly == 1 })
         try await publisher.pool.publish(wraps)
 
         let bobDirectory = Self.temporaryDirectory()
         // Pages of two: the floor shows in where a run stops asking, not in one page holding all.
-        let first = try await Self.makeCore(relay: relay, directory: bobDirectory, identity: .importIdentity(bob.secretKey.exportNsec()), pageSize: 2)
+        let first = try await Self.makeCore(
+            relay: relay, directory: bobDirectory, identity: .importIdentity(bob.secretKey.exportNsec()), pageSize: 2)
         #expect(await Self.eventually(within: 20) { await first.historyComplete })
         await first.settle()
         #expect(await first.perform(.openSession(session)) == .done)
@@ -276,8 +301,10 @@ import Testing
         // and, to show where paging stops, one dated far below it (older than every other wrap).
         // No real wrap can be the second: published after the last run, its backdating would be
         // at most two days.
-        try await publisher.pool.publish([try wrap(root(2, at: now - 600_000), at: now - 600_000, wrapAt: floor + 1),
-                                          try wrap(root(3, at: now - 500_000), at: now - 500_000, wrapAt: floor - 500_000)])
+        try await publisher.pool.publish([
+            try wrap(root(2, at: now - 600_000), at: now - 600_000, wrapAt: floor + 1),
+            try wrap(root(3, at: now - 500_000), at: now - 500_000, wrapAt: floor - 500_000),
+        ])
         let second = try await Self.makeCore(relay: relay, directory: bobDirectory, identity: nil, pageSize: 2)
         #expect(await Self.eventually(within: 20) { await second.historyComplete })
         #expect((await second.historyFloor(relay.url) ?? 0) >= floor, "the floor moves up with each completed run")
@@ -287,8 +314,9 @@ import Testing
         // Pages of two below its window: the wraps dated two days and a minute back and at the
         // floor, then the ones four days and a week back, past the floor: no page further down
         // was asked for, and the oldest wrap stayed on the relay.
-        #expect(urls == ["https://example.com/0", "https://example.com/1", "https://example.com/2"],
-                "the wrap above the floor paged in; paging stopped at the floor")
+        #expect(
+            urls == ["https://example.com/0", "https://example.com/1", "https://example.com/2"],
+            "the wrap above the floor paged in; paging stopped at the floor")
         await second.shutdown()
 
         // A new device has no floor: it pages to the beginning, the wrap below the floor included.
@@ -310,14 +338,26 @@ import Testing
         let alice = Keys.generate(), bob = Keys.generate()
         let session = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
         let now = UnixTime.now()
-        var plan = [(LinkstrPayload(conversationID: session, rootID: "OP", kind: .sessionCreate, sessionName: "Big", memberPubkeys: [alice, bob].map(\.publicKey.hex)),
-                     now - 1_000)]
-        for index in 0..<599 { plan.append((LinkstrPayload(conversationID: session, kind: .root, url: "https://example.com/\(index)"), now - 999 + Int64(index))) }
+        var plan = [
+            (
+                LinkstrPayload(
+                    conversationID: session, rootID: "OP", kind: .sessionCreate, sessionName: "Big",
+                    memberPubkeys: [alice, bob].map(\.publicKey.hex)),
+                now - 1_000
+            )
+        ]
+        for index in 0..<599 {
+            plan.append(
+                (LinkstrPayload(conversationID: session, kind: .root, url: "https://example.com/\(index)"), now - 999 + Int64(index)))
+        }
         let wraps = try await withThrowingTaskGroup(of: [NostrEvent].self) { group in
             for part in stride(from: 0, to: plan.count, by: 150) {
                 let slice = plan[part..<min(part + 150, plan.count)]
                 group.addTask {
-                    try slice.map { payload, time in try GiftWrap.make(LinkstrRumor.make(payload, sender: alice.publicKey, createdAt: time), author: alice, recipient: bob.publicKey) }
+                    try slice.map { payload, time in
+                        try GiftWrap.make(
+                            LinkstrRumor.make(payload, sender: alice.publicKey, createdAt: time), author: alice, recipient: bob.publicKey)
+                    }
                 }
             }
             return try await group.reduce(into: [NostrEvent]()) { $0 += $1 }
@@ -331,7 +371,8 @@ import Testing
         }
         await publisher.shutdown()
 
-        let core = try await Self.makeCore(relay: relay, identity: .importIdentity(bob.secretKey.exportNsec()), pageSize: 1_000, stepSize: 20)
+        let core = try await Self.makeCore(
+            relay: relay, identity: .importIdentity(bob.secretKey.exportNsec()), pageSize: 1_000, stepSize: 20)
         // Every published slice, in order: the one where "Mine" first appears shows how far the
         // restore had got when the send was applied (history is applied oldest first).
         let sessionSlices = Task {
@@ -361,7 +402,9 @@ import Testing
         let slices = await sessionSlices.value
         let whenSent = try #require(slices.first { $0.rows.contains { $0.name == "Mine" } })
         let restoredThen = whenSent.rows.first { $0.id == session }?.lastActivity ?? 0
-        #expect(restoredThen < newest, "the send was applied while the restore was still under way (it had reached \(restoredThen), the end is \(newest))")
+        #expect(
+            restoredThen < newest,
+            "the send was applied while the restore was still under way (it had reached \(restoredThen), the end is \(newest))")
         #expect(slices.last?.rows.first { $0.id == session }?.lastActivity == newest)
     }
 
@@ -371,8 +414,12 @@ import Testing
         defer { relay.kill() }
         let core = try await Self.makeCore(relay: relay)
         #expect(await core.perform(.createSession(name: "  ", members: [])) == .failed(CoreError.blankSessionName.description))
-        #expect(await core.perform(.createSession(name: "X", members: ["npub1nope"])) == .failed(CoreError.invalidMember("npub1nope").description))
-        #expect(await core.perform(.addRelay("https://relay.example")) == .failed(CoreError.invalidRelayURL("https://relay.example").description))
+        #expect(
+            await core.perform(.createSession(name: "X", members: ["npub1nope"]))
+                == .failed(CoreError.invalidMember("npub1nope").description))
+        #expect(
+            await core.perform(.addRelay("https://relay.example"))
+                == .failed(CoreError.invalidRelayURL("https://relay.example").description))
         #expect(await core.perform(.addRelay(relay.url)) == .failed(CoreError.duplicateRelay.description))
         #expect(await core.state().relays.total == 1)
         #expect(await core.state().sessions.rows.isEmpty)
@@ -404,20 +451,26 @@ import Testing
         defer { relay.kill() }
         let alice = Keys.generate(), bob = Keys.generate()
         let forged = "2026-11-24T06:00:00+0000 critical linkstr : forged"
-        let content = JSONValue.object(["kind": .string("poll\n\(forged)\u{1b}[2K"), "conversation_id": .string(String(repeating: "C", count: 32))]).serialized
-        let wrap = try GiftWrap.make(UnsignedEvent(pubkey: alice.publicKey, kind: LinkstrRumor.kind, content: content), author: alice, recipient: bob.publicKey)
+        let content = JSONValue.object([
+            "kind": .string("poll\n\(forged)\u{1b}[2K"), "conversation_id": .string(String(repeating: "C", count: 32)),
+        ]).serialized
+        let wrap = try GiftWrap.make(
+            UnsignedEvent(pubkey: alice.publicKey, kind: LinkstrRumor.kind, content: content), author: alice, recipient: bob.publicKey)
         let publisher = try await Self.makeCore(relay: relay)
         #expect(await Self.eventually { await publisher.state().relays.connectedOrReadOnly == 1 })
         try await publisher.pool.publish([wrap])
 
         let log = CapturedLog()
-        let core = try await Self.makeCore(relay: relay, identity: .importIdentity(bob.secretKey.exportNsec()),
-                                           logger: Logger(label: "linkstr.core") { _ in log.handler() })
+        let core = try await Self.makeCore(
+            relay: relay, identity: .importIdentity(bob.secretKey.exportNsec()),
+            logger: Logger(label: "linkstr.core") { _ in log.handler() })
         let dropped = { log.lines.withLock { $0.filter { $0.contains("dropped a wrap") } } }
         #expect(await Self.eventually(within: 20) { !dropped().isEmpty }, "the wrap was dropped and logged")
         for line in dropped() {
             #expect(!line.contains("\n") && !line.contains("\u{1b}"), "no raw newline or escape: \(line)")
-            #expect(line.contains(#"poll\n2026-11-24T06:00:00+0000 critical"#) && line.contains(#"\u{1b}[2K"#), "escaped, still readable: \(line)")
+            #expect(
+                line.contains(#"poll\n2026-11-24T06:00:00+0000 critical"#) && line.contains(#"\u{1b}[2K"#),
+                "escaped, still readable: \(line)")
         }
         await core.shutdown()
         await publisher.shutdown()

@@ -1,23 +1,28 @@
 import LinkstrCore
 import LinkstrWire
 import NostrProtocol
-import Testing
 import TestSupport
+import Testing
 
 /// docs/linkstr-wire.md §1–2: the payload, the rumor, the fan-out and opening received wraps.
 @Suite struct WireFormatTests {
     static let member = String(repeating: "ab", count: 32)
 
     @Test func aRootIsWrittenWithAbsentOptionalsOmittedAndTheNoteTrimmed() throws {
-        let root = LinkstrPayload(conversationID: "C0FFEE", kind: .root, url: "https://example.com/v", note: "  look  ", timestamp: 1_700_000_000)
-        #expect(try JSONValue(parsing: root.json) == [
-            "conversation_id": "C0FFEE", "root_id": "", "kind": "root", "url": "https://example.com/v", "note": "look", "timestamp": 1_700_000_000,
-        ])
+        let root = LinkstrPayload(
+            conversationID: "C0FFEE", kind: .root, url: "https://example.com/v", note: "  look  ", timestamp: 1_700_000_000)
+        #expect(
+            try JSONValue(parsing: root.json) == [
+                "conversation_id": "C0FFEE", "root_id": "", "kind": "root", "url": "https://example.com/v", "note": "look",
+                "timestamp": 1_700_000_000,
+            ])
         var blankNote = root
         blankNote.note = "   "
         #expect(try JSONValue(parsing: blankNote.json)["note"] == nil, "an empty note is omitted")
-        #expect(try LinkstrPayload.decode(root.json) == LinkstrPayload(
-            conversationID: "C0FFEE", kind: .root, url: "https://example.com/v", note: "look", timestamp: 1_700_000_000))
+        #expect(
+            try LinkstrPayload.decode(root.json)
+                == LinkstrPayload(
+                    conversationID: "C0FFEE", kind: .root, url: "https://example.com/v", note: "look", timestamp: 1_700_000_000))
     }
 
     @Test func readingIsLenientWhereTheContractSaysSo() throws {
@@ -41,13 +46,22 @@ import TestSupport
         (#"{"conversation_id":"C","root_id":" ","kind":"root_delete"}"#, .blank(field: "root_id")),
         (#"{"conversation_id":"C","root_id":"","kind":"session_delete"}"#, .blank(field: "root_id")),
         (#"{"conversation_id":"C","root_id":"O","kind":"session_create","member_pubkeys":["ab"]}"#, .invalidMemberKey("ab")),
-        (#"{"conversation_id":"C","root_id":"O","kind":"session_create","session_name":" ","member_pubkeys":[]}"#, .blank(field: "session_name")),
-        (#"{"conversation_id":"C","root_id":"O","kind":"session_create","session_name":"N","member_pubkeys":[]}"#, .missing(field: "member_pubkeys")),
+        (
+            #"{"conversation_id":"C","root_id":"O","kind":"session_create","session_name":" ","member_pubkeys":[]}"#,
+            .blank(field: "session_name")
+        ),
+        (
+            #"{"conversation_id":"C","root_id":"O","kind":"session_create","session_name":"N","member_pubkeys":[]}"#,
+            .missing(field: "member_pubkeys")
+        ),
         (#"{"conversation_id":"C","root_id":"O","kind":"session_members"}"#, .missing(field: "member_pubkeys")),
         (#"{"conversation_id":"C","root_id":"R","kind":"reaction","emoji":"👍"}"#, .missing(field: "reaction_active")),
         (#"{"conversation_id":"C","root_id":"R","kind":"reaction","emoji":" ","reaction_active":true}"#, .blank(field: "emoji")),
         (#"{"conversation_id":"C","root_id":"","kind":"reaction","emoji":"👍","reaction_active":true}"#, .blank(field: "root_id")),
-        (#"{"conversation_id":"C","root_id":"R","kind":"reaction","emoji":"👍","reaction_active":"yes"}"#, .wrongType(field: "reaction_active")),
+        (
+            #"{"conversation_id":"C","root_id":"R","kind":"reaction","emoji":"👍","reaction_active":"yes"}"#,
+            .wrongType(field: "reaction_active")
+        ),
         (#"{"conversation_id":"C","root_id":"","kind":"root","url":"https://a.b","timestamp":"soon"}"#, .wrongType(field: "timestamp")),
     ])
     func invalidPayloadsAreRefusedWithTheirReason(json: String, error: PayloadError) {
@@ -87,7 +101,10 @@ import TestSupport
         let me = Keys.generate(), a = Keys.generate().publicKey, b = Keys.generate().publicKey, c = Keys.generate().publicKey
         #expect(Fanout.recipients(for: .root, me: me.publicKey, activeMembers: [me.publicKey, a, a]) == [me.publicKey, a])
         #expect(Fanout.recipients(for: .sessionCreate, me: me.publicKey, activeMembers: [], snapshot: [a, b]) == [a, b])
-        #expect(Fanout.recipients(for: .sessionMembers, me: me.publicKey, activeMembers: [], snapshot: [b, c], previouslyActive: [a, b]) == [a, b, c])
+        #expect(
+            Fanout.recipients(for: .sessionMembers, me: me.publicKey, activeMembers: [], snapshot: [b, c], previouslyActive: [a, b]) == [
+                a, b, c,
+            ])
         #expect(Fanout.recipients(for: .sessionDelete, me: me.publicKey, activeMembers: [], everKnown: [a, c]) == [a, c, me.publicKey])
 
         let payload = LinkstrPayload(conversationID: "C", kind: .root, url: "https://example.com")
@@ -99,7 +116,9 @@ import TestSupport
         // The sender reads its own copy back.
         let own = try LinkstrMessage.open(wraps[2], keys: me)
         #expect(own.rumorID == rumor.id && own.sender == me.publicKey && own.payload == payload)
-        #expect(try LinkstrRumor.wraps(payload, from: me, to: [me.publicKey, a]).wraps.count == 2, "no second copy when the sender is a recipient")
+        #expect(
+            try LinkstrRumor.wraps(payload, from: me, to: [me.publicKey, a]).wraps.count == 2,
+            "no second copy when the sender is a recipient")
     }
 
     @Test func openingChecksEverythingTheContractLists() throws {
@@ -112,7 +131,8 @@ import TestSupport
         // Not for us: the wrap does not decrypt.
         #expect(throws: LinkstrMessage.OpenError.self) { try LinkstrMessage.open(wrap, keys: Keys.generate()) }
         // Another rumor kind (a NIP-17 DM) is not a linkstr message.
-        let dm = try GiftWrap.make(UnsignedEvent(pubkey: alice.publicKey, kind: 14, tags: [], content: "hi"), author: alice, recipient: bob.publicKey)
+        let dm = try GiftWrap.make(
+            UnsignedEvent(pubkey: alice.publicKey, kind: 14, tags: [], content: "hi"), author: alice, recipient: bob.publicKey)
         #expect(throws: LinkstrMessage.OpenError.wrongRumorKind(14)) { try LinkstrMessage.open(dm, keys: bob) }
         // A valid wrap around an invalid payload.
         let bad = try GiftWrap.make(
@@ -120,8 +140,9 @@ import TestSupport
             author: alice, recipient: bob.publicKey)
         #expect(throws: LinkstrMessage.OpenError.payload(.invalidURL)) { try LinkstrMessage.open(bad, keys: bob) }
         // A tampered wrap fails its signature check.
-        let tampered = NostrEvent(id: wrap.id, pubkey: wrap.pubkey, createdAt: wrap.createdAt + 1, kind: wrap.kind, tags: wrap.tags,
-                                  content: wrap.content, sig: wrap.sig)
+        let tampered = NostrEvent(
+            id: wrap.id, pubkey: wrap.pubkey, createdAt: wrap.createdAt + 1, kind: wrap.kind, tags: wrap.tags,
+            content: wrap.content, sig: wrap.sig)
         #expect(throws: LinkstrMessage.OpenError.self) { try LinkstrMessage.open(tampered, keys: bob) }
     }
 
@@ -130,17 +151,26 @@ import TestSupport
     func interopWithRustNostr() async throws {
         let alice = Keys.generate(), bob = Keys.generate()
         let root = String(repeating: "d", count: 64)
-        let payload = LinkstrPayload(conversationID: "C1", rootID: root, kind: .reaction, timestamp: 1_700_000_000, emoji: "👍", reactionActive: true)
+        let payload = LinkstrPayload(
+            conversationID: "C1", rootID: root, kind: .reaction, timestamp: 1_700_000_000, emoji: "👍", reactionActive: true)
         let rumor = LinkstrRumor.make(payload, sender: alice.publicKey, createdAt: 1_700_000_000)
-        let wrapJSON = try #require(try await RustNostrPeer.call("gift_wrap", [
-            "sender_secret_key": .string(alice.secretKey.exportHex()), "receiver_pubkey": .string(bob.publicKey.hex),
-            "rumor": .object(["created_at": .integer(rumor.createdAt), "kind": .integer(44001), "tags": .tags(rumor.tags), "content": .string(rumor.content)]),
-        ]).stringValue)
+        let wrapJSON = try #require(
+            try await RustNostrPeer.call(
+                "gift_wrap",
+                [
+                    "sender_secret_key": .string(alice.secretKey.exportHex()), "receiver_pubkey": .string(bob.publicKey.hex),
+                    "rumor": .object([
+                        "created_at": .integer(rumor.createdAt), "kind": .integer(44001), "tags": .tags(rumor.tags),
+                        "content": .string(rumor.content),
+                    ]),
+                ]
+            ).stringValue)
         let opened = try LinkstrMessage.open(try NostrEvent(json: wrapJSON), keys: bob)
         #expect(opened.sender == alice.publicKey && opened.payload == payload && opened.rumorID == rumor.id)
 
         let ours = try LinkstrRumor.wraps(payload, from: alice, to: [bob.publicKey]).wraps[0]
-        let there = try await RustNostrPeer.call("unwrap_gift", ["receiver_secret_key": .string(bob.secretKey.exportHex()), "wrap_json": .string(ours.json)])
+        let there = try await RustNostrPeer.call(
+            "unwrap_gift", ["receiver_secret_key": .string(bob.secretKey.exportHex()), "wrap_json": .string(ours.json)])
         #expect(there["sender"]?.stringValue == alice.publicKey.hex)
         let rumorThere = try UnsignedEvent(json: try #require(there["rumor_json"]?.stringValue))
         #expect(try LinkstrPayload.decode(rumorThere.content) == payload)

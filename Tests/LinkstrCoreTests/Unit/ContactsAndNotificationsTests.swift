@@ -62,16 +62,21 @@ import Testing
     }
 
     static func wrap(_ payload: LinkstrPayload, from sender: Keys, to recipient: Keys) throws -> NostrEvent {
-        try #require(try LinkstrRumor.wraps(payload, from: sender, to: [recipient.publicKey]).wraps.first { $0.firstTagValue("p") == recipient.publicKey.hex })
+        try #require(
+            try LinkstrRumor.wraps(payload, from: sender, to: [recipient.publicKey]).wraps.first {
+                $0.firstTagValue("p") == recipient.publicKey.hex
+            })
     }
 
     @Test func onlyInboundLiveRootsAndActiveReactionsNotify() throws {
         let root = LinkstrPayload(conversationID: "S", kind: .root, url: "https://a.example")
         let on = LinkstrPayload(conversationID: "S", rootID: "r", kind: .reaction, emoji: "👍", reactionActive: true)
         let off = LinkstrPayload(conversationID: "S", rootID: "r", kind: .reaction, emoji: "👍", reactionActive: false)
-        let snapshot = LinkstrPayload(conversationID: "S", rootID: "op", kind: .sessionMembers, sessionName: "N", memberPubkeys: [Self.me.publicKey.hex])
+        let snapshot = LinkstrPayload(
+            conversationID: "S", rootID: "op", kind: .sessionMembers, sessionName: "N", memberPubkeys: [Self.me.publicKey.hex])
         func applied(_ payload: LinkstrPayload, from sender: Keys, _ origin: IngestOrigin) throws -> LinkstrLedger.Applied {
-            LinkstrLedger.Applied(message: try LinkstrMessage.open(try Self.wrap(payload, from: sender, to: Self.me), keys: Self.me), origin: origin)
+            LinkstrLedger.Applied(
+                message: try LinkstrMessage.open(try Self.wrap(payload, from: sender, to: Self.me), keys: Self.me), origin: origin)
         }
         let me = Self.me.publicKey.hex
         #expect(NotificationDecision.notifies(try applied(root, from: Self.alice, .live), me: me, archived: []))
@@ -81,20 +86,27 @@ import Testing
         #expect(!NotificationDecision.notifies(try applied(root, from: Self.alice, .history), me: me, archived: []), "history never")
         #expect(!NotificationDecision.notifies(try applied(root, from: Self.alice, .restore), me: me, archived: []))
         #expect(!NotificationDecision.notifies(try applied(root, from: Self.me, .live), me: me, archived: []), "self echoes never")
-        #expect(!NotificationDecision.notifies(try applied(root, from: Self.alice, .live), me: me, archived: ["S"]), "archived sessions never")
+        #expect(
+            !NotificationDecision.notifies(try applied(root, from: Self.alice, .live), me: me, archived: ["S"]), "archived sessions never")
     }
 
     @Test func theResolverGivesTheExtensionItsText() throws {
-        let resolver = NotificationResolver(keys: Self.me, sessionName: { $0 == "S" ? "Clips" : nil },
-                                            displayName: { $0 == Self.alice.publicKey.hex ? "Alice" : nil }, isArchived: { $0 == "ARCHIVED" })
-        let root = try Self.wrap(LinkstrPayload(conversationID: "S", kind: .root, url: "https://a.example", note: "look"), from: Self.alice, to: Self.me)
+        let resolver = NotificationResolver(
+            keys: Self.me, sessionName: { $0 == "S" ? "Clips" : nil },
+            displayName: { $0 == Self.alice.publicKey.hex ? "Alice" : nil }, isArchived: { $0 == "ARCHIVED" })
+        let root = try Self.wrap(
+            LinkstrPayload(conversationID: "S", kind: .root, url: "https://a.example", note: "look"), from: Self.alice, to: Self.me)
         #expect(resolver.resolve(root) == NotificationContent(title: "Clips", body: "Alice shared a link — look", sessionID: "S"))
-        let reaction = try Self.wrap(LinkstrPayload(conversationID: "S", rootID: "r", kind: .reaction, emoji: "🔥", reactionActive: true),
-                                     from: Self.bob, to: Self.me)
-        #expect(resolver.resolve(reaction) == NotificationContent(title: "Clips", body: "\(Self.bob.publicKey.npub) reacted 🔥", sessionID: "S"))
-        let archived = try Self.wrap(LinkstrPayload(conversationID: "ARCHIVED", kind: .root, url: "https://a.example"), from: Self.alice, to: Self.me)
+        let reaction = try Self.wrap(
+            LinkstrPayload(conversationID: "S", rootID: "r", kind: .reaction, emoji: "🔥", reactionActive: true),
+            from: Self.bob, to: Self.me)
+        #expect(
+            resolver.resolve(reaction) == NotificationContent(title: "Clips", body: "\(Self.bob.publicKey.npub) reacted 🔥", sessionID: "S"))
+        let archived = try Self.wrap(
+            LinkstrPayload(conversationID: "ARCHIVED", kind: .root, url: "https://a.example"), from: Self.alice, to: Self.me)
         #expect(resolver.resolve(archived) == nil)
-        let notForMe = try Self.wrap(LinkstrPayload(conversationID: "S", kind: .root, url: "https://a.example"), from: Self.alice, to: Self.bob)
+        let notForMe = try Self.wrap(
+            LinkstrPayload(conversationID: "S", kind: .root, url: "https://a.example"), from: Self.alice, to: Self.bob)
         #expect(resolver.resolve(notForMe) == nil, "a wrap to someone else does not open")
     }
 }

@@ -12,31 +12,45 @@ import Testing
     static func randomID() -> String { Hex.encode(SecureRandom.bytes(32)) }
 
     /// A message as `LinkstrMessage.open` would return it.
-    static func message(_ payload: LinkstrPayload, from sender: PublicKey, at time: Int64, rumorID: String = randomID(),
-                        wrapID: String = randomID()) -> LinkstrMessage {
-        LinkstrMessage(wrapID: try! EventID(hex: wrapID), rumorID: try! EventID(hex: rumorID), sender: sender, createdAt: time, payload: payload)
+    static func message(
+        _ payload: LinkstrPayload, from sender: PublicKey, at time: Int64, rumorID: String = randomID(),
+        wrapID: String = randomID()
+    ) -> LinkstrMessage {
+        LinkstrMessage(
+            wrapID: try! EventID(hex: wrapID), rumorID: try! EventID(hex: rumorID), sender: sender, createdAt: time, payload: payload)
     }
 
-    static func create(_ members: [PublicKey], by creator: PublicKey = alice, at time: Int64 = 100, session: String = "S") -> LinkstrMessage {
-        message(LinkstrPayload(conversationID: session, rootID: "OP1", kind: .sessionCreate, timestamp: time, sessionName: "Friends",
-                               memberPubkeys: members.map(\.hex)), from: creator, at: time)
+    static func create(_ members: [PublicKey], by creator: PublicKey = alice, at time: Int64 = 100, session: String = "S") -> LinkstrMessage
+    {
+        message(
+            LinkstrPayload(
+                conversationID: session, rootID: "OP1", kind: .sessionCreate, timestamp: time, sessionName: "Friends",
+                memberPubkeys: members.map(\.hex)), from: creator, at: time)
     }
 
     static func members(_ members: [PublicKey], by creator: PublicKey = alice, at time: Int64, session: String = "S") -> LinkstrMessage {
-        message(LinkstrPayload(conversationID: session, rootID: randomID(), kind: .sessionMembers, timestamp: time, sessionName: "Friends",
-                               memberPubkeys: members.map(\.hex)), from: creator, at: time)
+        message(
+            LinkstrPayload(
+                conversationID: session, rootID: randomID(), kind: .sessionMembers, timestamp: time, sessionName: "Friends",
+                memberPubkeys: members.map(\.hex)), from: creator, at: time)
     }
 
-    static func root(by sender: PublicKey, at time: Int64, url: String = "https://example.com/a", session: String = "S",
-                     rumorID: String = randomID(), wrapID: String = randomID(), rootID: String = "") -> LinkstrMessage {
-        message(LinkstrPayload(conversationID: session, rootID: rootID, kind: .root, url: url, note: "look", timestamp: time),
-                from: sender, at: time, rumorID: rumorID, wrapID: wrapID)
+    static func root(
+        by sender: PublicKey, at time: Int64, url: String = "https://example.com/a", session: String = "S",
+        rumorID: String = randomID(), wrapID: String = randomID(), rootID: String = ""
+    ) -> LinkstrMessage {
+        message(
+            LinkstrPayload(conversationID: session, rootID: rootID, kind: .root, url: url, note: "look", timestamp: time),
+            from: sender, at: time, rumorID: rumorID, wrapID: wrapID)
     }
 
-    static func reaction(_ emoji: String, on rootID: String, by sender: PublicKey, at time: Int64, active: Bool = true, session: String = "S",
-                         rumorID: String = randomID()) -> LinkstrMessage {
-        message(LinkstrPayload(conversationID: session, rootID: rootID, kind: .reaction, timestamp: time, emoji: emoji, reactionActive: active),
-                from: sender, at: time, rumorID: rumorID)
+    static func reaction(
+        _ emoji: String, on rootID: String, by sender: PublicKey, at time: Int64, active: Bool = true, session: String = "S",
+        rumorID: String = randomID()
+    ) -> LinkstrMessage {
+        message(
+            LinkstrPayload(conversationID: session, rootID: rootID, kind: .reaction, timestamp: time, emoji: emoji, reactionActive: active),
+            from: sender, at: time, rumorID: rumorID)
     }
 
     static func rootDelete(_ rootID: String, by sender: PublicKey, at time: Int64, session: String = "S") -> LinkstrMessage {
@@ -79,7 +93,9 @@ import Testing
     @Test func r7WrapIDsMergeWhileTheRootIsPending() {
         var ledger = LinkstrLedger(me: Self.me.hex)
         let rumorID = Self.randomID(), first = Self.randomID(), second = Self.randomID()
-        #expect(ledger.ingest(Self.root(by: Self.alice, at: 200, rumorID: rumorID, wrapID: first), origin: .live).outcome == .pending("unknown session"))
+        #expect(
+            ledger.ingest(Self.root(by: Self.alice, at: 200, rumorID: rumorID, wrapID: first), origin: .live).outcome
+                == .pending("unknown session"))
         #expect(ledger.ingest(Self.root(by: Self.alice, at: 200, rumorID: rumorID, wrapID: second), origin: .live).outcome == .duplicate)
         #expect(ledger.pending.count == 1)
         let report = ledger.ingest(Self.create([Self.alice, Self.me]), origin: .live)
@@ -97,8 +113,9 @@ import Testing
         #expect(ledger.pending.count == 2)
         let report = ledger.ingest(Self.create([Self.alice, Self.me, Self.bob]), origin: .live)
         #expect(report.outcome == .applied)
-        #expect(report.applied.map(\.message.payload.kind) == [.sessionCreate, .root, .reaction],
-                "the root replays first (older), and releases the reaction that waited for it")
+        #expect(
+            report.applied.map(\.message.payload.kind) == [.sessionCreate, .root, .reaction],
+            "the root replays first (older), and releases the reaction that waited for it")
         #expect(ledger.pending.count == 0)
         #expect(ledger.reactions(on: rootID).count == 1)
     }
@@ -107,17 +124,21 @@ import Testing
         var ledger = Self.ledger(with: [Self.alice, Self.me])
         _ = ledger.ingest(Self.members([Self.alice, Self.me, Self.bob], at: 300), origin: .live)
         // Bob's post from before he was added: the membership state is newer, so it is final.
-        #expect(ledger.ingest(Self.root(by: Self.bob, at: 250), origin: .history).outcome == .ignored("sender or self is not an active member"))
+        #expect(
+            ledger.ingest(Self.root(by: Self.bob, at: 250), origin: .history).outcome == .ignored("sender or self is not an active member"))
         #expect(ledger.ingest(Self.root(by: Self.bob, at: 300), origin: .history).outcome == .applied, "the interval starts at its start")
         // A stranger's post is ignored once the state is newer than it.
-        #expect(ledger.ingest(Self.root(by: Self.mallory, at: 290), origin: .live).outcome == .ignored("sender or self is not an active member"))
+        #expect(
+            ledger.ingest(Self.root(by: Self.mallory, at: 290), origin: .live).outcome == .ignored("sender or self is not an active member")
+        )
     }
 
     @Test func r5ALiveMessageAlsoNeedsBothActiveNow() {
         var ledger = Self.ledger()
         _ = ledger.ingest(Self.members([Self.alice, Self.me], at: 300), origin: .live)
         // Bob was a member at 200 but is not now: as history it counts, live it does not.
-        #expect(ledger.ingest(Self.root(by: Self.bob, at: 200), origin: .live).outcome == .ignored("sender or self is not an active member"))
+        #expect(
+            ledger.ingest(Self.root(by: Self.bob, at: 200), origin: .live).outcome == .ignored("sender or self is not an active member"))
         #expect(ledger.ingest(Self.root(by: Self.bob, at: 201), origin: .history).outcome == .applied)
     }
 
@@ -134,9 +155,11 @@ import Testing
     @Test func r5RemovedSelfSeesNothingNew() {
         var ledger = Self.ledger()
         _ = ledger.ingest(Self.members([Self.alice, Self.bob], at: 300), origin: .live)
-        #expect(ledger.ingest(Self.root(by: Self.alice, at: 250), origin: .live).outcome == .ignored("sender or self is not an active member"))
-        #expect(ledger.ingest(Self.root(by: Self.alice, at: 310), origin: .live).outcome == .pending("waiting for a membership change"),
-                "newer than the state: a re-add may still come")
+        #expect(
+            ledger.ingest(Self.root(by: Self.alice, at: 250), origin: .live).outcome == .ignored("sender or self is not an active member"))
+        #expect(
+            ledger.ingest(Self.root(by: Self.alice, at: 310), origin: .live).outcome == .pending("waiting for a membership change"),
+            "newer than the state: a re-add may still come")
         #expect(ledger.posts.isEmpty)
     }
 
@@ -145,9 +168,12 @@ import Testing
     @Test func r6TheRootIDIsTheRumorIDAndTheURLMustNormalise() {
         var ledger = Self.ledger()
         let rumorID = Self.randomID()
-        #expect(ledger.ingest(Self.root(by: Self.alice, at: 200, rootID: Self.randomID()), origin: .live).outcome == .ignored("root_id differs from the event id"))
-        #expect(ledger.ingest(Self.root(by: Self.alice, at: 200, rumorID: rumorID, rootID: rumorID), origin: .live).outcome == .applied,
-                "a root_id equal to the event id is fine")
+        #expect(
+            ledger.ingest(Self.root(by: Self.alice, at: 200, rootID: Self.randomID()), origin: .live).outcome
+                == .ignored("root_id differs from the event id"))
+        #expect(
+            ledger.ingest(Self.root(by: Self.alice, at: 200, rumorID: rumorID, rootID: rumorID), origin: .live).outcome == .applied,
+            "a root_id equal to the event id is fine")
         #expect(ledger.ingest(Self.root(by: Self.alice, at: 201, url: "https://EXAMPLE.com/Path"), origin: .live).outcome == .applied)
         #expect(ledger.posts.values.contains { $0.url == "https://example.com/Path" })
         #expect(ledger.posts.count == 2)
@@ -158,17 +184,29 @@ import Testing
     @Test func r8ReactionsWaitForTheirRootAndTheNewestWinsPerKey() {
         var ledger = Self.ledger()
         let rootID = Self.randomID()
-        #expect(ledger.ingest(Self.reaction("👍", on: rootID, by: Self.bob, at: 220), origin: .live).outcome == .pending("the post has not arrived"))
+        #expect(
+            ledger.ingest(Self.reaction("👍", on: rootID, by: Self.bob, at: 220), origin: .live).outcome
+                == .pending("the post has not arrived"))
         #expect(ledger.ingest(Self.root(by: Self.alice, at: 200, rumorID: rootID), origin: .live).applied.count == 2)
         // An older toggle loses; a newer one wins; equal time goes to the greater event id.
-        #expect(ledger.ingest(Self.reaction("👍", on: rootID, by: Self.bob, at: 210, active: false), origin: .live).outcome
+        #expect(
+            ledger.ingest(Self.reaction("👍", on: rootID, by: Self.bob, at: 210, active: false), origin: .live).outcome
                 == .ignored("older than the reaction's state"))
-        #expect(ledger.ingest(Self.reaction("👍", on: rootID, by: Self.bob, at: 230, active: false, rumorID: "1" + String(repeating: "0", count: 63)),
-                              origin: .live).outcome == .applied)
-        #expect(ledger.ingest(Self.reaction("👍", on: rootID, by: Self.bob, at: 230, active: true, rumorID: "2" + String(repeating: "0", count: 63)),
-                              origin: .live).outcome == .applied)
-        #expect(ledger.ingest(Self.reaction("👍", on: rootID, by: Self.bob, at: 230, active: false, rumorID: "0" + String(repeating: "0", count: 63)),
-                              origin: .live).outcome == .ignored("older than the reaction's state"))
+        #expect(
+            ledger.ingest(
+                Self.reaction("👍", on: rootID, by: Self.bob, at: 230, active: false, rumorID: "1" + String(repeating: "0", count: 63)),
+                origin: .live
+            ).outcome == .applied)
+        #expect(
+            ledger.ingest(
+                Self.reaction("👍", on: rootID, by: Self.bob, at: 230, active: true, rumorID: "2" + String(repeating: "0", count: 63)),
+                origin: .live
+            ).outcome == .applied)
+        #expect(
+            ledger.ingest(
+                Self.reaction("👍", on: rootID, by: Self.bob, at: 230, active: false, rumorID: "0" + String(repeating: "0", count: 63)),
+                origin: .live
+            ).outcome == .ignored("older than the reaction's state"))
         let key = Reaction.Key(sessionID: "S", rootID: rootID, emoji: "👍", sender: Self.bob.hex)
         #expect(ledger.reactions[key]?.isActive == true)
         // Keys are per emoji and per sender.
@@ -182,7 +220,9 @@ import Testing
         _ = ledger.ingest(Self.create([Self.alice, Self.me], session: "T"), origin: .live)
         let rootID = Self.randomID()
         _ = ledger.ingest(Self.root(by: Self.alice, at: 200, session: "T", rumorID: rootID), origin: .live)
-        #expect(ledger.ingest(Self.reaction("👍", on: rootID, by: Self.bob, at: 220), origin: .live).outcome == .ignored("the post is in another session"))
+        #expect(
+            ledger.ingest(Self.reaction("👍", on: rootID, by: Self.bob, at: 220), origin: .live).outcome
+                == .ignored("the post is in another session"))
     }
 
     // MARK: R9
@@ -193,7 +233,9 @@ import Testing
         let post = Self.root(by: Self.alice, at: 200, rumorID: rumorID)
         _ = ledger.ingest(post, origin: .live)
         _ = ledger.ingest(Self.reaction("👍", on: rumorID, by: Self.bob, at: 210), origin: .live)
-        #expect(ledger.ingest(Self.rootDelete(rumorID, by: Self.bob, at: 220), origin: .live).outcome == .ignored("only the author deletes a post"))
+        #expect(
+            ledger.ingest(Self.rootDelete(rumorID, by: Self.bob, at: 220), origin: .live).outcome
+                == .ignored("only the author deletes a post"))
         #expect(ledger.posts[rumorID] != nil)
         _ = ledger.takeChanges()
         #expect(ledger.ingest(Self.rootDelete(rumorID, by: Self.alice, at: 230), origin: .live).outcome == .applied)
@@ -202,15 +244,22 @@ import Testing
         let changes = ledger.takeChanges()
         #expect(changes.posts == [rumorID] && changes.deletions == [rumorID] && changes.reactions.count == 1)
         // The same root again through another wrap (a full re-sync) stays deleted; so do reactions.
-        #expect(ledger.ingest(Self.root(by: Self.alice, at: 200, rumorID: rumorID), origin: .history).outcome == .ignored("the post was deleted"))
-        #expect(ledger.ingest(Self.reaction("👀", on: rumorID, by: Self.bob, at: 240), origin: .live).outcome == .ignored("the post was deleted"))
+        #expect(
+            ledger.ingest(Self.root(by: Self.alice, at: 200, rumorID: rumorID), origin: .history).outcome
+                == .ignored("the post was deleted"))
+        #expect(
+            ledger.ingest(Self.reaction("👀", on: rumorID, by: Self.bob, at: 240), origin: .live).outcome == .ignored("the post was deleted")
+        )
     }
 
     @Test func r9ADeleteBeforeItsRootWaitsAndThenClearsTheWaitingReactions() {
         var ledger = Self.ledger()
         let rumorID = Self.randomID()
-        #expect(ledger.ingest(Self.rootDelete(rumorID, by: Self.alice, at: 230), origin: .live).outcome == .pending("the post has not arrived"))
-        #expect(ledger.ingest(Self.reaction("👍", on: rumorID, by: Self.bob, at: 210), origin: .live).outcome == .pending("the post has not arrived"))
+        #expect(
+            ledger.ingest(Self.rootDelete(rumorID, by: Self.alice, at: 230), origin: .live).outcome == .pending("the post has not arrived"))
+        #expect(
+            ledger.ingest(Self.reaction("👍", on: rumorID, by: Self.bob, at: 210), origin: .live).outcome
+                == .pending("the post has not arrived"))
         let report = ledger.ingest(Self.root(by: Self.alice, at: 200, rumorID: rumorID), origin: .history)
         #expect(report.outcome == .applied)
         #expect(ledger.posts[rumorID] == nil && ledger.deletions[rumorID] != nil && ledger.reactions(on: rumorID).isEmpty)
@@ -268,7 +317,9 @@ import Testing
         _ = ledger.ingest(Self.reaction("👍", on: rumorID, by: Self.bob, at: 210), origin: .live)
         _ = ledger.ingest(Self.reaction("👀", on: Self.randomID(), by: Self.bob, at: 210), origin: .live)
         #expect(ledger.pending.count == 1)
-        #expect(ledger.ingest(Self.sessionDelete(by: Self.bob, at: 300), origin: .live).outcome == .ignored("only the creator deletes a session"))
+        #expect(
+            ledger.ingest(Self.sessionDelete(by: Self.bob, at: 300), origin: .live).outcome
+                == .ignored("only the creator deletes a session"))
         #expect(ledger.ingest(Self.sessionDelete(by: Self.alice, at: 300), origin: .live).outcome == .applied)
         #expect(ledger.sessions["S"] == nil && ledger.posts.isEmpty && ledger.reactions.isEmpty && ledger.pending.count == 0)
         #expect(ledger.ingest(Self.root(by: Self.alice, at: 310), origin: .live).outcome == .ignored("the session was deleted"))
@@ -332,8 +383,10 @@ import Testing
 
     @Test func r14HistoryIsAppliedInTheOrderRulesOrderWhateverOrderItCameIn() {
         let rootID = Self.randomID()
-        let newestFirst = [Self.reaction("👍", on: rootID, by: Self.bob, at: 300), Self.root(by: Self.alice, at: 200, rumorID: rootID),
-                           Self.create([Self.alice, Self.me, Self.bob])]
+        let newestFirst = [
+            Self.reaction("👍", on: rootID, by: Self.bob, at: 300), Self.root(by: Self.alice, at: 200, rumorID: rootID),
+            Self.create([Self.alice, Self.me, Self.bob]),
+        ]
         var history = LinkstrLedger(me: Self.me.hex)
         let reports = history.ingest(batch: newestFirst, origin: .history)
         #expect(reports.map(\.outcome) == [.applied, .applied, .applied], "nothing had to wait: the create went first")

@@ -1,9 +1,9 @@
 import Foundation
+import GRDB
 import LinkstrCore
+import LinkstrWire
 import NostrProtocol
 import Testing
-import GRDB
-import LinkstrWire
 
 /// The SQLite store (real SQLite through GRDB, files in a temporary directory): round trips,
 /// owner scoping, encryption at rest, and errors that leave data untouched.
@@ -119,7 +119,8 @@ import LinkstrWire
     @Test func theWrongKeyGivesARecoverableError() throws {
         let store = try LinkstrStore(path: nil)
         var ledger = Self.populatedLedger()
-        try store.account(T.me.hex, cipher: FieldCipher(key: FieldCipher.generateKey(), owner: T.me.hex)).save(ledger.takeChanges(), from: ledger)
+        try store.account(T.me.hex, cipher: FieldCipher(key: FieldCipher.generateKey(), owner: T.me.hex)).save(
+            ledger.takeChanges(), from: ledger)
         let wrongKey = store.account(T.me.hex, cipher: FieldCipher(key: FieldCipher.generateKey(), owner: T.me.hex))
         #expect(throws: StoreError.undecryptable(column: "session_snapshots.members")) { try wrongKey.loadLedger() }
     }
@@ -155,7 +156,8 @@ import LinkstrWire
         try secrets.write("nsec.abc", [1, 2, 3])
         #expect(try secrets.read("nsec.abc") == [1, 2, 3])
         #expect(try secrets.read("missing") == nil)
-        let fileMode = try FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent("nsec.abc").path)[.posixPermissions] as? Int
+        let fileMode =
+            try FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent("nsec.abc").path)[.posixPermissions] as? Int
         let directoryMode = try FileManager.default.attributesOfItem(atPath: directory.path)[.posixPermissions] as? Int
         #expect(fileMode == 0o600 && directoryMode == 0o700)
         try secrets.write("nsec.abc", [4])

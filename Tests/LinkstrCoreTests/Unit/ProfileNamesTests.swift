@@ -17,7 +17,9 @@ import Testing
         #expect(!apply(keys.sign(kind: EventKind.metadata, content: #"{"about":"x"}"#, createdAt: 300)))
         #expect(!apply(keys.sign(kind: 1, content: #"{"name":"note"}"#, createdAt: 300)))
         let good = keys.sign(kind: EventKind.metadata, content: #"{"name":"forged"}"#, createdAt: 400)
-        let forged = NostrEvent(id: good.id, pubkey: good.pubkey, createdAt: good.createdAt, kind: good.kind, tags: good.tags, content: #"{"name":"evil"}"#, sig: good.sig)
+        let forged = NostrEvent(
+            id: good.id, pubkey: good.pubkey, createdAt: good.createdAt, kind: good.kind, tags: good.tags, content: #"{"name":"evil"}"#,
+            sig: good.sig)
         #expect(!apply(forged))
         #expect(names.name(for: keys.publicKey.hex) == "Shown Name")
     }

@@ -10,7 +10,8 @@ enum Vectors {
             return URL(fileURLWithPath: override)
         }
         // Tests/NostrProtocolTests/Support/Vectors.swift → repository root → ../shared/vectors
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         return root.deletingLastPathComponent().appendingPathComponent("shared/vectors")
     }()
 

@@ -1,6 +1,6 @@
+import Foundation
 import NostrProtocol
 import Testing
-import Foundation
 
 @Suite struct HexTests {
     @Test func roundTrip() {
@@ -88,7 +88,8 @@ import Foundation
     /// category); Unicode's White_Space property and Go's `strings.TrimSpace` do not, nor do we.
     @Test func trimsExactlyWhatFoundationTrims() {
         let samples = [
-            "", " ", "abc", "  abc  ", "\t\n\r\u{0B}\u{0C}abc\u{85}", "\u{A0}a b\u{3000}", "\u{2028}x\u{2029}", "\u{1680}\u{2000}\u{200A}y\u{202F}\u{205F}",
+            "", " ", "abc", "  abc  ", "\t\n\r\u{0B}\u{0C}abc\u{85}", "\u{A0}a b\u{3000}", "\u{2028}x\u{2029}",
+            "\u{1680}\u{2000}\u{200A}y\u{202F}\u{205F}",
             "\u{FEFF}bom\u{FEFF}", " é\u{301} ", "\r\n crlf \r\n", "👍🏽 ", String(repeating: "ab", count: 300),
         ]
         for sample in samples {

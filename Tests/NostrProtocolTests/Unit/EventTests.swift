@@ -1,10 +1,11 @@
+import Foundation
 import NostrProtocol
 import Testing
-import Foundation
 
 @Suite struct EventTests {
     static let secret = "7f7ff03d123792d6ac594bfa67bf6d0c0ab55b6b1fdb6249303fe861f1ccba9a"
-    static let helloJSON = #"{"id":"89010b2923118aab04e83d330b5b876ff875d98cd0fa34e5b32794b34d66d2eb","pubkey":"17162c921dc4d2518f9a101db33695df1afb56ab82f5ff3e5da6eec3ca5cd917","created_at":1700000000,"kind":1,"tags":[],"content":"hello nostr","sig":"8f565e1a4d6e23d6bc91c268776357464ef74aef2a408f3ae365c62b049e4c9cde76abcee76e68563be56bad3f247d985a4fee840a2012671c587210a9f7ab68"}"#
+    static let helloJSON =
+        #"{"id":"89010b2923118aab04e83d330b5b876ff875d98cd0fa34e5b32794b34d66d2eb","pubkey":"17162c921dc4d2518f9a101db33695df1afb56ab82f5ff3e5da6eec3ca5cd917","created_at":1700000000,"kind":1,"tags":[],"content":"hello nostr","sig":"8f565e1a4d6e23d6bc91c268776357464ef74aef2a408f3ae365c62b049e4c9cde76abcee76e68563be56bad3f247d985a4fee840a2012671c587210a9f7ab68"}"#
 
     /// Embedded from nip01-events.json: the escape-heavy case, the one serializers get wrong.
     @Test func escapesMatchRustNostr() throws {
@@ -37,13 +38,20 @@ import Foundation
         #expect(throws: EventVerificationError.invalidSignature) { try NostrEvent(json: tamperedSig).verify() }
         // Another author's key with the same id and sig.
         let otherKey = Keys.generate().publicKey.hex
-        let swapped = Self.helloJSON.replacingOccurrences(of: "17162c921dc4d2518f9a101db33695df1afb56ab82f5ff3e5da6eec3ca5cd917", with: otherKey)
+        let swapped = Self.helloJSON.replacingOccurrences(
+            of: "17162c921dc4d2518f9a101db33695df1afb56ab82f5ff3e5da6eec3ca5cd917", with: otherKey)
         #expect(throws: EventVerificationError.idMismatch) { try NostrEvent(json: swapped).verify() }
     }
 
     @Test(arguments: [
-        ("\"created_at\":1700000000", "\"created_at\":1700000000.5", EventDecodingError.wrongType(field: "created_at", expected: "an integer")),
-        ("\"created_at\":1700000000", "\"created_at\":\"1700000000\"", EventDecodingError.wrongType(field: "created_at", expected: "an integer")),
+        (
+            "\"created_at\":1700000000", "\"created_at\":1700000000.5",
+            EventDecodingError.wrongType(field: "created_at", expected: "an integer")
+        ),
+        (
+            "\"created_at\":1700000000", "\"created_at\":\"1700000000\"",
+            EventDecodingError.wrongType(field: "created_at", expected: "an integer")
+        ),
         ("\"created_at\":1700000000", "\"created_at\":-1", EventDecodingError.negativeTimestamp),
         ("\"kind\":1,", "\"kind\":70000,", EventDecodingError.kindOutOfRange),
         ("\"kind\":1,", "\"kind\":1.0,", EventDecodingError.kindOutOfRange),

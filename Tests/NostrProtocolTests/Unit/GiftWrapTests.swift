@@ -1,6 +1,6 @@
+import Foundation
 import NostrProtocol
 import Testing
-import Foundation
 
 @Suite struct GiftWrapTests {
     let alice = Keys.generate()
@@ -59,11 +59,13 @@ import Foundation
 
     @Test func rejectsTamperedWrap() throws {
         let wrap = try GiftWrap.make(rumor(from: alice), author: alice, recipient: bob.publicKey)
-        let tampered = NostrEvent(id: wrap.id, pubkey: wrap.pubkey, createdAt: wrap.createdAt + 1, kind: wrap.kind,
-                                  tags: wrap.tags, content: wrap.content, sig: wrap.sig)
+        let tampered = NostrEvent(
+            id: wrap.id, pubkey: wrap.pubkey, createdAt: wrap.createdAt + 1, kind: wrap.kind,
+            tags: wrap.tags, content: wrap.content, sig: wrap.sig)
         #expect(throws: GiftWrapError.invalidWrap(.idMismatch)) { try GiftWrap.unwrap(tampered, keys: bob) }
-        let resigned = NostrEvent(id: wrap.id, pubkey: wrap.pubkey, createdAt: wrap.createdAt, kind: wrap.kind,
-                                  tags: wrap.tags, content: wrap.content, sig: alice.sign(wrap.id.bytes))
+        let resigned = NostrEvent(
+            id: wrap.id, pubkey: wrap.pubkey, createdAt: wrap.createdAt, kind: wrap.kind,
+            tags: wrap.tags, content: wrap.content, sig: alice.sign(wrap.id.bytes))
         #expect(throws: GiftWrapError.invalidWrap(.invalidSignature)) { try GiftWrap.unwrap(resigned, keys: bob) }
     }
 
@@ -86,13 +88,17 @@ import Foundation
 
     @Test func rejectsSealOfWrongKind() throws {
         let seal = try sealRaw(rumorJSON: rumor(from: alice).json, author: alice, to: bob.publicKey, kind: 14)
-        #expect(throws: GiftWrapError.sealWrongKind(14)) { try GiftWrap.unwrap(try wrapRaw(sealJSON: seal.json, to: bob.publicKey), keys: bob) }
+        #expect(throws: GiftWrapError.sealWrongKind(14)) {
+            try GiftWrap.unwrap(try wrapRaw(sealJSON: seal.json, to: bob.publicKey), keys: bob)
+        }
     }
 
     @Test func rejectsTamperedSeal() throws {
         let seal = try sealRaw(rumorJSON: rumor(from: alice).json, author: alice, to: bob.publicKey)
         let forged = seal.json.replacingOccurrences(of: "\"created_at\":\(seal.createdAt)", with: "\"created_at\":\(seal.createdAt - 1)")
-        #expect(throws: GiftWrapError.invalidSeal(.idMismatch)) { try GiftWrap.unwrap(try wrapRaw(sealJSON: forged, to: bob.publicKey), keys: bob) }
+        #expect(throws: GiftWrapError.invalidSeal(.idMismatch)) {
+            try GiftWrap.unwrap(try wrapRaw(sealJSON: forged, to: bob.publicKey), keys: bob)
+        }
     }
 
     @Test func rejectsMalformedSealJSON() throws {
@@ -114,7 +120,9 @@ import Foundation
         // Mallory seals a rumor that claims Alice as its author.
         let mallory = Keys.generate()
         let seal = try sealRaw(rumorJSON: rumor(from: alice).json, author: mallory, to: bob.publicKey)
-        #expect(throws: GiftWrapError.senderMismatch) { try GiftWrap.unwrap(try wrapRaw(sealJSON: seal.json, to: bob.publicKey), keys: bob) }
+        #expect(throws: GiftWrapError.senderMismatch) {
+            try GiftWrap.unwrap(try wrapRaw(sealJSON: seal.json, to: bob.publicKey), keys: bob)
+        }
         // And the builder refuses to make one.
         #expect(throws: GiftWrapError.authorMismatch) { try GiftWrap.seal(rumor(from: alice), author: mallory, recipient: bob.publicKey) }
     }
@@ -123,12 +131,16 @@ import Foundation
         let real = rumor(from: alice, content: "original")
         let lying = real.json.replacingOccurrences(of: "\"content\":\"original\"", with: "\"content\":\"changed\"")
         let seal = try sealRaw(rumorJSON: lying, author: alice, to: bob.publicKey)
-        #expect(throws: GiftWrapError.rumorIDMismatch) { try GiftWrap.unwrap(try wrapRaw(sealJSON: seal.json, to: bob.publicKey), keys: bob) }
+        #expect(throws: GiftWrapError.rumorIDMismatch) {
+            try GiftWrap.unwrap(try wrapRaw(sealJSON: seal.json, to: bob.publicKey), keys: bob)
+        }
     }
 
     @Test func rejectsSealEncryptedToSomeoneElse() throws {
         let seal = try sealRaw(rumorJSON: rumor(from: alice).json, author: alice, to: Keys.generate().publicKey)
-        #expect(throws: GiftWrapError.sealDecryption(.invalidMAC)) { try GiftWrap.unwrap(try wrapRaw(sealJSON: seal.json, to: bob.publicKey), keys: bob) }
+        #expect(throws: GiftWrapError.sealDecryption(.invalidMAC)) {
+            try GiftWrap.unwrap(try wrapRaw(sealJSON: seal.json, to: bob.publicKey), keys: bob)
+        }
     }
 
     @Test(.enabled(if: Vectors.available)) func rustNostrWraps() throws {

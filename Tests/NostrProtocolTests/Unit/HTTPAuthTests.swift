@@ -8,10 +8,14 @@ import Testing
     let body = Array(#"{"device_token":"ab"}"#.utf8)
     let verifier = HTTPAuthVerifier(maxSkewSeconds: 300, publicBaseURL: "https://push.example.com/")
 
-    func linkstrHeader(method: String = "POST", path: String = "/v1/devices/register", body: [UInt8]? = nil,
-                       nonce: String? = "n-1", createdAt: Int64? = nil) -> String {
-        HTTPAuth.headerValue(for: HTTPAuth.linkstrEvent(keys: keys, method: method, path: path, body: body ?? self.body,
-                                                        nonce: nonce, createdAt: createdAt ?? now))
+    func linkstrHeader(
+        method: String = "POST", path: String = "/v1/devices/register", body: [UInt8]? = nil,
+        nonce: String? = "n-1", createdAt: Int64? = nil
+    ) -> String {
+        HTTPAuth.headerValue(
+            for: HTTPAuth.linkstrEvent(
+                keys: keys, method: method, path: path, body: body ?? self.body,
+                nonce: nonce, createdAt: createdAt ?? now))
     }
 
     var request: HTTPAuthRequest { HTTPAuthRequest(method: "POST", path: "/v1/devices/register", body: body) }
@@ -30,7 +34,8 @@ import Testing
     }
 
     @Test func standardDialectVerifies() throws {
-        let event = HTTPAuth.standardEvent(keys: keys, url: "https://push.example.com/v1/devices/register", method: "POST", body: body, createdAt: now)
+        let event = HTTPAuth.standardEvent(
+            keys: keys, url: "https://push.example.com/v1/devices/register", method: "POST", body: body, createdAt: now)
         let verified = try verifier.verify(authorization: HTTPAuth.headerValue(for: event), request: request, now: now)
         #expect(verified.dialect == .standard)
         #expect(verified.replayKey == event.id.hex)
@@ -41,26 +46,35 @@ import Testing
         let get = HTTPAuthRequest(method: "GET", path: "/v1/devices", query: "all=1")
         #expect(try verifier.verify(authorization: HTTPAuth.headerValue(for: event), request: get, now: now).pubkey == keys.publicKey)
         let other = HTTPAuthRequest(method: "GET", path: "/v1/devices", query: "all=2")
-        #expect(throws: HTTPAuthError.urlMismatch) { try verifier.verify(authorization: HTTPAuth.headerValue(for: event), request: other, now: now) }
+        #expect(throws: HTTPAuthError.urlMismatch) {
+            try verifier.verify(authorization: HTTPAuth.headerValue(for: event), request: other, now: now)
+        }
     }
 
     @Test func standardWithoutBaseURLIsRefused() throws {
         // Without its own public URL a verifier could only compare paths, and would accept a header
         // signed for any other server with the same routes.
         let open = HTTPAuthVerifier()
-        let event = HTTPAuth.standardEvent(keys: keys, url: "https://anything.example/v1/devices/register", method: "POST", body: body, createdAt: now)
-        #expect(throws: HTTPAuthError.standardNeedsPublicURL) { try open.verify(authorization: HTTPAuth.headerValue(for: event), request: request, now: now) }
+        let event = HTTPAuth.standardEvent(
+            keys: keys, url: "https://anything.example/v1/devices/register", method: "POST", body: body, createdAt: now)
+        #expect(throws: HTTPAuthError.standardNeedsPublicURL) {
+            try open.verify(authorization: HTTPAuth.headerValue(for: event), request: request, now: now)
+        }
         #expect(HTTPAuthError.standardNeedsPublicURL.description == "standard NIP-98 auth needs PUBLIC_URL on the server")
         // The linkstr dialect needs no base URL.
         #expect(try open.verify(authorization: linkstrHeader(), request: request, now: now).dialect == .linkstr)
     }
 
     @Test func standardURLIsComparedExactly() throws {
-        for signed in ["http://push.example.com/v1/devices/register", "https://push.example.com:8443/v1/devices/register",
-                       "https://push.example.com.evil/v1/devices/register", "https://push.example.com/v1/devices/register/",
-                       "https://push.example.com//v1/devices/register", "https://push.example.com/v1/devices/register?x=1"] {
+        for signed in [
+            "http://push.example.com/v1/devices/register", "https://push.example.com:8443/v1/devices/register",
+            "https://push.example.com.evil/v1/devices/register", "https://push.example.com/v1/devices/register/",
+            "https://push.example.com//v1/devices/register", "https://push.example.com/v1/devices/register?x=1",
+        ] {
             let event = HTTPAuth.standardEvent(keys: keys, url: signed, method: "POST", body: body, createdAt: now)
-            #expect(throws: HTTPAuthError.urlMismatch, "\(signed)") { try verifier.verify(authorization: HTTPAuth.headerValue(for: event), request: request, now: now) }
+            #expect(throws: HTTPAuthError.urlMismatch, "\(signed)") {
+                try verifier.verify(authorization: HTTPAuth.headerValue(for: event), request: request, now: now)
+            }
         }
     }
 
@@ -71,20 +85,29 @@ import Testing
     }
 
     @Test func everyRejectionHasItsReason() throws {
-        let standardNoPayload = HTTPAuth.standardEvent(keys: keys, url: "https://push.example.com/v1/devices/register", method: "POST", createdAt: now)
-        let standardWrongURL = HTTPAuth.standardEvent(keys: keys, url: "https://evil.example.com/v1/devices/register", method: "POST", body: body, createdAt: now)
+        let standardNoPayload = HTTPAuth.standardEvent(
+            keys: keys, url: "https://push.example.com/v1/devices/register", method: "POST", createdAt: now)
+        let standardWrongURL = HTTPAuth.standardEvent(
+            keys: keys, url: "https://evil.example.com/v1/devices/register", method: "POST", body: body, createdAt: now)
         let wrongKind = keys.sign(kind: 1, tags: [["method", "POST"], ["path", "/v1/devices/register"]], content: "", createdAt: now)
         let noMethod = keys.sign(kind: 27235, tags: [["path", "/v1/devices/register"]], content: "", createdAt: now)
         let noDialect = keys.sign(kind: 27235, tags: [["method", "POST"]], content: "", createdAt: now)
-        let withContent = keys.sign(kind: 27235, tags: [["method", "POST"], ["path", "/v1/devices/register"]], content: "hi", createdAt: now)
-        let noNonce = keys.sign(kind: 27235, tags: [["method", "POST"], ["path", "/v1/devices/register"], ["payload_sha256", Hex.encode(SHA256.hash(data: body))]], content: "", createdAt: now)
-        let noPayload = keys.sign(kind: 27235, tags: [["method", "POST"], ["path", "/v1/devices/register"], ["nonce", "x"]], content: "", createdAt: now)
+        let withContent = keys.sign(
+            kind: 27235, tags: [["method", "POST"], ["path", "/v1/devices/register"]], content: "hi", createdAt: now)
+        let noNonce = keys.sign(
+            kind: 27235,
+            tags: [["method", "POST"], ["path", "/v1/devices/register"], ["payload_sha256", Hex.encode(SHA256.hash(data: body))]],
+            content: "", createdAt: now)
+        let noPayload = keys.sign(
+            kind: 27235, tags: [["method", "POST"], ["path", "/v1/devices/register"], ["nonce", "x"]], content: "", createdAt: now)
         let good = HTTPAuth.linkstrEvent(keys: keys, method: "POST", path: "/v1/devices/register", body: body, nonce: "n", createdAt: now)
-        let badID = NostrEvent(id: try EventID(bytes: [UInt8](repeating: 0, count: 32)), pubkey: good.pubkey, createdAt: good.createdAt,
-                               kind: good.kind, tags: good.tags, content: good.content, sig: good.sig)
+        let badID = NostrEvent(
+            id: try EventID(bytes: [UInt8](repeating: 0, count: 32)), pubkey: good.pubkey, createdAt: good.createdAt,
+            kind: good.kind, tags: good.tags, content: good.content, sig: good.sig)
         let other = Keys.generate()
-        let badSig = NostrEvent(id: good.id, pubkey: good.pubkey, createdAt: good.createdAt, kind: good.kind, tags: good.tags,
-                                content: good.content, sig: other.sign(good.id.bytes))
+        let badSig = NostrEvent(
+            id: good.id, pubkey: good.pubkey, createdAt: good.createdAt, kind: good.kind, tags: good.tags,
+            content: good.content, sig: other.sign(good.id.bytes))
 
         let cases: [(String?, HTTPAuthError)] = [
             (nil, .missingHeader),
@@ -124,9 +147,15 @@ import Testing
     }
 
     @Test func standardPayloadTagChecked() throws {
-        let event = keys.sign(kind: 27235, tags: [["u", "https://push.example.com/v1/devices/register"], ["method", "POST"],
-                                                   ["payload", String(repeating: "0", count: 64)]], content: "", createdAt: now)
-        #expect(throws: HTTPAuthError.payloadMismatch) { try verifier.verify(authorization: HTTPAuth.headerValue(for: event), request: request, now: now) }
+        let event = keys.sign(
+            kind: 27235,
+            tags: [
+                ["u", "https://push.example.com/v1/devices/register"], ["method", "POST"],
+                ["payload", String(repeating: "0", count: 64)],
+            ], content: "", createdAt: now)
+        #expect(throws: HTTPAuthError.payloadMismatch) {
+            try verifier.verify(authorization: HTTPAuth.headerValue(for: event), request: request, now: now)
+        }
     }
 
     @Test(.enabled(if: Vectors.available)) func vectorFile() throws {
@@ -135,15 +164,17 @@ import Testing
         let spec = file["spec_example"]!
         let specVerifier = HTTPAuthVerifier(maxSkewSeconds: 60, publicBaseURL: "https://api.snort.social")
         #expect(throws: HTTPAuthError.invalidID) {
-            try specVerifier.verify(authorization: spec["authorization_header_value"]!.string,
-                                    request: HTTPAuthRequest(method: "GET", path: "/api/v1/n5sp/list"), now: spec["event"]!["created_at"]!.int)
+            try specVerifier.verify(
+                authorization: spec["authorization_header_value"]!.string,
+                request: HTTPAuthRequest(method: "GET", path: "/api/v1/n5sp/list"), now: spec["event"]!["created_at"]!.int)
         }
         for vector in file["generated"]!.array {
             let url = vector["request_url"]!.string
             let afterHost = url.dropFirst("https://api.example.com".count)
             let parts = afterHost.split(separator: "?", maxSplits: 1).map(String.init)
             let body = vector["request_body_utf8"]!.stringValue.map { Array($0.utf8) } ?? []
-            let request = HTTPAuthRequest(method: vector["request_method"]!.string, path: parts[0], query: parts.count > 1 ? parts[1] : nil, body: body)
+            let request = HTTPAuthRequest(
+                method: vector["request_method"]!.string, path: parts[0], query: parts.count > 1 ? parts[1] : nil, body: body)
             let rustWindow = HTTPAuthVerifier(maxSkewSeconds: 60, publicBaseURL: "https://api.example.com")
             let header = vector["authorization_header_value"]!.string
             for now in vector["server_check"]!["now_ok"]!.array {
@@ -153,8 +184,9 @@ import Testing
             }
             // Rebuilt here, the event is identical to rust-nostr's apart from the signature.
             let keys = Keys(secretKey: try SecretKey(hex: vector["secret_key"]!.string))
-            let ours = HTTPAuth.standardEvent(keys: keys, url: url, method: request.method, body: body.isEmpty ? nil : body,
-                                              createdAt: vector["event"]!["created_at"]!.int)
+            let ours = HTTPAuth.standardEvent(
+                keys: keys, url: url, method: request.method, body: body.isEmpty ? nil : body,
+                createdAt: vector["event"]!["created_at"]!.int)
             #expect(ours.id.hex == vector["event"]!["id"]!.string)
         }
     }

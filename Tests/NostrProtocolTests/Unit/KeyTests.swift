@@ -36,7 +36,7 @@ import Testing
     @Test func rejectsOutOfRangeSecrets() {
         #expect(throws: KeyError.secretKeyOutOfRange) { try SecretKey(hex: String(repeating: "0", count: 64)) }
         #expect(throws: KeyError.secretKeyOutOfRange) {
-            try SecretKey(hex: "fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141")  // n
+            try SecretKey(hex: "fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141") // n
         }
         #expect(throws: KeyError.malformed(expectedBytes: 32)) { try SecretKey(hex: "abcd") }
         #expect(throws: KeyError.malformed(expectedBytes: 32)) { try SecretKey(hex: String(repeating: "g", count: 64)) }
@@ -58,7 +58,10 @@ import Testing
         let aux = hexBytes("0000000000000000000000000000000000000000000000000000000000000001")
         let message = hexBytes("243F6A8885A308D313198A2E03707344A4093822299F31D0082EFA98EC4E6C89")
         let signature = keys.sign(message, auxRand: aux)
-        #expect(signature.hex == "6896bd60eeae296db48a229ff71dfe071bde413e6d43f917dc8dcf8c78de33418906d11ac976abccb20b091292bff4ea897efcb639ea871cfa95f6de339e4b0a")
+        #expect(
+            signature.hex
+                == "6896bd60eeae296db48a229ff71dfe071bde413e6d43f917dc8dcf8c78de33418906d11ac976abccb20b091292bff4ea897efcb639ea871cfa95f6de339e4b0a"
+        )
     }
 
     /// Every row of the official BIP-340 CSV: signing reproduces the signature where a secret
@@ -67,8 +70,12 @@ import Testing
         let rows = try Vectors.text("bip340-test-vectors.csv").split(whereSeparator: \.isNewline).dropFirst()
         #expect(rows.count == 19)
         for row in rows {
-            let fields = row.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-            let (index, secret, pubHex, aux, message, sigHex, expected) = (fields[0], fields[1], fields[2], fields[3], fields[4], fields[5], fields[6] == "TRUE")
+            let fields = row.split(separator: ",", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            let (index, secret, pubHex, aux, message, sigHex, expected) = (
+                fields[0], fields[1], fields[2], fields[3], fields[4], fields[5], fields[6] == "TRUE"
+            )
             if !secret.isEmpty {
                 let keys = Keys(secretKey: try SecretKey(hex: secret))
                 #expect(keys.publicKey.hex == pubHex.lowercased(), "row \(index)")
@@ -78,7 +85,7 @@ import Testing
             if let pub = try? PublicKey(hex: pubHex), let sig = try? Signature(hex: sigHex.lowercased()) {
                 verified = pub.verify(sig, message: message.isEmpty ? [] : hexBytes(message))
             } else {
-                verified = false  // a public key off the curve cannot verify anything
+                verified = false // a public key off the curve cannot verify anything
             }
             #expect(verified == expected, "row \(index)")
         }

@@ -16,7 +16,8 @@ import Testing
 
     @Test func followList() throws {
         let bob = Keys.generate().publicKey, carol = Keys.generate().publicKey
-        let event = FollowList.make(keys: keys, entries: [.init(pubkey: bob, relay: "wss://r", petname: "bob"), .init(pubkey: carol), .init(pubkey: bob)])
+        let event = FollowList.make(
+            keys: keys, entries: [.init(pubkey: bob, relay: "wss://r", petname: "bob"), .init(pubkey: carol), .init(pubkey: bob)])
         try event.verify()
         #expect(event.kind == 3 && event.content.isEmpty)
         #expect(event.tags == [["p", bob.hex, "wss://r", "bob"], ["p", carol.hex]])

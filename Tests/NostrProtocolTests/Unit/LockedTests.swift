@@ -24,7 +24,11 @@ import Testing
     /// closure left it.
     @Test func resultsAndTypedErrorsPassThrough() {
         let value = Locked(1)
-        #expect(value.withLock { $0 += 1; return $0 * 10 } == 20)
+        #expect(
+            value.withLock {
+                $0 += 1
+                return $0 * 10
+            } == 20)
         #expect(throws: Refused()) {
             try value.withLock { (current: inout Int) throws(Refused) in
                 current = 5

@@ -1,7 +1,7 @@
 import Crypto
+import CryptoExtras
 import NostrProtocol
 import Testing
-import CryptoExtras
 
 @Suite struct NIP44Tests {
     /// Embedded from nip44.vectors.json (valid.encrypt_decrypt[0]).
@@ -14,13 +14,18 @@ import CryptoExtras
         #expect(reverse.exportBytes() == key.exportBytes())
         let nonce = hexBytes("0000000000000000000000000000000000000000000000000000000000000001")
         let payload = try NIP44.encrypt("a", conversationKey: key, nonce: nonce)
-        #expect(payload == "AgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAABee0G5VSK0/9YypIObAtDKfYEAjD35uVkHyB0F4DwrcNaCXlCWZKaArsGrY6M9wnuTMxWfp1RTN9Xga8no+kF5Vsb")
+        #expect(
+            payload
+                == "AgAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAABee0G5VSK0/9YypIObAtDKfYEAjD35uVkHyB0F4DwrcNaCXlCWZKaArsGrY6M9wnuTMxWfp1RTN9Xga8no+kF5Vsb"
+        )
         #expect(try NIP44.decrypt(payload, conversationKey: key) == "a")
     }
 
-    @Test(arguments: [(16, 32), (32, 32), (33, 64), (37, 64), (45, 64), (49, 64), (64, 64), (65, 96), (100, 128), (111, 128),
-                      (200, 224), (250, 256), (320, 320), (383, 384), (384, 384), (400, 448), (500, 512), (515, 640),
-                      (700, 768), (800, 896), (900, 1024), (1020, 1024), (65536, 65536), (65537, 81920)])
+    @Test(arguments: [
+        (16, 32), (32, 32), (33, 64), (37, 64), (45, 64), (49, 64), (64, 64), (65, 96), (100, 128), (111, 128),
+        (200, 224), (250, 256), (320, 320), (383, 384), (384, 384), (400, 448), (500, 512), (515, 640),
+        (700, 768), (800, 896), (900, 1024), (1020, 1024), (65536, 65536), (65537, 81920),
+    ])
     func paddedLength(length: Int, padded: Int) {
         #expect(NIP44.calcPaddedLength(length) == padded)
     }
@@ -44,10 +49,10 @@ import CryptoExtras
         let key = try ConversationKey(hex: String(repeating: "22", count: 32))
         let payload = try NIP44.encrypt("secret", conversationKey: key)
         var bytes = Base64.decode(payload)!
-        bytes[40] ^= 1  // ciphertext
+        bytes[40] ^= 1 // ciphertext
         #expect(throws: NIP44Error.invalidMAC) { try NIP44.decrypt(Base64.encode(bytes), conversationKey: key) }
         bytes[40] ^= 1
-        bytes[bytes.count - 1] ^= 1  // MAC
+        bytes[bytes.count - 1] ^= 1 // MAC
         #expect(throws: NIP44Error.invalidMAC) { try NIP44.decrypt(Base64.encode(bytes), conversationKey: key) }
         bytes[bytes.count - 1] ^= 1
         bytes[0] = 1
@@ -66,17 +71,25 @@ import CryptoExtras
         let nonce = [UInt8](repeating: 7, count: 32)
         let keys = NIP44.MessageKeys(conversationKey: key, nonce: nonce)
         func forge(_ padded: [UInt8]) throws -> String {
-            let ciphertext = Array(try Insecure.ChaCha20CTR.encrypt(padded, using: SymmetricKey(data: keys.chachaKey),
-                                                                    nonce: Insecure.ChaCha20CTR.Nonce(data: keys.chachaNonce)))
+            let ciphertext = Array(
+                try Insecure.ChaCha20CTR.encrypt(
+                    padded, using: SymmetricKey(data: keys.chachaKey),
+                    nonce: Insecure.ChaCha20CTR.Nonce(data: keys.chachaNonce)))
             let mac = Array(HMAC<SHA256>.authenticationCode(for: nonce + ciphertext, using: SymmetricKey(data: keys.hmacKey)))
             return Base64.encode([2] + nonce + ciphertext + mac)
         }
         // Claimed length 40 but only 32 bytes of room.
-        #expect(throws: NIP44Error.invalidPadding) { try NIP44.decrypt(try forge([0, 40] + [UInt8](repeating: 0x61, count: 32)), conversationKey: key) }
+        #expect(throws: NIP44Error.invalidPadding) {
+            try NIP44.decrypt(try forge([0, 40] + [UInt8](repeating: 0x61, count: 32)), conversationKey: key)
+        }
         // Length 0 (classic) with no room for an extended prefix length ≥ 65536.
-        #expect(throws: NIP44Error.invalidPadding) { try NIP44.decrypt(try forge([0, 0] + [UInt8](repeating: 0x61, count: 32)), conversationKey: key) }
+        #expect(throws: NIP44Error.invalidPadding) {
+            try NIP44.decrypt(try forge([0, 0] + [UInt8](repeating: 0x61, count: 32)), conversationKey: key)
+        }
         // Right length, invalid UTF-8.
-        #expect(throws: NIP44Error.invalidUTF8) { try NIP44.decrypt(try forge([0, 1, 0xff] + [UInt8](repeating: 0, count: 31)), conversationKey: key) }
+        #expect(throws: NIP44Error.invalidUTF8) {
+            try NIP44.decrypt(try forge([0, 1, 0xff] + [UInt8](repeating: 0, count: 31)), conversationKey: key)
+        }
     }
 
     @Test(.enabled(if: Vectors.available)) func officialVectors() throws {
@@ -84,7 +97,8 @@ import CryptoExtras
         let valid = v2["valid"]!, invalid = v2["invalid"]!
 
         for vector in valid["get_conversation_key"]!.array {
-            let key = ConversationKey(secretKey: try SecretKey(hex: vector["sec1"]!.string), publicKey: try PublicKey(hex: vector["pub2"]!.string))
+            let key = ConversationKey(
+                secretKey: try SecretKey(hex: vector["sec1"]!.string), publicKey: try PublicKey(hex: vector["pub2"]!.string))
             #expect(Hex.encode(key.exportBytes()) == vector["conversation_key"]!.string)
         }
         let messageKeys = valid["get_message_keys"]!
@@ -118,7 +132,9 @@ import CryptoExtras
         // Classic-format encrypt limits: 0 and anything over 65535 are refused.
         for length in invalid["encrypt_msg_lengths"]!.array.map({ Int($0.int) }) where length <= 100_000 {
             let key = try ConversationKey(hex: String(repeating: "44", count: 32))
-            #expect(throws: NIP44Error.invalidPlaintextLength) { try NIP44.encrypt(String(repeating: "a", count: length), conversationKey: key) }
+            #expect(throws: NIP44Error.invalidPlaintextLength) {
+                try NIP44.encrypt(String(repeating: "a", count: length), conversationKey: key)
+            }
         }
         for vector in invalid["get_conversation_key"]!.array {
             let note = vector["note"]!.string
@@ -128,7 +144,9 @@ import CryptoExtras
         }
         for vector in invalid["decrypt"]!.array {
             let key = try ConversationKey(hex: vector["conversation_key"]!.string)
-            #expect(throws: NIP44Error.self, "\(vector["note"]!.string)") { try NIP44.decrypt(vector["payload"]!.string, conversationKey: key) }
+            #expect(throws: NIP44Error.self, "\(vector["note"]!.string)") {
+                try NIP44.decrypt(vector["payload"]!.string, conversationKey: key)
+            }
         }
     }
 
@@ -148,13 +166,16 @@ import CryptoExtras
     /// Reference encoder for the extended prefix (we never emit it, but must read it).
     static func encryptAnyLength(_ plaintext: String, key: ConversationKey, nonce: [UInt8]) throws -> String {
         let plain = Array(plaintext.utf8)
-        let prefix: [UInt8] = plain.count <= 65535
+        let prefix: [UInt8] =
+            plain.count <= 65535
             ? [UInt8(plain.count >> 8), UInt8(plain.count & 0xff)]
             : [0, 0, UInt8(plain.count >> 24), UInt8(plain.count >> 16 & 0xff), UInt8(plain.count >> 8 & 0xff), UInt8(plain.count & 0xff)]
         let padded = prefix + plain + [UInt8](repeating: 0, count: NIP44.calcPaddedLength(plain.count) - plain.count)
         let keys = NIP44.MessageKeys(conversationKey: key, nonce: nonce)
-        let ciphertext = Array(try Insecure.ChaCha20CTR.encrypt(padded, using: SymmetricKey(data: keys.chachaKey),
-                                                                nonce: Insecure.ChaCha20CTR.Nonce(data: keys.chachaNonce)))
+        let ciphertext = Array(
+            try Insecure.ChaCha20CTR.encrypt(
+                padded, using: SymmetricKey(data: keys.chachaKey),
+                nonce: Insecure.ChaCha20CTR.Nonce(data: keys.chachaNonce)))
         let mac = Array(HMAC<SHA256>.authenticationCode(for: nonce + ciphertext, using: SymmetricKey(data: keys.hmacKey)))
         return Base64.encode([2] + nonce + ciphertext + mac)
     }
@@ -167,7 +188,8 @@ import CryptoExtras
         for vector in file["cases"]!.array {
             let payload = vector["payload"]!.string
             #expect(try NIP44.decrypt(payload, conversationKey: key) == vector["plaintext"]!.string)
-            #expect(try NIP44.encrypt(vector["plaintext"]!.string, conversationKey: key, nonce: hexBytes(vector["nonce"]!.string)) == payload)
+            #expect(
+                try NIP44.encrypt(vector["plaintext"]!.string, conversationKey: key, nonce: hexBytes(vector["nonce"]!.string)) == payload)
         }
         for vector in file["cases_large"]!.array {
             let plaintext = String(repeating: vector["pattern"]!.string, count: Int(vector["repeat"]!.int))

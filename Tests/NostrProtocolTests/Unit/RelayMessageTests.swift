@@ -50,7 +50,9 @@ import Testing
         #expect(throws: RelayMessageError.malformed("ids must be 64-character lowercase hex")) { try Filter(json: #"{"ids":["ab"]}"#) }
         #expect(throws: RelayMessageError.malformed("since must be an integer")) { try Filter(json: #"{"since":1.5}"#) }
         #expect(throws: RelayMessageError.malformed("limit must not be negative")) { try Filter(json: #"{"limit":-1}"#) }
-        #expect(throws: RelayMessageError.malformed("REQ needs a subscription id and at least one filter")) { try ClientMessage(json: #"["REQ","s"]"#) }
+        #expect(throws: RelayMessageError.malformed("REQ needs a subscription id and at least one filter")) {
+            try ClientMessage(json: #"["REQ","s"]"#)
+        }
     }
 
     @Test func filterMatching() throws {

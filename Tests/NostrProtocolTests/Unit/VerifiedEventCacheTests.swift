@@ -4,13 +4,17 @@ import Testing
 /// One signature check per event id, however many relays deliver it.
 @Suite struct VerifiedEventCacheTests {
     static func event(_ content: String = "x", keys: Keys = .generate()) -> NostrEvent {
-        UnsignedEvent(pubkey: keys.publicKey, createdAt: 1_700_000_000, kind: 1059, tags: [["p", Keys.generate().publicKey.hex]], content: content)
-            .signed(by: keys)
+        UnsignedEvent(
+            pubkey: keys.publicKey, createdAt: 1_700_000_000, kind: 1059, tags: [["p", Keys.generate().publicKey.hex]], content: content
+        )
+        .signed(by: keys)
     }
 
     /// `event` with another signature (a valid one by the same key over another id).
     static func withSignature(of other: NostrEvent, _ event: NostrEvent) -> NostrEvent {
-        NostrEvent(id: event.id, pubkey: event.pubkey, createdAt: event.createdAt, kind: event.kind, tags: event.tags, content: event.content, sig: other.sig)
+        NostrEvent(
+            id: event.id, pubkey: event.pubkey, createdAt: event.createdAt, kind: event.kind, tags: event.tags, content: event.content,
+            sig: other.sig)
     }
 
     @Test func anEventIsCheckedOnceAndItsCopiesAreRecognised() {
@@ -35,11 +39,13 @@ import Testing
         let event = Self.event("genuine")
         #expect(cache.check(event) == .verified)
         // The verified id on other content: the recomputed id gives it away before the cache is asked.
-        let altered = NostrEvent(id: event.id, pubkey: event.pubkey, createdAt: event.createdAt, kind: event.kind, tags: event.tags,
-                                 content: "altered", sig: event.sig)
+        let altered = NostrEvent(
+            id: event.id, pubkey: event.pubkey, createdAt: event.createdAt, kind: event.kind, tags: event.tags,
+            content: "altered", sig: event.sig)
         #expect(cache.check(altered) == .invalid(.idMismatch))
-        let otherAuthor = NostrEvent(id: event.id, pubkey: Keys.generate().publicKey, createdAt: event.createdAt, kind: event.kind,
-                                     tags: event.tags, content: event.content, sig: event.sig)
+        let otherAuthor = NostrEvent(
+            id: event.id, pubkey: Keys.generate().publicKey, createdAt: event.createdAt, kind: event.kind,
+            tags: event.tags, content: event.content, sig: event.sig)
         #expect(cache.check(otherAuthor) == .invalid(.idMismatch))
     }
 

@@ -3,8 +3,8 @@ import Logging
 import NostrProtocol
 import NostrRelay
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// `RelayConnection` against a relay that floods, on loopback (`HostileRelay`): a slow consumer
 /// stops the socket instead of filling memory, what a pause may have cost is asked for again,
@@ -85,8 +85,9 @@ import TestSupport
         let resumed = contexts.resumed
         #expect(resumed.count >= 1)
         if let from = resumed.first {
-            #expect(from >= before - RelayConnection.pauseMargin && from <= after - RelayConnection.pauseMargin,
-                    "from before the pause began (\(from), the test ran \(before)…\(after))")
+            #expect(
+                from >= before - RelayConnection.pauseMargin && from <= after - RelayConnection.pauseMargin,
+                "from before the pause began (\(from), the test ran \(before)…\(after))")
         }
         #expect(await connection.statistics.resubscribedAfterPause == resumed.count)
         #expect(relay.records.count == 1)
@@ -95,7 +96,9 @@ import TestSupport
 
     @Test(.timeLimit(.minutes(2))) func aConnectionLostDuringAPauseResumesFromBeforeThePause() async throws {
         let relay = try HostileRelay { number in
-            number == 1 ? .init(flood: .init(items: [.event(Self.note().json)], total: 20_000), slowReader: .disconnect(after: .milliseconds(300))) : .init()
+            number == 1
+                ? .init(flood: .init(items: [.event(Self.note().json)], total: 20_000), slowReader: .disconnect(after: .milliseconds(300)))
+                : .init()
         }
         try await relay.start()
         let connection = RelayConnection(url: relay.url, configuration: Self.configuration(), logger: RelayConnectionTests.logger)
@@ -110,8 +113,9 @@ import TestSupport
             let resumed = contexts.resumed
             #expect(resumed.count == 1)
             if let from = resumed.first {
-                #expect(from >= before - RelayConnection.pauseMargin && from <= closedBy - RelayConnection.pauseMargin,
-                        "from before the pause (\(from)), not from when the loss was noticed (after \(closedBy))")
+                #expect(
+                    from >= before - RelayConnection.pauseMargin && from <= closedBy - RelayConnection.pauseMargin,
+                    "from before the pause (\(from)), not from when the loss was noticed (after \(closedBy))")
             }
         }
         #expect(relay.records.count == 2)
@@ -152,7 +156,9 @@ import TestSupport
             for _ in 0..<3 { connection.countInvalid() }
             #expect(await connection.state == .connected, "three is the limit, not past it")
             connection.countInvalid()
-            #expect(await eventually(within: 10) { relay.records.first?.closed != nil }, "the fourth closed the connection though the relay sent nothing")
+            #expect(
+                await eventually(within: 10) { relay.records.first?.closed != nil },
+                "the fourth closed the connection though the relay sent nothing")
             #expect(await eventually(within: 10) { await connection.statistics.lastBreach == .invalid })
             #expect(await connection.state == .failed(RelayError.limitExceeded(.invalid).description))
             #expect(await connection.statistics.invalidEvents == 4)
@@ -171,10 +177,11 @@ import TestSupport
         try await RelayConnectionTests.running(connection) {
             let stream = await connection.subscribe(id: "s", filters: [Filter(kinds: [1])])
             let reader = Task { for await _ in stream {} }
-            #expect(await eventually(within: 30) {
-                let statistics = await connection.statistics
-                return statistics.notices == 100 && statistics.closed == 100
-            })
+            #expect(
+                await eventually(within: 30) {
+                    let statistics = await connection.statistics
+                    return statistics.notices == 100 && statistics.closed == 100
+                })
             reader.cancel()
         }
         let lines = capture.lines.withLock { $0 }

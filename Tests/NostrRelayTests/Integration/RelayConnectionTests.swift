@@ -4,8 +4,8 @@ import NostrProtocol
 import NostrRelay
 import ServiceLifecycle
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// `RelayConnection` against a real relay (`nostr-relay` from PyPI) on loopback.
 @Suite(.serialized) struct RelayConnectionTests {
@@ -25,7 +25,10 @@ import TestSupport
     /// Runs `connection` as a service for the duration of `body`.
     static func running<T: Sendable>(_ connection: RelayConnection, _ body: @Sendable () async throws -> T) async throws -> T {
         try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await connection.run(); return nil }
+            group.addTask {
+                try await connection.run()
+                return nil
+            }
             defer { group.cancelAll() }
             return try await body()
         }
@@ -46,7 +49,10 @@ import TestSupport
         defer { iterator = it }
         return await withTaskGroup(of: SubscriptionEvent?.self) { group in
             group.addTask { await it.next() }
-            group.addTask { try? await Task.sleep(for: .milliseconds(Int(seconds * 1000))); return nil }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                return nil
+            }
             let first = await group.next() ?? nil
             group.cancelAll()
             return first
@@ -94,8 +100,9 @@ import TestSupport
             // An event with a broken signature is refused. This relay answers `["OK","",false,…]`
             // without the event id, which cannot be matched to the publish, so it ends in a timeout.
             var forged = Self.note(keys, "forged")
-            forged = NostrEvent(id: forged.id, pubkey: forged.pubkey, createdAt: forged.createdAt, kind: forged.kind, tags: forged.tags,
-                                content: forged.content, sig: Self.note(keys, "other").sig)
+            forged = NostrEvent(
+                id: forged.id, pubkey: forged.pubkey, createdAt: forged.createdAt, kind: forged.kind, tags: forged.tags,
+                content: forged.content, sig: Self.note(keys, "other").sig)
             do {
                 let refused = try await connection.publish(forged)
                 #expect(!refused.accepted && !refused.message.isEmpty)
@@ -113,7 +120,8 @@ import TestSupport
         let connection = RelayConnection(url: relay.url, configuration: Self.configuration(), logger: Self.logger)
         let keys = Keys.generate()
         try await Self.running(connection) {
-            var events = await connection.subscribe(id: "watch", filters: [Filter(authors: [keys.publicKey], kinds: [1])]).makeAsyncIterator()
+            var events = await connection.subscribe(id: "watch", filters: [Filter(authors: [keys.publicKey], kinds: [1])])
+                .makeAsyncIterator()
             #expect(await Self.next(&events) == .endOfStoredEvents)
             relay.kill()
             #expect(!LoopbackPort.accepts(relay.port), "the relay is down")
@@ -159,7 +167,8 @@ import TestSupport
             try await relay.start()
             // Dated 8 s before the loss: inside `lost − 10 s`, outside `reconnect − 10 s` since
             // the reconnect comes at least 3 s after the loss.
-            let backdated = UnsignedEvent(pubkey: keys.publicKey, createdAt: lost - 8, kind: 1, tags: [], content: "while you were away").signed(by: keys)
+            let backdated = UnsignedEvent(pubkey: keys.publicKey, createdAt: lost - 8, kind: 1, tags: [], content: "while you were away")
+                .signed(by: keys)
             let published = try await Self.running(publisher) { () async throws -> Bool in
                 guard await Self.waitFor(publisher, .connected) else { return false }
                 return try await publisher.publish(backdated).accepted
@@ -193,10 +202,11 @@ import TestSupport
                 let failures = await connection.statistics.failures
                 #expect(failures >= 2, "retried with backoff (\(failures) failures)")
                 let unresolvableState = await unresolvable.state
-                let retrying: Bool = switch unresolvableState {
-                case .failed, .connecting: true
-                default: false
-                }
+                let retrying: Bool =
+                    switch unresolvableState {
+                    case .failed, .connecting: true
+                    default: false
+                    }
                 #expect(retrying, "an unresolvable host is a failure to retry, not an end: \(unresolvableState)")
                 // A name lookup fails as fast as the resolver answers, which without a network can
                 // be its timeout (seconds): polled too.

@@ -1,8 +1,8 @@
-import NostrRelay
 import NostrProtocol
+import NostrRelay
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// The queue between a connection's reader and its subscriptions' consumers: a byte budget the
 /// reader waits on, and per-subscription queues that give bytes back as consumers read.
@@ -112,7 +112,10 @@ struct InboundPathTests {
         for _ in 0..<100 {
             #expect(budget.tryReserve(100))
             #expect(buffer.append(Item(), cost: 100))
-            guard let item = await buffer.next() else { Issue.record("the queue ended"); return }
+            guard let item = await buffer.next() else {
+                Issue.record("the queue ended")
+                return
+            }
             taken.append(Weak(item))
         }
         #expect(taken.allSatisfy { $0.object == nil }, "\(taken.filter { $0.object != nil }.count) of 100 taken items still alive")

@@ -2,12 +2,12 @@ import APNsSandbox
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOHTTP1
 import NIOSSL
 import NostrProtocol
 import PushGateway
 import Synchronization
 import Testing
-import NIOHTTP1
 
 /// The sandbox's HTTP/2 server over the wire (TLS, ALPN h2) with a general-purpose client: what
 /// its frame-level handler must get right beyond the gateway's own requests: flow control for a
@@ -63,53 +63,65 @@ import NIOHTTP1
     }
 
     @Test func aBodyLargerThanTheStreamWindowIsReadAndRefusedThenTheConnectionGoesOn() async throws {
-        try await SandboxFixture.with { sandbox in try await Self.withClient(sandbox) { http in
-            // 200 KB: three times HTTP/2's initial stream and connection windows (65,535 bytes),
-            // so it only arrives whole if the sandbox hands the credit back as it reads.
-            let big = ByteBuffer(repeating: UInt8(ascii: "x"), count: 200_000)
-            let refused = try await http.execute(try Self.push(sandbox, body: big, apnsID: "00000000-0000-0000-0000-00000000000A"), timeout: .seconds(10))
-            #expect(refused.status.code == 413)
-            #expect(refused.headers.first(name: "apns-id") == "00000000-0000-0000-0000-00000000000A")
-            #expect(try await Self.json(refused)["reason"]?.stringValue == "PayloadTooLarge")
+        try await SandboxFixture.with { sandbox in
+            try await Self.withClient(sandbox) { http in
+                // 200 KB: three times HTTP/2's initial stream and connection windows (65,535 bytes),
+                // so it only arrives whole if the sandbox hands the credit back as it reads.
+                let big = ByteBuffer(repeating: UInt8(ascii: "x"), count: 200_000)
+                let refused = try await http.execute(
+                    try Self.push(sandbox, body: big, apnsID: "00000000-0000-0000-0000-00000000000A"), timeout: .seconds(10))
+                #expect(refused.status.code == 413)
+                #expect(refused.headers.first(name: "apns-id") == "00000000-0000-0000-0000-00000000000A")
+                #expect(try await Self.json(refused)["reason"]?.stringValue == "PayloadTooLarge")
 
-            let apnsID = UUID().uuidString
-            let accepted = try await http.execute(try Self.push(sandbox, body: ByteBuffer(string: #"{"aps":{"alert":"hi"}}"#), apnsID: apnsID),
-                                                  timeout: .seconds(10))
-            #expect(accepted.status.code == 200)
-            #expect(accepted.headers.first(name: "apns-id") == apnsID)
-            #expect(accepted.headers.first(name: "apns-unique-id").map(APNsRequestValidator.isUUID) == true)
-            #expect(sandbox.state.records().map(\.status) == [413, 200])
-            #expect(sandbox.delivered().map(\.apnsID) == [apnsID])
-        } }
+                let apnsID = UUID().uuidString
+                let accepted = try await http.execute(
+                    try Self.push(sandbox, body: ByteBuffer(string: #"{"aps":{"alert":"hi"}}"#), apnsID: apnsID),
+                    timeout: .seconds(10))
+                #expect(accepted.status.code == 200)
+                #expect(accepted.headers.first(name: "apns-id") == apnsID)
+                #expect(accepted.headers.first(name: "apns-unique-id").map(APNsRequestValidator.isUUID) == true)
+                #expect(sandbox.state.records().map(\.status) == [413, 200])
+                #expect(sandbox.delivered().map(\.apnsID) == [apnsID])
+            }
+        }
     }
 
     @Test func managementRoutesReadTheirQueryStrings() async throws {
-        try await SandboxFixture.with { sandbox in try await Self.withClient(sandbox) { http in
-            for index in 0..<3 {
-                let response = try await http.execute(
-                    try Self.push(sandbox, body: ByteBuffer(string: #"{"aps":{}}"#), apnsID: UUID().uuidString), timeout: .seconds(10))
-                #expect(response.status.code == 200, "push \(index)")
+        try await SandboxFixture.with { sandbox in
+            try await Self.withClient(sandbox) { http in
+                for index in 0..<3 {
+                    let response = try await http.execute(
+                        try Self.push(sandbox, body: ByteBuffer(string: #"{"aps":{}}"#), apnsID: UUID().uuidString), timeout: .seconds(10))
+                    #expect(response.status.code == 200, "push \(index)")
+                }
+                let later = try await http.execute(
+                    HTTPClientRequest(url: sandbox.url + "/deliveries?after=1&status=200"), timeout: .seconds(10))
+                guard case .array(let records) = try await Self.json(later) else {
+                    Issue.record("not an array")
+                    return
+                }
+                #expect(records.compactMap { $0["seq"]?.integerValue } == [2, 3] as [Int64])
+
+                let stats = try await Self.json(
+                    try await http.execute(HTTPClientRequest(url: sandbox.url + "/stats"), timeout: .seconds(10)))
+                #expect(stats["answered"]?.integerValue == 3)
+                #expect(stats["by_status"]?["200"]?.integerValue == 3)
+
+                var bad = HTTPClientRequest(url: sandbox.url + "/control/max-streams?value=0")
+                bad.method = .POST
+                let rejected = try await http.execute(bad, timeout: .seconds(10))
+                #expect(rejected.status.code == 400)
+                #expect(try await Self.json(rejected)["error"]?.stringValue == "value must be an integer in 1...100000")
+                #expect(sandbox.state.maxConcurrentStreams == 100, "a refused change changes nothing")
+
+                let unknown = try await http.execute(
+                    try Self.push(sandbox, body: ByteBuffer(string: "{}"), apnsID: UUID().uuidString, path: "/3/devices/\(Self.token)"),
+                    timeout: .seconds(10))
+                #expect(unknown.status.code == 404)
+                #expect(try await Self.json(unknown)["reason"]?.stringValue == "BadPath")
+                #expect(sandbox.state.statistics.answered == 3, "only device paths are recorded")
             }
-            let later = try await http.execute(HTTPClientRequest(url: sandbox.url + "/deliveries?after=1&status=200"), timeout: .seconds(10))
-            guard case .array(let records) = try await Self.json(later) else { Issue.record("not an array"); return }
-            #expect(records.compactMap { $0["seq"]?.integerValue } == [2, 3] as [Int64])
-
-            let stats = try await Self.json(try await http.execute(HTTPClientRequest(url: sandbox.url + "/stats"), timeout: .seconds(10)))
-            #expect(stats["answered"]?.integerValue == 3)
-            #expect(stats["by_status"]?["200"]?.integerValue == 3)
-
-            var bad = HTTPClientRequest(url: sandbox.url + "/control/max-streams?value=0")
-            bad.method = .POST
-            let rejected = try await http.execute(bad, timeout: .seconds(10))
-            #expect(rejected.status.code == 400)
-            #expect(try await Self.json(rejected)["error"]?.stringValue == "value must be an integer in 1...100000")
-            #expect(sandbox.state.maxConcurrentStreams == 100, "a refused change changes nothing")
-
-            let unknown = try await http.execute(
-                try Self.push(sandbox, body: ByteBuffer(string: "{}"), apnsID: UUID().uuidString, path: "/3/devices/\(Self.token)"), timeout: .seconds(10))
-            #expect(unknown.status.code == 404)
-            #expect(try await Self.json(unknown)["reason"]?.stringValue == "BadPath")
-            #expect(sandbox.state.statistics.answered == 3, "only device paths are recorded")
-        } }
+        }
     }
 }

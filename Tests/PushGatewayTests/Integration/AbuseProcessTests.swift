@@ -1,8 +1,8 @@
 import Foundation
 import NostrProtocol
 import PushGateway
-import Testing
 import TestSupport
+import Testing
 
 /// What an attacker on the open internet tries, against a real `linkstr-push` process (the
 /// binary a user runs; in the release pass of scripts/test.sh, the release build).
@@ -16,8 +16,10 @@ import TestSupport
                 // A burst of 4, refilled once every 1,000 s: nothing refills during the test.
                 let gateway = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: ["RATE_LIMIT_IP": "0.001/4"])
                 defer { gateway.kill() }
-                let variants = ["//v1/push", "/v1//push", "/v1/./push", "/v1/../v1/push", "/v1/%70ush", "/%76%31/push", "/v1/push/", "/v1/push/.",
-                                "/v1/push%2F", "//v1//devices//register"]
+                let variants = [
+                    "//v1/push", "/v1//push", "/v1/./push", "/v1/../v1/push", "/v1/%70ush", "/%76%31/push", "/v1/push/", "/v1/push/.",
+                    "/v1/push%2F", "//v1//devices//register",
+                ]
                 for (index, path) in variants.enumerated() {
                     let source = "127.0.0.\(10 + index)"
                     var statuses: [Int] = []
@@ -28,8 +30,12 @@ import TestSupport
                 // The canonical route still works from a fresh address (401: no signature), and the
                 // probes an orchestrator polls are exempt in their exact spelling only.
                 #expect(try RawHTTPClient.status(port: gateway.port, source: "127.0.0.60", path: "/v1/push") == 401)
-                for _ in 0..<6 { #expect(try RawHTTPClient.status(port: gateway.port, source: "127.0.0.61", method: "GET", path: "/healthz") == 200) }
-                let probes = try (0..<6).map { _ in try RawHTTPClient.status(port: gateway.port, source: "127.0.0.62", method: "GET", path: "//healthz") }
+                for _ in 0..<6 {
+                    #expect(try RawHTTPClient.status(port: gateway.port, source: "127.0.0.61", method: "GET", path: "/healthz") == 200)
+                }
+                let probes = try (0..<6).map { _ in
+                    try RawHTTPClient.status(port: gateway.port, source: "127.0.0.62", method: "GET", path: "//healthz")
+                }
                 #expect(probes.suffix(2) == [429, 429], "a non-canonical probe spelling is charged: \(probes)")
                 let metrics = try await gateway.get("/metrics")
                 #expect(metrics.body.contains(#"linkstr_rate_limited_total{scope="ip"}"#))
@@ -45,9 +51,11 @@ import TestSupport
     @Test func halfOpenConnectionsPinNothingSlowNoOneAndAreClosed() async throws {
         try await TestDatabase.with { url, _ in
             try await SandboxFixture.with { sandbox in
-                let gateway = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: [
-                    "HTTP_IDLE_TIMEOUT_SECONDS": "4", "HTTP_REQUEST_TIMEOUT_SECONDS": "3", "HTTP_MAX_CONNECTIONS_PER_ADDRESS": "0",
-                ])
+                let gateway = try await GatewayProcess.start(
+                    database: url, sandbox: sandbox,
+                    environment: [
+                        "HTTP_IDLE_TIMEOUT_SECONDS": "4", "HTTP_REQUEST_TIMEOUT_SECONDS": "3", "HTTP_MAX_CONNECTIONS_PER_ADDRESS": "0",
+                    ])
                 defer { gateway.kill() }
                 let before = try #require(gateway.process.residentBytes)
                 let stalls = [
@@ -77,7 +85,9 @@ import TestSupport
                         return !clients[index].drain().closed
                     }
                 }
-                #expect(open.isEmpty, "\(open.count) of 300 stalled connections still open after 30 s: kinds \(Set(open.map { $0 % stalls.count }))")
+                #expect(
+                    open.isEmpty,
+                    "\(open.count) of 300 stalled connections still open after 30 s: kinds \(Set(open.map { $0 % stalls.count }))")
                 #expect(try await gateway.get("/healthz").status == 200)
                 #expect(await gateway.stop())
             }
@@ -89,7 +99,8 @@ import TestSupport
     @Test func oneAddressGetsItsShareOfConnectionsOnly() async throws {
         try await TestDatabase.with { url, _ in
             try await SandboxFixture.with { sandbox in
-                let gateway = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: ["HTTP_MAX_CONNECTIONS_PER_ADDRESS": "10"])
+                let gateway = try await GatewayProcess.start(
+                    database: url, sandbox: sandbox, environment: ["HTTP_MAX_CONNECTIONS_PER_ADDRESS": "10"])
                 defer { gateway.kill() }
                 let held = try (0..<10).map { _ in try RawHTTPClient(port: gateway.port, source: "127.0.0.21") }
                 try await Task.sleep(for: .milliseconds(300))
@@ -99,9 +110,10 @@ import TestSupport
                 #expect(try RawHTTPClient.status(port: gateway.port, source: "127.0.0.22", method: "GET", path: "/healthz") == 200)
                 // Once one closes, the address may connect again.
                 held[0].hangUp()
-                #expect(try await GatewayHarness.eventually(within: 5) {
-                    (try? RawHTTPClient.status(port: gateway.port, source: "127.0.0.21", method: "GET", path: "/healthz")) == 200
-                })
+                #expect(
+                    try await GatewayHarness.eventually(within: 5) {
+                        (try? RawHTTPClient.status(port: gateway.port, source: "127.0.0.21", method: "GET", path: "/healthz")) == 200
+                    })
                 #expect(await gateway.stop())
             }
         }
@@ -112,9 +124,11 @@ import TestSupport
     @Test func theConnectionCapHoldsAndFreesUp() async throws {
         try await TestDatabase.with { url, _ in
             try await SandboxFixture.with { sandbox in
-                let gateway = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: [
-                    "HTTP_MAX_CONNECTIONS": "20", "HTTP_IDLE_TIMEOUT_SECONDS": "3", "HTTP_MAX_CONNECTIONS_PER_ADDRESS": "0",
-                ])
+                let gateway = try await GatewayProcess.start(
+                    database: url, sandbox: sandbox,
+                    environment: [
+                        "HTTP_MAX_CONNECTIONS": "20", "HTTP_IDLE_TIMEOUT_SECONDS": "3", "HTTP_MAX_CONNECTIONS_PER_ADDRESS": "0",
+                    ])
                 defer { gateway.kill() }
                 // Wait out the start-up probes' connections, so the 20 below are all there are.
                 try await Task.sleep(for: .seconds(4))
@@ -133,7 +147,9 @@ import TestSupport
                 #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 200"), "served once the idle ones were closed")
                 // It was let in when a slot freed: the idle ones close at their timeout, one by one.
                 #expect(idle.contains { $0.drain().closed }, "served only once an idle connection was closed")
-                #expect(try await GatewayHarness.eventually(within: 10) { idle.allSatisfy { $0.drain().closed } }, "every idle connection closed")
+                #expect(
+                    try await GatewayHarness.eventually(within: 10) { idle.allSatisfy { $0.drain().closed } },
+                    "every idle connection closed")
                 #expect(await gateway.stop())
             }
         }

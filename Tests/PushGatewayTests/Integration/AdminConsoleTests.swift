@@ -24,27 +24,34 @@ import Testing
             #expect(anonymous.headers[.contentType] == "text/html; charset=utf-8")
             #expect(anonymous.headers[.contentSecurityPolicy]?.contains("default-src 'none'") == true)
             #expect(anonymous.headers[.cacheControl] == "no-store")
-            #expect(try await gateway.client.execute(uri: "/admin/status", method: .get, headers: [.authorization: "Bearer admin-secret"])
-                .headers[.cacheControl] == "no-store")
+            #expect(
+                try await gateway.client.execute(uri: "/admin/status", method: .get, headers: [.authorization: "Bearer admin-secret"])
+                    .headers[.cacheControl] == "no-store")
 
             // A wrong token: the form again, counted, no cookie.
-            let wrong = try await gateway.client.execute(uri: "/admin/login", method: .post, headers: Self.formHeaders, body: Self.form("admin-secreT"))
+            let wrong = try await gateway.client.execute(
+                uri: "/admin/login", method: .post, headers: Self.formHeaders, body: Self.form("admin-secreT"))
             #expect(wrong.status == .unauthorized)
             #expect(wrong.headers[.setCookie] == nil)
             #expect(String(buffer: wrong.body).contains("That is not this gateway&#39;s admin token."))
-            let unreadable = try await gateway.client.execute(uri: "/admin/login", method: .post, headers: Self.formHeaders,
-                                                              body: ByteBuffer(string: "token=%zz"))
+            let unreadable = try await gateway.client.execute(
+                uri: "/admin/login", method: .post, headers: Self.formHeaders,
+                body: ByteBuffer(string: "token=%zz"))
             #expect(unreadable.status == .badRequest)
-            let oversized = try await gateway.client.execute(uri: "/admin/login", method: .post, headers: Self.formHeaders,
-                                                             body: ByteBuffer(string: "token=" + String(repeating: "a", count: 5000)))
+            let oversized = try await gateway.client.execute(
+                uri: "/admin/login", method: .post, headers: Self.formHeaders,
+                body: ByteBuffer(string: "token=" + String(repeating: "a", count: 5000)))
             #expect(oversized.status == .badRequest)
 
             // The right token: a cookie, and back to the console.
-            let signedIn = try await gateway.client.execute(uri: "/admin/login", method: .post, headers: Self.formHeaders, body: Self.form("admin-secret"))
+            let signedIn = try await gateway.client.execute(
+                uri: "/admin/login", method: .post, headers: Self.formHeaders, body: Self.form("admin-secret"))
             #expect(signedIn.status == .seeOther)
             #expect(signedIn.headers[.location] == "/admin")
             let setCookie = try #require(signedIn.headers[.setCookie])
-            #expect(setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Strict") && setCookie.contains("Secure"), "PUBLIC_URL is https")
+            #expect(
+                setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Strict") && setCookie.contains("Secure"),
+                "PUBLIC_URL is https")
             let cookie = try #require(setCookie.split(separator: ";").first.map(String.init))
             let console = try await gateway.client.execute(uri: "/admin", method: .get, headers: [.cookie: cookie])
             #expect(console.status == .ok)
@@ -58,7 +65,8 @@ import Testing
             let bearer = try await gateway.client.execute(uri: "/admin", method: .get, headers: [.authorization: "Bearer admin-secret"])
             #expect(bearer.status == .ok)
             // The cookie is for the console only: /admin/status still wants the bearer token.
-            #expect(try await gateway.client.execute(uri: "/admin/status", method: .get, headers: [.cookie: cookie]).status == .unauthorized)
+            #expect(
+                try await gateway.client.execute(uri: "/admin/status", method: .get, headers: [.cookie: cookie]).status == .unauthorized)
 
             // A post without the session (a form on another site: the cookie is SameSite=Strict)
             // clears nothing; the browser's own sign-out does.
@@ -79,13 +87,19 @@ import Testing
     @Test func theConsoleShowsTheQueueAndThePushesOfARealPush() async throws {
         try await GatewayHarness.run { gateway in
             let alice = Keys.generate(), bob = Keys.generate()
-            #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x31))).status == .accepted)
+            #expect(
+                try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x31)))
+                    .status == .accepted)
             #expect(try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob])).status == .accepted)
             // Nobody delivers here: the job stays queued, and the console says so within a second or two.
-            #expect(try await GatewayHarness.eventually(within: 5) {
-                let html = String(buffer: try await gateway.client.execute(uri: "/admin", method: .get, headers: [.authorization: "Bearer admin-secret"]).body)
-                return html.contains(#"data-field="queue-queued">1<"#)
-            })
+            #expect(
+                try await GatewayHarness.eventually(within: 5) {
+                    let html = String(
+                        buffer: try await gateway.client.execute(
+                            uri: "/admin", method: .get, headers: [.authorization: "Bearer admin-secret"]
+                        ).body)
+                    return html.contains(#"data-field="queue-queued">1<"#)
+                })
             let status = try await gateway.send(nil, .get, "/admin/status", headers: [.authorization: "Bearer admin-secret"])
             #expect(status.json?["queue"]?["jobs"] == 1)
             let metrics = String(buffer: try await gateway.client.execute(uri: "/metrics", method: .get).body)
@@ -98,29 +112,36 @@ import Testing
     @Test func signInTriesAreLimitedPerAddress() async throws {
         try await GatewayHarness.run { gateway in
             for _ in 0..<10 {
-                let wrong = try await gateway.client.execute(uri: "/admin/login", method: .post, headers: Self.formHeaders, body: Self.form("guess"))
+                let wrong = try await gateway.client.execute(
+                    uri: "/admin/login", method: .post, headers: Self.formHeaders, body: Self.form("guess"))
                 #expect(wrong.status == .unauthorized)
             }
             // The eleventh, even with the right token, waits.
-            let limited = try await gateway.client.execute(uri: "/admin/login", method: .post, headers: Self.formHeaders, body: Self.form("admin-secret"))
+            let limited = try await gateway.client.execute(
+                uri: "/admin/login", method: .post, headers: Self.formHeaders, body: Self.form("admin-secret"))
             #expect(limited.status == .tooManyRequests)
             #expect(limited.headers[.retryAfter] != nil)
             let metrics = String(buffer: try await gateway.client.execute(uri: "/metrics", method: .get).body)
             #expect(metrics.contains(#"linkstr_rate_limited_total{scope="admin_sign_in"} 1"#))
             #expect(metrics.contains(#"linkstr_auth_failures_total{reason="admin_token"} 10"#))
             // The bearer token is not a sign-in: curl and scripts are not held up.
-            #expect(try await gateway.client.execute(uri: "/admin", method: .get, headers: [.authorization: "Bearer admin-secret"]).status == .ok)
+            #expect(
+                try await gateway.client.execute(uri: "/admin", method: .get, headers: [.authorization: "Bearer admin-secret"]).status
+                    == .ok)
         }
     }
 
     @Test func theConsoleIsOffWithoutAnAdminToken() async throws {
         try await TestDatabase.with { url, database in
             let configuration = GatewayHarness.configuration(url, adminToken: nil)
-            let app = try GatewayApplication.build(configuration: configuration, migrator: try Migrator.load(directory: Migrator.defaultDirectory()),
-                                                   deliver: false, metrics: GatewayMetrics(), logger: TestDatabase.logger)
+            let app = try GatewayApplication.build(
+                configuration: configuration, migrator: try Migrator.load(directory: Migrator.defaultDirectory()),
+                deliver: false, metrics: GatewayMetrics(), logger: TestDatabase.logger)
             try await app.test(.live) { (client: any TestClientProtocol) async throws in
                 #expect(try await client.execute(uri: "/admin", method: .get).status == .notFound)
-                #expect(try await client.execute(uri: "/admin/login", method: .post, headers: Self.formHeaders, body: Self.form("")).status == .notFound)
+                #expect(
+                    try await client.execute(uri: "/admin/login", method: .post, headers: Self.formHeaders, body: Self.form("")).status
+                        == .notFound)
                 #expect(try await client.execute(uri: "/admin/logout", method: .post).status == .notFound)
             }
         }

@@ -1,10 +1,10 @@
+import APNsSandbox
 import Foundation
+import HummingbirdTesting
 import LinkstrCore
 import NostrProtocol
 import TestSupport
 import Testing
-import APNsSandbox
-import HummingbirdTesting
 
 /// The whole system: two client cores (LinkstrCore) talking through a real `nostr-relay`, the
 /// gateway on a real PostgreSQL delivering to the APNs sandbox over HTTP/2 with TLS.
@@ -38,7 +38,8 @@ import HummingbirdTesting
                     Issue.record("no session")
                     return
                 }
-                guard case .posted(let postID) = await alice.perform(.post(sessionID: sessionID, url: "https://example.com/1", note: nil)) else {
+                guard case .posted(let postID) = await alice.perform(.post(sessionID: sessionID, url: "https://example.com/1", note: nil))
+                else {
                     Issue.record("no post")
                     return
                 }
@@ -72,12 +73,16 @@ import HummingbirdTesting
                     return
                 }
                 try await Task.sleep(for: .seconds(1))
-                #expect(sandbox.delivered().filter { $0.deviceToken == bobToken }.count == 1, "only the first post pushed Bob: \(sandbox.delivered().map { ($0.deviceToken.prefix(2), $0.collapseID ?? "") })")
+                #expect(
+                    sandbox.delivered().filter { $0.deviceToken == bobToken }.count == 1,
+                    "only the first post pushed Bob: \(sandbox.delivered().map { ($0.deviceToken.prefix(2), $0.collapseID ?? "") })")
                 #expect(sandbox.delivered().filter { $0.deviceToken == aliceToken }.count == 1, "only the active reaction pushed Alice")
                 await bob.settle()
                 #expect(await bob.perform(.openSession(sessionID)) == .done)
                 let bobsPosts = await bob.state().feed?.posts.map(\.url)
-                #expect(Set(bobsPosts ?? []) == ["https://example.com/1", "https://example.com/2"], "the post from while he was archived arrived, the one after removal did not")
+                #expect(
+                    Set(bobsPosts ?? []) == ["https://example.com/1", "https://example.com/2"],
+                    "the post from while he was archived arrived, the one after removal did not")
 
                 // Logging out unregisters the device with the account's key.
                 #expect(await bob.perform(.logout(clearData: false)) == .done)
@@ -99,10 +104,15 @@ extension ClientEndToEndTests {
         try await GatewayHarness.run { gateway in
             let alice = try await Self.core(relay: relay, gateway: gateway)
             let alicesKey = try #require(await alice.state().identity?.pubkey)
-            #expect(await alice.perform(.registerPush(deviceToken: "c0" + String(repeating: "0c", count: 31), environment: .sandbox,
-                                                      relayWatch: true)) == .done)
-            guard case .navigate(let sessionID) = await alice.perform(.createSession(name: "Solo", members: [Keys.generate().publicKey.hex])),
-                  case .posted(let postID) = await alice.perform(.post(sessionID: sessionID, url: "https://example.com", note: nil)) else {
+            #expect(
+                await alice.perform(
+                    .registerPush(
+                        deviceToken: "c0" + String(repeating: "0c", count: 31), environment: .sandbox,
+                        relayWatch: true)) == .done)
+            guard
+                case .navigate(let sessionID) = await alice.perform(.createSession(name: "Solo", members: [Keys.generate().publicKey.hex])),
+                case .posted(let postID) = await alice.perform(.post(sessionID: sessionID, url: "https://example.com", note: nil))
+            else {
                 Issue.record("no post")
                 return
             }
@@ -116,4 +126,3 @@ extension ClientEndToEndTests {
         }
     }
 }
-

@@ -20,7 +20,8 @@ import Testing
     }
 
     @Test func chromiumSignsInAndReadsTheLiveFiguresAtDesktopAndPhoneWidths() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver"), "run scripts/test.sh: it installs chromium-driver")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver"), "run scripts/test.sh: it installs chromium-driver")
         let relay = try RelayFixture()
         try await relay.start()
         try await SandboxFixture.with { sandbox in
@@ -28,10 +29,14 @@ import Testing
                 let alice = Keys.generate(), bob = Keys.generate(), carol = Keys.generate(), dave = Keys.generate()
                 // Bob is watched on the relay (typed pushes skip him); dave takes typed pushes.
                 try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xD1))
-                try await gateway.send(dave, .post, "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(0xD3)))
+                try await gateway.send(
+                    dave, .post, "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(0xD3)))
                 // Carol's token is one the sandbox refuses (BadDeviceToken): a failure to show.
-                try await gateway.send(carol, .post, "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(prefix: "0400", 0xD2)))
-                #expect(try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob, carol, dave])).status == .accepted)
+                try await gateway.send(
+                    carol, .post, "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(prefix: "0400", 0xD2)))
+                #expect(
+                    try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob, carol, dave])).status
+                        == .accepted)
                 #expect(try await RelayWatchTests.waitLive(gateway, pubkeys: 1))
                 try await RelayWatchTests.publish([try RelayWatchTests.wrap(to: bob)], to: relay)
                 #expect(try await GatewayHarness.eventually { RelayWatchTests.giftWrapDeliveries(sandbox).count == 1 })
@@ -43,10 +48,12 @@ import Testing
                 try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
                 defer { try? FileManager.default.removeItem(at: output) }
                 let port = try #require(gateway.client.port)
-                let (code, printed) = try await ChildProcess.run(RustNostrPeer.python, [
-                    RustNostrPeer.repositoryRoot.appendingPathComponent("scripts/browser/console_check.py").path,
-                    "http://127.0.0.1:\(port)", "admin-secret", output.path,
-                ], timeout: .seconds(120))
+                let (code, printed) = try await ChildProcess.run(
+                    RustNostrPeer.python,
+                    [
+                        RustNostrPeer.repositoryRoot.appendingPathComponent("scripts/browser/console_check.py").path,
+                        "http://127.0.0.1:\(port)", "admin-secret", output.path,
+                    ], timeout: .seconds(120))
                 try #require(code == 0, "\(printed.suffix(3000))")
                 let json = try #require(printed.split(separator: "\n").last.map { try JSONValue(parsing: Array($0.utf8)) })
                 #expect(json["signInForm"] == true)
@@ -62,9 +69,10 @@ import Testing
                     #expect(fields["relay-state"] == ["connected"], "\(view)")
                     #expect(page["refresh"] == "5" && page["scripts"] == 0, "\(view)")
                     // Two delivered (dave's typed push and bob's relay wrap), one device removed (carol's).
-                    let outcomes = Dictionary(uniqueKeysWithValues: (page["outcomes"]?.arrayValue ?? []).compactMap { row in
-                        row["key"]?.stringValue.map { ($0, row["cells"]?.arrayValue?.compactMap(\.stringValue) ?? []) }
-                    })
+                    let outcomes = Dictionary(
+                        uniqueKeysWithValues: (page["outcomes"]?.arrayValue ?? []).compactMap { row in
+                            row["key"]?.stringValue.map { ($0, row["cells"]?.arrayValue?.compactMap(\.stringValue) ?? []) }
+                        })
                     #expect(outcomes["delivered"]?[2] == "2", "\(view): \(outcomes)")
                     #expect(outcomes["device_removed"]?[2] == "1", "\(view): \(outcomes)")
                     #expect(page["sparklines"] == .integer(Int64(outcomes.count)))
@@ -86,7 +94,8 @@ import Testing
                 if let keep = ProcessInfo.processInfo.environment["LINKSTR_KEEP_SCREENSHOTS"] {
                     for name in ["console-desktop.png", "console-phone.png"] {
                         try? FileManager.default.removeItem(atPath: keep + "/" + name)
-                        try FileManager.default.copyItem(at: output.appendingPathComponent(name), to: URL(fileURLWithPath: keep + "/" + name))
+                        try FileManager.default.copyItem(
+                            at: output.appendingPathComponent(name), to: URL(fileURLWithPath: keep + "/" + name))
                     }
                 }
             }

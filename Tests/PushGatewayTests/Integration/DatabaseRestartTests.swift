@@ -1,10 +1,10 @@
 import Foundation
 import Logging
+import PostgresNIO
 import PushGateway
 import Synchronization
 import TestSupport
 import Testing
-import PostgresNIO
 
 /// PostgreSQL restarted under statements in flight. postgres-nio 1.33.2 drops a statement written
 /// to a connection that closed a moment before, and its caller then waits forever, cancellation
@@ -66,7 +66,10 @@ import PostgresNIO
                 progress.stuck(longerThan: .seconds(3)).isEmpty && progress.completed.load(ordering: .relaxed) > before + 200
             }
             #expect(recovered, "after restart \(restart), loops \(progress.stuck(longerThan: .seconds(3))) are stuck in a statement")
-            guard recovered else { recoveredEveryTime = false; break }
+            guard recovered else {
+                recoveredEveryTime = false
+                break
+            }
         }
         #expect(progress.failed.load(ordering: .relaxed) > 0, "the restarts cut statements in flight")
         for loop in loops { loop.cancel() }

@@ -1,4 +1,5 @@
 import Foundation
+import GatewayWire
 import HTTPTypes
 import Logging
 import NostrProtocol
@@ -6,7 +7,6 @@ import PostgresNIO
 import PushGateway
 import Synchronization
 import Testing
-import GatewayWire
 
 /// Queue and worker against a real PostgreSQL. APNs answers come from a scripted sender here;
 /// the HTTP/2 path against the APNs sandbox is tested with the sender that speaks it.
@@ -14,12 +14,14 @@ import GatewayWire
     /// Seeds devices and jobs through the real API store.
     static func seed(_ client: PostgresClient, devices: [(token: String, pubkey: String)], jobsPerDevice: Int = 1) async throws {
         for device in devices {
-            try await client.query("""
+            try await client.query(
+                """
                 INSERT INTO devices (device_token, pubkey, apns_environment, topic) VALUES (\(device.token), \(device.pubkey), 'sandbox', 'app.test')
                 """, logger: TestDatabase.logger)
             for index in 0..<jobsPerDevice {
                 let event = "ev-\(index)"
-                try await client.query("""
+                try await client.query(
+                    """
                     INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, expires_at)
                     VALUES (gen_random_uuid(), \(device.token), \(device.pubkey), 'new_post', \(event), 'C1', now() + interval '15 minutes')
                     """, logger: TestDatabase.logger)
@@ -46,7 +48,10 @@ import GatewayWire
             try await Self.seed(client, devices: Self.devices(10), jobsPerDevice: 10)
             let other = GatewayApplication.postgresClient(url, logger: TestDatabase.logger)
             let claimed = try await withThrowingTaskGroup(of: [Int64].self) { group in
-                group.addTask { await other.run(); return [] }
+                group.addTask {
+                    await other.run()
+                    return []
+                }
                 let a = DeliveryQueue(client: client, logger: TestDatabase.logger)
                 let b = DeliveryQueue(client: other, logger: TestDatabase.logger)
                 async let first = [a.claim(limit: 30), a.claim(limit: 30), a.claim(limit: 30)]
@@ -66,7 +71,10 @@ import GatewayWire
         try await TestDatabase.with { url, _ in
             let client = GatewayApplication.postgresClient(url, logger: TestDatabase.logger)
             let settings = try await withThrowingTaskGroup(of: [String].self) { group in
-                group.addTask { await client.run(); return [] }
+                group.addTask {
+                    await client.run()
+                    return []
+                }
                 let rows = try await Database(client).query("SELECT current_setting('jit')", logger: TestDatabase.logger)
                 group.cancelAll()
                 return try rows.decode((String).self)
@@ -81,7 +89,7 @@ import GatewayWire
             let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
             let first = try #require(try await queue.claim(limit: 10, leaseSeconds: 1).first)
             #expect(try await queue.claim(limit: 10).isEmpty, "leased")
-            try await Task.sleep(for: .milliseconds(1500))  // the worker "died"; its lease runs out
+            try await Task.sleep(for: .milliseconds(1500)) // the worker "died"; its lease runs out
             let again = try #require(try await queue.claim(limit: 10).first)
             #expect(again.id == first.id && again.apnsID == first.apnsID)
             #expect(again.attempts == 2)
@@ -95,12 +103,16 @@ import GatewayWire
             try await Self.seed(client, devices: devices)
             // Device 0 moved to another pubkey and device 1's owner archived C1 while their jobs
             // were being queued (the races the API's own cancellation cannot see).
-            try await client.query("UPDATE devices SET pubkey = \(Keys.generate().publicKey.hex) WHERE device_token = \(devices[0].token)", logger: TestDatabase.logger)
+            try await client.query(
+                "UPDATE devices SET pubkey = \(Keys.generate().publicKey.hex) WHERE device_token = \(devices[0].token)",
+                logger: TestDatabase.logger)
             try await client.query("INSERT INTO archived_conversations VALUES (\(devices[1].pubkey), 'C1')", logger: TestDatabase.logger)
             let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
             let claimed = try await queue.claim(limit: 10, leaseSeconds: 1)
             #expect(claimed.map(\.deviceToken) == [devices[2].token])
-            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs") == 1, "raced jobs are deleted, not left to expire")
+            #expect(
+                try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs") == 1,
+                "raced jobs are deleted, not left to expire")
 
             // A worker whose lease ran out cannot finish the job someone else now holds.
             let stale = try #require(claimed.first)
@@ -121,18 +133,21 @@ import GatewayWire
             let devices = Self.devices(3)
             try await Self.seed(client, devices: devices, jobsPerDevice: 2)
             try await client.query("DELETE FROM devices WHERE device_token = \(devices[0].token)", logger: TestDatabase.logger)
-            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs WHERE device_token = '\(devices[0].token)'") == 0)
+            #expect(
+                try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs WHERE device_token = '\(devices[0].token)'") == 0)
             #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs") == 4, "the other devices' jobs stay")
 
             // The race: a batch read the device before its deletion committed and queued after.
-            try await client.query("""
+            try await client.query(
+                """
                 INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, expires_at)
                 VALUES (gen_random_uuid(), \(devices[0].token), \(devices[0].pubkey), 'new_post', 'late', 'C1', now() + interval '15 minutes')
                 """, logger: TestDatabase.logger)
             let claimed = try await DeliveryQueue(client: client, logger: TestDatabase.logger).claim(limit: 10)
             #expect(Set(claimed.map(\.deviceToken)) == [devices[1].token, devices[2].token] && claimed.count == 4)
-            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs WHERE device_token = '\(devices[0].token)'") == 0,
-                    "deleted by the claim, not left to expire")
+            #expect(
+                try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs WHERE device_token = '\(devices[0].token)'") == 0,
+                "deleted by the claim, not left to expire")
         }
     }
 
@@ -144,7 +159,8 @@ import GatewayWire
             let devices = Self.devices(2)
             try await Self.seed(client, devices: devices, jobsPerDevice: 0)
             for device in devices {
-                try await client.query("""
+                try await client.query(
+                    """
                     INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, expires_at,
                                            next_attempt_at, locked_until, attempts, direct)
                     VALUES (gen_random_uuid(), \(device.token), \(device.pubkey), 'new_post', 'ev', 'C1', now() + interval '15 minutes',
@@ -160,8 +176,9 @@ import GatewayWire
                 logger: TestDatabase.logger)
             let claimed = try await DeliveryQueue(client: client, logger: TestDatabase.logger).claim(limit: 10)
             #expect(claimed.map(\.deviceToken) == [devices[1].token], "only the job whose device is still there is sent")
-            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs WHERE device_token = '\(devices[0].token)'") == 0,
-                    "the orphan is deleted by the claim")
+            #expect(
+                try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs WHERE device_token = '\(devices[0].token)'") == 0,
+                "the orphan is deleted by the claim")
         }
     }
 
@@ -174,7 +191,8 @@ import GatewayWire
             let answers: [String: APNsSendResult] = [
                 devices[0].token: APNsSendResult(status: 200),
                 devices[1].token: APNsSendResult(status: 400, reason: "BadDeviceToken"),
-                devices[2].token: APNsSendResult(status: 410, reason: "Unregistered", timestampMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 1000),
+                devices[2].token: APNsSendResult(
+                    status: 410, reason: "Unregistered", timestampMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 1000),
                 devices[3].token: APNsSendResult(status: 410, reason: "Unregistered", timestampMilliseconds: longAgo),
                 devices[4].token: APNsSendResult(status: 500, reason: "InternalServerError"),
                 devices[5].token: APNsSendResult(status: 400, reason: "BadCollapseId"),
@@ -198,10 +216,13 @@ import GatewayWire
             #expect(try await exists("devices", devices[3].token), "re-registered after the 410 timestamp: kept")
             #expect(try await !exists("push_jobs", devices[3].token))
             #expect(try await exists("push_jobs", devices[4].token), "500 is retried")
-            #expect(try await TestDatabase.count(client, """
-                SELECT count(*)::int FROM push_jobs WHERE device_token = '\(devices[4].token)' AND last_error = 'InternalServerError'
-                AND locked_until IS NULL AND next_attempt_at BETWEEN to_timestamp(\(sentAt.timeIntervalSince1970 + 59.5)) AND now() + interval '72 seconds'
-                """) == 1, "backs off the first delay plus up to 20 % jitter")
+            #expect(
+                try await TestDatabase.count(
+                    client,
+                    """
+                    SELECT count(*)::int FROM push_jobs WHERE device_token = '\(devices[4].token)' AND last_error = 'InternalServerError'
+                    AND locked_until IS NULL AND next_attempt_at BETWEEN to_timestamp(\(sentAt.timeIntervalSince1970 + 59.5)) AND now() + interval '72 seconds'
+                    """) == 1, "backs off the first delay plus up to 20 % jitter")
             #expect(try await !exists("push_jobs", devices[5].token), "sender bugs are dropped, not retried")
             #expect(try await worker.runOnce() == 0, "nothing else is due yet")
         }
@@ -216,26 +237,32 @@ import GatewayWire
             try await Self.seed(client, devices: devices, jobsPerDevice: 0)
             let database = Database(client)
             func enqueue(_ event: String, lease: Int?) async throws -> [EnqueuePushStatement.Row] {
-                try await database.execute(EnqueuePushStatement(
-                    sender: Keys.generate().publicKey.hex, replayKey: "key-\(event)", replayExpires: Date().addingTimeInterval(600),
-                    recipients: devices.map(\.pubkey), eventID: event, notificationType: .newPost, conversationID: "C1", emoji: nil, postID: nil,
-                    lifetimeSeconds: 900, skipRelayWatchDevices: false, leaseSeconds: lease), logger: TestDatabase.logger)
+                try await database.execute(
+                    EnqueuePushStatement(
+                        sender: Keys.generate().publicKey.hex, replayKey: "key-\(event)", replayExpires: Date().addingTimeInterval(600),
+                        recipients: devices.map(\.pubkey), eventID: event, notificationType: .newPost, conversationID: "C1", emoji: nil,
+                        postID: nil,
+                        lifetimeSeconds: 900, skipRelayWatchDevices: false, leaseSeconds: lease), logger: TestDatabase.logger)
             }
             let rows = try await enqueue("ev-direct", lease: 1)
             let leased = rows.compactMap(\.leased)
             #expect(rows.allSatisfy { $0.fresh && $0.recipients == 2 && $0.jobs == 2 })
             #expect(Set(leased.map(\.deviceToken)) == Set(devices.map(\.token)))
-            #expect(leased.allSatisfy {
-                $0.attempts == 1 && $0.topic == "app.test" && $0.environment == .sandbox
-                    && $0.notification == APNsNotification(type: .newPost, eventID: "ev-direct", conversationID: "C1")
-            })
-            #expect(try await TestDatabase.count(client, """
-                SELECT count(*)::int FROM push_jobs WHERE attempts = 1 AND next_attempt_at = locked_until AND next_attempt_at > now()
-                """) == 2, "due when the lease ends")
+            #expect(
+                leased.allSatisfy {
+                    $0.attempts == 1 && $0.topic == "app.test" && $0.environment == .sandbox
+                        && $0.notification == APNsNotification(type: .newPost, eventID: "ev-direct", conversationID: "C1")
+                })
+            #expect(
+                try await TestDatabase.count(
+                    client,
+                    """
+                    SELECT count(*)::int FROM push_jobs WHERE attempts = 1 AND next_attempt_at = locked_until AND next_attempt_at > now()
+                    """) == 2, "due when the lease ends")
             let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
             #expect(try await queue.claim(limit: 10).isEmpty, "leased to the instance that queued them")
 
-            try await Task.sleep(for: .milliseconds(1500))  // that instance "died"; the lease runs out
+            try await Task.sleep(for: .milliseconds(1500)) // that instance "died"; the lease runs out
             let again = try await queue.claim(limit: 10)
             #expect(Set(again.map(\.apnsID)) == Set(leased.map(\.apnsID)), "the same jobs, the same apns-id")
             #expect(again.allSatisfy { $0.attempts == 2 })
@@ -254,9 +281,10 @@ import GatewayWire
             while !open.load(ordering: .relaxed) { try? await Task.sleep(for: .milliseconds(5)) }
             sent.withLock { $0 += jobs.count }
         }
-        let job = ClaimedJob(id: 1, apnsID: UUID(), deviceToken: GatewayHarness.token(1), pubkey: Keys.generate().publicKey.hex, environment: .sandbox,
-                             topic: "app.test", deviceUpdatedAt: Date(), notification: APNsNotification(type: .newPost, eventID: "e", conversationID: "C"),
-                             attempts: 1, expiresAt: Date().addingTimeInterval(900))
+        let job = ClaimedJob(
+            id: 1, apnsID: UUID(), deviceToken: GatewayHarness.token(1), pubkey: Keys.generate().publicKey.hex, environment: .sandbox,
+            topic: "app.test", deviceUpdatedAt: Date(), notification: APNsNotification(type: .newPost, eventID: "e", conversationID: "C"),
+            attempts: 1, expiresAt: Date().addingTimeInterval(900))
         #expect(direct.lease() == 30)
         direct.start([job, job])
         #expect(direct.lease() == 30, "2 of 3 in flight")

@@ -9,7 +9,8 @@ import Testing
     static let root = RustNostrPeer.repositoryRoot
 
     @Test func theManifestsComposeFileDockerfileAndUnitPassTheLinter() async throws {
-        let (code, output) = try await ChildProcess.run(RustNostrPeer.python, [Self.root.appendingPathComponent("scripts/lint_deploy.py").path, Self.root.path])
+        let (code, output) = try await ChildProcess.run(
+            RustNostrPeer.python, [Self.root.appendingPathComponent("scripts/lint_deploy.py").path, Self.root.path])
         #expect(code == 0, "\(output)")
         #expect(output.contains("deployment files OK"))
     }
@@ -33,10 +34,13 @@ import Testing
         try edit("deploy/k8s/configmap.yaml", "LOG_FORMAT: json", "LOG_FROMAT: json")
         try edit("docker/compose.yaml", "\"127.0.0.1:8787:8787\"", "\"8787:8787\"")
         try edit("docker/Dockerfile", "USER linkstr", "USER root")
-        let (code, output) = try await ChildProcess.run(RustNostrPeer.python, [Self.root.appendingPathComponent("scripts/lint_deploy.py").path, copy.path])
+        let (code, output) = try await ChildProcess.run(
+            RustNostrPeer.python, [Self.root.appendingPathComponent("scripts/lint_deploy.py").path, copy.path])
         #expect(code == 1)
-        for expected in ["readiness probe must be GET /readyz", "service.yaml", "LOG_FROMAT is not a documented setting",
-                         "gateway publishes 8787:8787 beyond loopback", "must run as a non-root USER"] {
+        for expected in [
+            "readiness probe must be GET /readyz", "service.yaml", "LOG_FROMAT is not a documented setting",
+            "gateway publishes 8787:8787 beyond loopback", "must run as a non-root USER",
+        ] {
             #expect(output.contains(expected), "missing: \(expected)\n\(output)")
         }
     }
@@ -46,8 +50,9 @@ import Testing
         let binaries = try ["linkstr-push", "apns-sandbox", "linkstr"].map { try ChildProcess.builtProduct($0) }
         // ldd and dpkg over three binaries: seconds alone, but a minute and more on two cores busy
         // with the rest of the suite.
-        let (code, output) = try await ChildProcess.run("/bin/bash", [Self.root.appendingPathComponent("docker/runtime-packages.sh").path] + binaries,
-                                                        timeout: .seconds(240))
+        let (code, output) = try await ChildProcess.run(
+            "/bin/bash", [Self.root.appendingPathComponent("docker/runtime-packages.sh").path] + binaries,
+            timeout: .seconds(240))
         #expect(code == 0, "\(output)")
         let derived = output.split(separator: "\n").map(String.init).filter { !$0.isEmpty }
         let committed = try String(contentsOf: Self.root.appendingPathComponent("docker/runtime-packages.txt"), encoding: .utf8)

@@ -1,10 +1,10 @@
 import Foundation
 import HTTPTypes
+import HummingbirdTesting
 import NostrProtocol
+import PostgresNIO
 import PushGateway
 import Testing
-import HummingbirdTesting
-import PostgresNIO
 
 @Suite(.serialized) struct DeviceRouteTests {
     @Test func healthAndReadiness() async throws {
@@ -22,11 +22,15 @@ import PostgresNIO
         try await GatewayHarness.run { gateway in
             let alice = Keys.generate()
             let token = GatewayHarness.token(0xab)
-            let registered = try await gateway.send(alice, .post, "/v1/devices/register",
-                                                    json: GatewayHarness.registerBody(token.uppercased(), environment: " Production "))
+            let registered = try await gateway.send(
+                alice, .post, "/v1/devices/register",
+                json: GatewayHarness.registerBody(token.uppercased(), environment: " Production "))
             #expect(registered.status == .accepted)
             #expect(registered.json == ["status": "registered"])
-            #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE device_token = '\(token)' AND pubkey = '\(alice.publicKey.hex)' AND apns_environment = 'production' AND NOT relay_watch") == 1)
+            #expect(
+                try await gateway.count(
+                    "SELECT count(*)::int FROM devices WHERE device_token = '\(token)' AND pubkey = '\(alice.publicKey.hex)' AND apns_environment = 'production' AND NOT relay_watch"
+                ) == 1)
 
             let listed = try await gateway.send(alice, .get, "/v1/devices")
             #expect(listed.status == .ok)
@@ -37,7 +41,9 @@ import PostgresNIO
 
             // Someone else cannot unregister Alice's token.
             let mallory = Keys.generate()
-            #expect(try await gateway.send(mallory, .post, "/v1/devices/unregister", json: #"{"device_token":"\#(token)"}"#).status == .accepted)
+            #expect(
+                try await gateway.send(mallory, .post, "/v1/devices/unregister", json: #"{"device_token":"\#(token)"}"#).status == .accepted
+            )
             #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 1)
 
             let unregistered = try await gateway.send(alice, .post, "/v1/devices/unregister", json: #"{"device_token":"\#(token)"}"#)
@@ -54,8 +60,9 @@ import PostgresNIO
             let body = GatewayHarness.registerBody(token, extra: #","topic":"\#(GatewayHarness.topic)","relay_watch":true"#)
             #expect(try await gateway.send(alice, .post, "/v1/devices/register", json: body).status == .accepted)
             #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE relay_watch") == 1)
-            let unknown = try await gateway.send(alice, .post, "/v1/devices/register",
-                                                 json: GatewayHarness.registerBody(token, extra: #","topic":"com.other.app""#))
+            let unknown = try await gateway.send(
+                alice, .post, "/v1/devices/register",
+                json: GatewayHarness.registerBody(token, extra: #","topic":"com.other.app""#))
             #expect(unknown.status == .badRequest)
             #expect(unknown.errorMessage == "unknown topic")
         }
@@ -67,13 +74,16 @@ import PostgresNIO
             let token = GatewayHarness.token(0x42)
             try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token))
             try await gateway.send(alice, .put, "/v1/conversations/archive-state", json: #"{"archived_conversation_ids":["C1"]}"#)
-            #expect(try await gateway.count("SELECT count(*)::int FROM archived_conversations WHERE pubkey = '\(alice.publicKey.hex)'") == 1)
+            #expect(
+                try await gateway.count("SELECT count(*)::int FROM archived_conversations WHERE pubkey = '\(alice.publicKey.hex)'") == 1)
 
-            #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token)).status == .accepted)
+            #expect(
+                try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token)).status == .accepted)
             #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE pubkey = '\(bob.publicKey.hex)'") == 1)
             #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE pubkey = '\(alice.publicKey.hex)'") == 0)
             // Alice lost her last device, and with it her archive state.
-            #expect(try await gateway.count("SELECT count(*)::int FROM archived_conversations WHERE pubkey = '\(alice.publicKey.hex)'") == 0)
+            #expect(
+                try await gateway.count("SELECT count(*)::int FROM archived_conversations WHERE pubkey = '\(alice.publicKey.hex)'") == 0)
         }
     }
 
@@ -87,11 +97,23 @@ import PostgresNIO
                 (#"{"device_token":"\#(token)"}"#, "device_token and apns_environment are required"),
                 (#"{"device_token":"  ","apns_environment":"sandbox"}"#, "device_token and apns_environment are required"),
                 (#"{"device_token":"\#(token)","apns_environment":"staging"}"#, "apns_environment must be sandbox or production"),
-                (#"{"device_token":"xyz\#(token.dropFirst(3))","apns_environment":"sandbox"}"#, "device_token must be hex with an even length of 64 to 200 characters"),
-                (#"{"device_token":"abcd","apns_environment":"sandbox"}"#, "device_token must be hex with an even length of 64 to 200 characters"),
-                (#"{"device_token":"\#(token)a","apns_environment":"sandbox"}"#, "device_token must be hex with an even length of 64 to 200 characters"),
+                (
+                    #"{"device_token":"xyz\#(token.dropFirst(3))","apns_environment":"sandbox"}"#,
+                    "device_token must be hex with an even length of 64 to 200 characters"
+                ),
+                (
+                    #"{"device_token":"abcd","apns_environment":"sandbox"}"#,
+                    "device_token must be hex with an even length of 64 to 200 characters"
+                ),
+                (
+                    #"{"device_token":"\#(token)a","apns_environment":"sandbox"}"#,
+                    "device_token must be hex with an even length of 64 to 200 characters"
+                ),
                 (#"{"device_token":12,"apns_environment":"sandbox"}"#, "invalid json body: device_token must be a string"),
-                (#"{"device_token":"\#(token)","apns_environment":"sandbox","relay_watch":"yes"}"#, "invalid json body: relay_watch must be a boolean"),
+                (
+                    #"{"device_token":"\#(token)","apns_environment":"sandbox","relay_watch":"yes"}"#,
+                    "invalid json body: relay_watch must be a boolean"
+                ),
                 (#"{"device_token":"\#(token)","device_token":"\#(token)","apns_environment":"sandbox"}"#, "invalid json body"),
             ]
             for (body, message) in cases {
@@ -105,15 +127,17 @@ import PostgresNIO
             #expect(tooLarge.errorMessage == "failed to read request body")
             #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 0)
             // A failed request does not burn its nonce: the same nonce with a good body still works.
-            let retry = try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token), nonce: "reused-after-400")
+            let retry = try await gateway.send(
+                alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token), nonce: "reused-after-400")
             #expect(retry.status == .accepted)
         }
     }
 
     @Test func unknownFieldsAreIgnored() async throws {
         try await GatewayHarness.run { gateway in
-            let response = try await gateway.send(Keys.generate(), .post, "/v1/devices/register",
-                                                  json: GatewayHarness.registerBody(GatewayHarness.token(0x11), extra: #","app_version":"1.2""#))
+            let response = try await gateway.send(
+                Keys.generate(), .post, "/v1/devices/register",
+                json: GatewayHarness.registerBody(GatewayHarness.token(0x11), extra: #","app_version":"1.2""#))
             #expect(response.status == .accepted)
         }
     }
@@ -125,7 +149,8 @@ import PostgresNIO
             try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x22)))
             try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x23)))
             try await gateway.send(alice, .put, "/v1/conversations/archive-state", json: #"{"archived_conversation_ids":["A"]}"#)
-            let push = #"{"notification_type":"new_post","event_id":"e1","conversation_id":"B","recipient_pubkeys":["\#(alice.publicKey.hex)"]}"#
+            let push =
+                #"{"notification_type":"new_post","event_id":"e1","conversation_id":"B","recipient_pubkeys":["\#(alice.publicKey.hex)"]}"#
             try await gateway.send(bob, .post, "/v1/push", json: push)
             #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 2)
 
@@ -159,22 +184,31 @@ import PostgresNIO
             let alice = Keys.generate(), bob = Keys.generate()
             let tokens = (0..<12).map { GatewayHarness.token(UInt8(0x80 + $0)) }
             func register(_ token: String) async throws {
-                #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token)).status == .accepted)
+                #expect(
+                    try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token)).status == .accepted
+                )
             }
             for token in tokens.prefix(10) { try await register(token) }
-            #expect(try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob])).json?["candidate_devices"] == 10)
+            #expect(
+                try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob])).json?["candidate_devices"]
+                    == 10)
             // Registering the first again makes it the most recent: the second and third are now the oldest.
             try await register(tokens[0])
             try await register(tokens[10])
             try await register(tokens[11])
             var remaining: [String] = []
-            for try await token in try await gateway.database.query("SELECT device_token FROM devices ORDER BY device_token", logger: TestDatabase.logger)
-                .decode(String.self) { remaining.append(token) }
+            for try await token in try await gateway.database.query(
+                "SELECT device_token FROM devices ORDER BY device_token", logger: TestDatabase.logger
+            )
+            .decode(String.self) { remaining.append(token) }
             #expect(remaining == ([tokens[0]] + tokens[3...]).sorted())
             #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 8, "the evicted devices' jobs went with them")
-            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE device_token IN ('\(tokens[1])', '\(tokens[2])')") == 0)
+            #expect(
+                try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE device_token IN ('\(tokens[1])', '\(tokens[2])')") == 0)
             // Another pubkey's devices are not touched.
-            #expect(try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x9F))).status == .accepted)
+            #expect(
+                try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x9F)))
+                    .status == .accepted)
             #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 11)
         }
     }

@@ -1,22 +1,27 @@
+import APNsSandbox
 import AsyncHTTPClient
 import Foundation
+import HTTPTypes
+import HummingbirdTesting
 import NostrProtocol
 import PushGateway
 import PushLoad
 import TestSupport
 import Testing
-import APNsSandbox
-import HTTPTypes
-import HummingbirdTesting
 
 /// Faults under a real `linkstr-push` process: its database going away and coming back, and what
 /// its logs must never contain.
 @Suite(.serialized) struct FaultTests {
     static func devices(_ cluster: PostgresCluster) async throws -> [String] {
-        let (code, output) = try await ChildProcess.run("/bin/bash", ["-c", """
-            source '\(RustNostrPeer.repositoryRoot.path)/scripts/lib/postgres.sh'
-            pg_as_owner "$(pg_bin_dir)/psql" -h 127.0.0.1 -p \(cluster.port) -U linkstr -d linkstr -qAt -c 'SELECT device_token FROM devices ORDER BY 1'
-            """])
+        let (code, output) = try await ChildProcess.run(
+            "/bin/bash",
+            [
+                "-c",
+                """
+                source '\(RustNostrPeer.repositoryRoot.path)/scripts/lib/postgres.sh'
+                pg_as_owner "$(pg_bin_dir)/psql" -h 127.0.0.1 -p \(cluster.port) -U linkstr -d linkstr -qAt -c 'SELECT device_token FROM devices ORDER BY 1'
+                """,
+            ])
         guard code == 0 else { throw FixtureError("psql: \(output)") }
         return output.split(separator: "\n").map(String.init)
     }
@@ -41,25 +46,32 @@ import HummingbirdTesting
             let down = ContinuousClock.now
             #expect(try await GatewayHarness.eventually(within: 15) { try await gateway.get("/readyz").status == 503 })
             #expect(try await gateway.get("/healthz").status == 200, "alive while the database is away")
-            let refused = try await gateway.send(keys, "POST", "/v1/devices/register", json: GatewayHarness.registerBody("cc" + String(repeating: "03", count: 31)))
+            let refused = try await gateway.send(
+                keys, "POST", "/v1/devices/register", json: GatewayHarness.registerBody("cc" + String(repeating: "03", count: 31)))
             #expect(refused == 500, "not accepted: the client will retry")
             let remaining = .seconds(20) - (ContinuousClock.now - down)
             if remaining > .zero { try await Task.sleep(for: remaining) }
             #expect(try await gateway.get("/healthz").status == 200)
 
             try await cluster.start()
-            #expect(try await GatewayHarness.eventually(within: 30) { try await gateway.get("/readyz").status == 200 }, "recovered without a restart")
+            #expect(
+                try await GatewayHarness.eventually(within: 30) { try await gateway.get("/readyz").status == 200 },
+                "recovered without a restart")
             #expect(try await gateway.send(keys, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(after)) == 202)
             #expect(try await Self.devices(cluster) == [before, after])
             // Delivery resumed too: its loops were mid-statement when the database went away.
             let sender = Keys.generate()
-            let push = #"{"notification_type":"new_post","event_id":"after-outage","conversation_id":"c1","recipient_pubkeys":["\#(keys.publicKey.hex)"]}"#
+            let push =
+                #"{"notification_type":"new_post","event_id":"after-outage","conversation_id":"c1","recipient_pubkeys":["\#(keys.publicKey.hex)"]}"#
             #expect(try await gateway.send(sender, "POST", "/v1/push", json: push) == 202)
-            #expect(try await GatewayHarness.eventually(within: 15) { Set(sandbox.delivered().map(\.deviceToken)) == [before, after] },
-                    "both devices get the push sent after the outage")
+            #expect(
+                try await GatewayHarness.eventually(within: 15) { Set(sandbox.delivered().map(\.deviceToken)) == [before, after] },
+                "both devices get the push sent after the outage")
             let (exited, log) = await gateway.terminate(within: 30)
-            #expect(exited && !log.contains("did not finish in time"),
-                    "and it still shuts down gracefully, without being cut at SHUTDOWN_TIMEOUT_SECONDS; the end of its log:\n\(log.suffix(6_000))")
+            #expect(
+                exited && !log.contains("did not finish in time"),
+                "and it still shuts down gracefully, without being cut at SHUTDOWN_TIMEOUT_SECONDS; the end of its log:\n\(log.suffix(6_000))"
+            )
         }
     }
 
@@ -71,14 +83,17 @@ import HummingbirdTesting
         try await SandboxFixture.with { sandbox in
             let nsec = Keys.generate().secretKey
             let adminToken = "admin-" + Hex.encode(SecureRandom.bytes(16))
-            let gateway = try await GatewayProcess.start(database: try DatabaseURL(parsing: cluster.url), sandbox: sandbox, environment: [
-                "LOG_LEVEL": "trace", "LOG_FORMAT": "json", "GATEWAY_NSEC": nsec.exportNsec(), "ADMIN_TOKEN": adminToken,
-            ])
+            let gateway = try await GatewayProcess.start(
+                database: try DatabaseURL(parsing: cluster.url), sandbox: sandbox,
+                environment: [
+                    "LOG_LEVEL": "trace", "LOG_FORMAT": "json", "GATEWAY_NSEC": nsec.exportNsec(), "ADMIN_TOKEN": adminToken,
+                ])
             let alice = Keys.generate(), bob = Keys.generate()
             let token = "ab" + Hex.encode(SecureRandom.bytes(31))
             #expect(try await gateway.send(bob, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(token)) == 202)
             #expect(try await gateway.send(bob, "POST", "/v1/devices/register", json: GatewayHarness.registerBody("zz")) == 400)
-            let push = #"{"notification_type":"new_post","event_id":"e1","conversation_id":"c1","recipient_pubkeys":["\#(bob.publicKey.hex)"]}"#
+            let push =
+                #"{"notification_type":"new_post","event_id":"e1","conversation_id":"c1","recipient_pubkeys":["\#(bob.publicKey.hex)"]}"#
             #expect(try await gateway.send(alice, "POST", "/v1/push", json: push) == 202)
             #expect(try await GatewayHarness.eventually { sandbox.delivered().count == 1 })
             _ = try await gateway.get("/admin/status")
@@ -124,8 +139,9 @@ extension FaultTests {
                 #expect(Set(delivered.map(\.deviceToken)) == Set(tokens), "every device once")
                 #expect(delivered.count == 24, "none twice")
                 let failures = sandbox.state.records().filter { $0.status != 200 }
-                #expect(failures.filter { $0.status == 500 }.count == 16 && failures.filter { $0.status == 429 }.count == 16,
-                        "each stormy token failed twice first")
+                #expect(
+                    failures.filter { $0.status == 500 }.count == 16 && failures.filter { $0.status == 429 }.count == 16,
+                    "each stormy token failed twice first")
                 // Each retry kept its job's apns-id.
                 for token in tokens {
                     let ids = Set(sandbox.state.records().filter { $0.deviceToken == token }.compactMap(\.apnsID))
@@ -150,10 +166,13 @@ extension FaultTests {
                 defer { gateway.kill() }
                 let out = FileManager.default.temporaryDirectory.appendingPathComponent("push-load-\(UUID().uuidString)").path
                 defer { try? FileManager.default.removeItem(atPath: out) }
-                let (code, output) = try await ChildProcess.run(try ChildProcess.builtProduct("push-load"), [
-                    "--gateway", gateway.baseURL, "--relay", relay.url, "--sandbox", sandbox.url, "--ca", sandbox.caFile,
-                    "--users", "40", "--senders", "3", "--wrap-rate", "10", "--push-rate", "10", "--duration", "2", "--drain", "20", "--out", out,
-                ], timeout: .seconds(120))
+                let (code, output) = try await ChildProcess.run(
+                    try ChildProcess.builtProduct("push-load"),
+                    [
+                        "--gateway", gateway.baseURL, "--relay", relay.url, "--sandbox", sandbox.url, "--ca", sandbox.caFile,
+                        "--users", "40", "--senders", "3", "--wrap-rate", "10", "--push-rate", "10", "--duration", "2", "--drain", "20",
+                        "--out", out,
+                    ], timeout: .seconds(120))
                 #expect(code == 0, "\(output)")
                 #expect(output.contains("registrations/s") && output.contains("errors: none"), "\(output)")
                 #expect(output.contains("(40 delivered to the sandbox)"), "20 wraps and 20 typed pushes, all matched: \(output)")
@@ -164,13 +183,18 @@ extension FaultTests {
                 #expect(width == LoadChart.width && height == LoadChart.height)
                 let chart = try await LoadChartTests.parse(out + "/latency.svg")
                 #expect(chart.texts.contains("40 requests sent, 40 delivered · lines are per second"), "\(chart.texts)")
-                #expect(chart.texts.contains("gift wraps") && chart.texts.contains("typed pushes") && chart.texts.contains("time since start (s)"))
+                #expect(
+                    chart.texts.contains("gift wraps") && chart.texts.contains("typed pushes")
+                        && chart.texts.contains("time since start (s)"))
                 #expect(chart.circles == 40 + 2, "a dot per delivery and a legend swatch per kind")
                 if let keep = ProcessInfo.processInfo.environment["LOAD_CHART_OUT"], !keep.isEmpty {
-                    for name in ["latency.svg", "latency.png"] { try? FileManager.default.copyItem(atPath: out + "/" + name, toPath: keep + "/push-load-" + name) }
+                    for name in ["latency.svg", "latency.png"] {
+                        try? FileManager.default.copyItem(atPath: out + "/" + name, toPath: keep + "/push-load-" + name)
+                    }
                 }
                 // Loopback only.
-                let refused = try await ChildProcess.run(try ChildProcess.builtProduct("push-load"), ["--gateway", "http://example.com:8787"])
+                let refused = try await ChildProcess.run(
+                    try ChildProcess.builtProduct("push-load"), ["--gateway", "http://example.com:8787"])
                 #expect(refused.code != 0 && refused.output.contains("must target loopback"))
             }
         }
@@ -184,31 +208,42 @@ extension FaultTests {
     /// still pushes the real gift wrap that follows.
     @Test func aHostileRelayDoesNotTakeTheWatcherDown() async throws {
         let watched = Keys.generate(), sender = Keys.generate()
-        let wrap = try GiftWrap.make(UnsignedEvent(pubkey: sender.publicKey, kind: 14, content: "hi"), author: sender, recipient: watched.publicKey)
+        let wrap = try GiftWrap.make(
+            UnsignedEvent(pubkey: sender.publicKey, kind: 14, content: "hi"), author: sender, recipient: watched.publicKey)
         let wrapFile = FileManager.default.temporaryDirectory.appendingPathComponent("wrap-\(UUID().uuidString).json")
         try wrap.json.write(to: wrapFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: wrapFile) }
         let port = try LoopbackPort.free()
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("hostile-\(port).log").path
-        let relay = try ChildProcess(executable: RustNostrPeer.python, arguments: [
-            RustNostrPeer.repositoryRoot.appendingPathComponent("scripts/interop/hostile_relay.py").path, String(port), wrapFile.path,
-        ], logPath: log)
+        let relay = try ChildProcess(
+            executable: RustNostrPeer.python,
+            arguments: [
+                RustNostrPeer.repositoryRoot.appendingPathComponent("scripts/interop/hostile_relay.py").path, String(port), wrapFile.path,
+            ], logPath: log)
         defer { relay.kill() }
         #expect(try await GatewayHarness.eventually { LoopbackPort.accepts(port) })
         try await TestDatabase.with { url, _ in
             try await SandboxFixture.with { sandbox in
-                let gateway = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: ["RELAYS": "ws://127.0.0.1:\(port)"])
+                let gateway = try await GatewayProcess.start(
+                    database: url, sandbox: sandbox, environment: ["RELAYS": "ws://127.0.0.1:\(port)"])
                 defer { gateway.kill() }
                 let token = "ee" + String(repeating: "0e", count: 31)
-                #expect(try await gateway.send(watched, "POST", "/v1/devices/register",
-                                               json: GatewayHarness.registerBody(token, extra: #","relay_watch":true"#)) == 202)
-                #expect(try await GatewayHarness.eventually(within: 30) { sandbox.delivered().contains { $0.deviceToken == token } },
-                        "the real wrap after the abuse was pushed")
+                #expect(
+                    try await gateway.send(
+                        watched, "POST", "/v1/devices/register",
+                        json: GatewayHarness.registerBody(token, extra: #","relay_watch":true"#)) == 202)
+                #expect(
+                    try await GatewayHarness.eventually(within: 30) { sandbox.delivered().contains { $0.deviceToken == token } },
+                    "the real wrap after the abuse was pushed")
                 #expect(gateway.process.isRunning)
                 #expect(try await gateway.get("/readyz").status == 200)
-                let connections = (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").filter { $0.hasPrefix("connection") }.count ?? 0
+                let connections =
+                    (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").filter { $0.hasPrefix("connection") }.count
+                    ?? 0
                 #expect(connections >= 2, "the oversized frame cost one connection, and the watcher came back")
-                #expect(try await gateway.metric(#"linkstr_watch_invalid_events_total{relay="ws://127.0.0.1:\#(port)"}"#) >= 1, "the forgery was counted")
+                #expect(
+                    try await gateway.metric(#"linkstr_watch_invalid_events_total{relay="ws://127.0.0.1:\#(port)"}"#) >= 1,
+                    "the forgery was counted")
                 #expect(await gateway.stop(), "and it still shuts down gracefully")
             }
         }
@@ -227,24 +262,33 @@ extension FaultTests {
             try await SandboxFixture.with { sandbox in
                 // Sixty pushes to each device in two seconds: far past the production alert budget,
                 // which this test is not about (it has its own tests).
-                let settings = ["RELAYS": relay.url, "WATCH_SHARDS": "6", "WATCH_LEASE_SECONDS": "3", "WATCH_COALESCE_SECONDS": "0",
-                                "DELIVERY_LEASE_SECONDS": "2", "LOG_LEVEL": "debug", "PUSH_DEVICE_BUDGET": "0"]
+                let settings = [
+                    "RELAYS": relay.url, "WATCH_SHARDS": "6", "WATCH_LEASE_SECONDS": "3", "WATCH_COALESCE_SECONDS": "0",
+                    "DELIVERY_LEASE_SECONDS": "2", "LOG_LEVEL": "debug", "PUSH_DEVICE_BUDGET": "0",
+                ]
                 var instances: [GatewayProcess] = []
                 for _ in 0..<3 { instances.append(try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)) }
                 let (a, b, c) = (instances[0], instances[1], instances[2])
                 defer { for instance in instances { instance.kill() } }
                 var watchers: [Keys] = []
-                while Set(watchers.map { WatchShard.of(pubkey: $0.publicKey.hex, shards: 6) }).count < 6 || watchers.count < 9 { watchers.append(Keys.generate()) }
+                while Set(watchers.map { WatchShard.of(pubkey: $0.publicKey.hex, shards: 6) }).count < 6 || watchers.count < 9 {
+                    watchers.append(Keys.generate())
+                }
                 for (index, keys) in watchers.enumerated() {
                     let body = GatewayHarness.registerBody(HTTP2DeliveryTests.token(UInt8(0x60 + index)), extra: #","relay_watch":true"#)
                     #expect(try await a.send(keys, "POST", "/v1/devices/register", json: body) == 202)
                 }
                 let typedUsers = (0..<6).map { _ in Keys.generate() }
                 for (index, keys) in typedUsers.enumerated() {
-                    #expect(try await b.send(keys, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(UInt8(0x90 + index)))) == 202)
+                    #expect(
+                        try await b.send(
+                            keys, "POST", "/v1/devices/register",
+                            json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(UInt8(0x90 + index)))) == 202)
                 }
                 let owners = "SELECT count(DISTINCT owner)::int FROM watch_shards WHERE owner IS NOT NULL AND expires_at > now()"
-                #expect(try await GatewayHarness.eventually(within: 15) { try await TestDatabase.count(database, owners) == 3 }, "three instances share the shards")
+                #expect(
+                    try await GatewayHarness.eventually(within: 15) { try await TestDatabase.count(database, owners) == 3 },
+                    "three instances share the shards")
                 try await Task.sleep(for: .seconds(1))
 
                 // The burst: typed pushes round robin over the three; gift wraps in three rounds;
@@ -278,7 +322,7 @@ extension FaultTests {
                         do {
                             try await RelayWatchTests.publish(batch, to: relay)
                             break
-                        } catch where attempt < 6 {
+                        } catch  where attempt < 6 {
                             continue
                         }
                     }
@@ -292,28 +336,41 @@ extension FaultTests {
                 let published = Set(wraps.map(\.id.hex))
                 #expect(accepted.count >= 40, "the instances that lived took their share")
 
-                #expect(try await GatewayHarness.eventually(within: 40) {
-                    let delivered = Set(sandbox.delivered().compactMap { record -> String? in
-                        guard let event = (try? JSONValue(parsing: record.payload))?["event_id"]?.stringValue else { return nil }
-                        return event + "/" + record.deviceToken
-                    })
-                    return accepted.allSatisfy { event in typedUsers.indices.allSatisfy { delivered.contains("\(event)/\(HTTP2DeliveryTests.token(UInt8(0x90 + $0)))") } }
-                }, "every accepted typed push reached every device")
+                #expect(
+                    try await GatewayHarness.eventually(within: 40) {
+                        let delivered = Set(
+                            sandbox.delivered().compactMap { record -> String? in
+                                guard let event = (try? JSONValue(parsing: record.payload))?["event_id"]?.stringValue else { return nil }
+                                return event + "/" + record.deviceToken
+                            })
+                        return accepted.allSatisfy { event in
+                            typedUsers.indices.allSatisfy { delivered.contains("\(event)/\(HTTP2DeliveryTests.token(UInt8(0x90 + $0)))") }
+                        }
+                    }, "every accepted typed push reached every device")
                 // Every wrap reaches its device. Wraps that arrive together (the ones published
                 // while c's shards had no watcher come in one history batch at the takeover) are
                 // coalesced into one push that carries their count, so count them per device.
-                let tokens = Dictionary(uniqueKeysWithValues: watchers.enumerated().map { ($0.element.publicKey.hex, HTTP2DeliveryTests.token(UInt8(0x60 + $0.offset))) })
-                let expectedPerDevice = Dictionary(grouping: wraps.indices) { tokens[watchers[$0 % watchers.count].publicKey.hex]! }.mapValues(\.count)
+                let tokens = Dictionary(
+                    uniqueKeysWithValues: watchers.enumerated().map {
+                        ($0.element.publicKey.hex, HTTP2DeliveryTests.token(UInt8(0x60 + $0.offset)))
+                    })
+                let expectedPerDevice = Dictionary(grouping: wraps.indices) { tokens[watchers[$0 % watchers.count].publicKey.hex]! }
+                    .mapValues(\.count)
                 let coveredPerDevice: @Sendable () -> [String: Int] = {
                     var covered: [String: Int] = [:]
                     for record in RelayWatchTests.giftWrapDeliveries(sandbox) {
-                        covered[record.deviceToken, default: 0] += Int((try? JSONValue(parsing: record.payload))?["count"]?.integerValue ?? 1)
+                        covered[record.deviceToken, default: 0] += Int(
+                            (try? JSONValue(parsing: record.payload))?["count"]?.integerValue ?? 1)
                     }
                     return covered
                 }
-                #expect(try await GatewayHarness.eventually(within: 40) { coveredPerDevice() == expectedPerDevice },
-                        "every gift wrap reached its device, including those in c's shards after it died: \(coveredPerDevice()) vs \(expectedPerDevice)")
-                let pushedIDs = RelayWatchTests.giftWrapDeliveries(sandbox).compactMap { try? JSONValue(parsing: $0.payload)["wrap_id"]?.stringValue }
+                #expect(
+                    try await GatewayHarness.eventually(within: 40) { coveredPerDevice() == expectedPerDevice },
+                    "every gift wrap reached its device, including those in c's shards after it died: \(coveredPerDevice()) vs \(expectedPerDevice)"
+                )
+                let pushedIDs = RelayWatchTests.giftWrapDeliveries(sandbox).compactMap {
+                    try? JSONValue(parsing: $0.payload)["wrap_id"]?.stringValue
+                }
                 #expect(Set(pushedIDs).count == pushedIDs.count && Set(pushedIDs).isSubset(of: published), "no wrap pushed twice")
                 #expect(await a.stop(), "the survivors shut down gracefully")
                 #expect(await b.stop(), "the survivors shut down gracefully")
@@ -340,14 +397,22 @@ extension FaultTests {
                     recipients.append(keys)
                 }
                 let sender = Keys.generate()
-                #expect(try await gateway.send(sender, .post, "/v1/push", json: ArchiveAndPushTests.pushBody("new_post", event: "first", to: recipients)).status == .accepted)
+                #expect(
+                    try await gateway.send(
+                        sender, .post, "/v1/push", json: ArchiveAndPushTests.pushBody("new_post", event: "first", to: recipients)
+                    ).status == .accepted)
                 #expect(try await GatewayHarness.eventually { sandbox.delivered().count == 60 })
                 #expect(sandbox.state.statistics.peakConcurrentStreams > 1, "before: streams in parallel")
 
                 sandbox.state.setMaxConcurrentStreams(1)
                 try await Task.sleep(for: .milliseconds(200))
-                #expect(try await gateway.send(sender, .post, "/v1/push", json: ArchiveAndPushTests.pushBody("new_post", event: "second", to: recipients)).status == .accepted)
-                #expect(try await GatewayHarness.eventually(within: 30) { sandbox.delivered().count == 120 }, "everything delivered after the change")
+                #expect(
+                    try await gateway.send(
+                        sender, .post, "/v1/push", json: ArchiveAndPushTests.pushBody("new_post", event: "second", to: recipients)
+                    ).status == .accepted)
+                #expect(
+                    try await GatewayHarness.eventually(within: 30) { sandbox.delivered().count == 120 },
+                    "everything delivered after the change")
                 #expect(sandbox.state.statistics.peakConcurrentStreams <= 1, "after: one stream at a time on each connection")
                 #expect(sandbox.state.records().filter { $0.status != 200 }.isEmpty)
             }
@@ -368,14 +433,18 @@ extension FaultTests {
                 }
                 sandbox.state.scheduleGoAway(afterPushes: 10)
                 let sender = Keys.generate()
-                #expect(try await gateway.send(sender, .post, "/v1/push", json: ArchiveAndPushTests.pushBody("new_post", event: "goaway", to: recipients)).status == .accepted)
+                #expect(
+                    try await gateway.send(
+                        sender, .post, "/v1/push", json: ArchiveAndPushTests.pushBody("new_post", event: "goaway", to: recipients)
+                    ).status == .accepted)
                 #expect(try await GatewayHarness.eventually(within: 30) { sandbox.delivered().count == 60 })
                 try await Task.sleep(for: .milliseconds(300))
                 let stats = sandbox.state.statistics
                 #expect(stats.goAwaysSent == 1)
                 // Requests were in flight past the GOAWAY's last stream id, so the re-send path ran.
                 let metrics = String(decoding: await gateway.metrics.exposition(), as: UTF8.self)
-                let resent = metrics.split(separator: "\n").first { $0.hasPrefix("linkstr_apns_goaway_resends_total ") }
+                let resent =
+                    metrics.split(separator: "\n").first { $0.hasPrefix("linkstr_apns_goaway_resends_total ") }
                     .flatMap { Int($0.split(separator: " ")[1]) } ?? 0
                 #expect(resent > 0)
                 #expect(!metrics.contains(#"outcome="retry""#), "re-sent at once, not failed into the retry backoff")
@@ -397,12 +466,19 @@ extension FaultTests {
     @Test func aSilentDatabaseGetsQuickAnswersNotHungRequests() async throws {
         try await TestDatabase.with { url, client in
             let proxyPort = try LoopbackPort.free()
-            let proxy = try ChildProcess(executable: RustNostrPeer.python, arguments: [
-                RustNostrPeer.repositoryRoot.appendingPathComponent("scripts/interop/freeze_proxy.py").path, String(proxyPort), String(url.port),
-            ], unblockSignals: true)
+            let proxy = try ChildProcess(
+                executable: RustNostrPeer.python,
+                arguments: [
+                    RustNostrPeer.repositoryRoot.appendingPathComponent("scripts/interop/freeze_proxy.py").path, String(proxyPort),
+                    String(url.port),
+                ], unblockSignals: true)
             defer { proxy.kill() }
             #expect(await eventually { LoopbackPort.accepts(proxyPort) }, "the proxy listens")
-            let proxied = { var proxied = url; proxied.port = proxyPort; return proxied }()
+            let proxied = {
+                var proxied = url
+                proxied.port = proxyPort
+                return proxied
+            }()
             try await SandboxFixture.with { sandbox in
                 let gateway = try await GatewayProcess.start(database: proxied, sandbox: sandbox)
                 defer { gateway.kill() }
@@ -411,7 +487,7 @@ extension FaultTests {
                 #expect(try await gateway.send(keys, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(first)) == 202)
 
                 proxy.signal(SIGUSR1)
-                try await Task.sleep(for: .milliseconds(300))  // the proxy handles the signal on its loop
+                try await Task.sleep(for: .milliseconds(300)) // the proxy handles the signal on its loop
                 // /readyz answers from a snapshot at most a second old: one probe may still see the
                 // last good answer, the next (after the snapshot's second) its refresh, 503 in time.
                 try await Task.sleep(for: .seconds(1))
@@ -420,7 +496,9 @@ extension FaultTests {
                 #expect(ContinuousClock.now - started < .seconds(3), "readyz answered within its timeout: \(ContinuousClock.now - started)")
                 started = ContinuousClock.now
                 #expect(try await gateway.send(keys, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(second)) == 500)
-                #expect(ContinuousClock.now - started < .seconds(8), "the registration was refused within the storage timeout: \(ContinuousClock.now - started)")
+                #expect(
+                    ContinuousClock.now - started < .seconds(8),
+                    "the registration was refused within the storage timeout: \(ContinuousClock.now - started)")
                 #expect(try await gateway.get("/healthz").status == 200)
 
                 proxy.signal(SIGUSR2)

@@ -1,9 +1,9 @@
+import APNsSandbox
 import Foundation
 import NostrProtocol
 import PushGateway
-import Testing
 import TestSupport
-import APNsSandbox
+import Testing
 
 /// Real `linkstr-push` processes against a real PostgreSQL and the APNs sandbox: a SIGKILL mid-send
 /// loses nothing, and two instances on one database deliver each job once.
@@ -17,8 +17,10 @@ import APNsSandbox
                 let alice = Keys.generate()
                 let recipients = (0..<10).map { _ in Keys.generate() }
                 for (index, keys) in recipients.enumerated() {
-                    #expect(try await first.send(keys, "POST", "/v1/devices/register",
-                                                 json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(UInt8(0x20 + index)))) == 202)
+                    #expect(
+                        try await first.send(
+                            keys, "POST", "/v1/devices/register",
+                            json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(UInt8(0x20 + index)))) == 202)
                 }
                 #expect(try await first.send(alice, "POST", "/v1/push", json: ArchiveAndPushTests.pushBody(to: recipients)) == 202)
                 #expect(try await GatewayHarness.eventually { !sandbox.state.records().isEmpty }, "sends started")
@@ -27,7 +29,10 @@ import APNsSandbox
 
                 let second = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: lease)
                 defer { second.kill() }
-                #expect(try await GatewayHarness.eventually(within: 20) { try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 0 })
+                #expect(
+                    try await GatewayHarness.eventually(within: 20) {
+                        try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 0
+                    })
                 let records = sandbox.delivered()
                 let tokens = Set((0..<10).map { HTTP2DeliveryTests.token(UInt8(0x20 + $0)) })
                 #expect(Set(records.map(\.deviceToken)) == tokens, "every device got its push")
@@ -52,13 +57,18 @@ import APNsSandbox
                 let recipients = (0..<120).map { _ in Keys.generate() }
                 for (index, keys) in recipients.enumerated() {
                     let token = Hex.encode([UInt8(index / 256), UInt8(index % 256)] + [UInt8](repeating: 0x77, count: 30))
-                    #expect(try await (index.isMultiple(of: 2) ? a : b).send(keys, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(token)) == 202)
+                    #expect(
+                        try await (index.isMultiple(of: 2) ? a : b).send(
+                            keys, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(token)) == 202)
                 }
                 for (index, group) in stride(from: 0, to: 120, by: 30).enumerated() {
                     let body = ArchiveAndPushTests.pushBody(event: "ev-\(index)", to: Array(recipients[group..<group + 30]))
                     #expect(try await (index.isMultiple(of: 2) ? a : b).send(alice, "POST", "/v1/push", json: body) == 202)
                 }
-                #expect(try await GatewayHarness.eventually(within: 30) { try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 0 })
+                #expect(
+                    try await GatewayHarness.eventually(within: 30) {
+                        try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 0
+                    })
                 let records = sandbox.state.records()
                 #expect(records.count == 120, "no job sent twice")
                 #expect(Set(records.compactMap(\.apnsID)).count == 120)
@@ -80,7 +90,10 @@ import APNsSandbox
         try await relay.start()
         try await TestDatabase.with { url, database in
             try await SandboxFixture.with { sandbox in
-                let settings = ["LOG_LEVEL": "debug", "RELAYS": relay.url, "WATCH_SHARDS": "4", "WATCH_LEASE_SECONDS": "3", "WATCH_COALESCE_SECONDS": "0"]
+                let settings = [
+                    "LOG_LEVEL": "debug", "RELAYS": relay.url, "WATCH_SHARDS": "4", "WATCH_LEASE_SECONDS": "3",
+                    "WATCH_COALESCE_SECONDS": "0",
+                ]
                 let a = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)
                 defer { a.kill() }
                 let b = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: settings)
@@ -96,13 +109,18 @@ import APNsSandbox
                     #expect(try await a.send(keys, "POST", "/v1/devices/register", json: body) == 202)
                 }
                 let owners = "SELECT count(DISTINCT owner)::int FROM watch_shards WHERE owner IS NOT NULL AND expires_at > now()"
-                #expect(try await GatewayHarness.eventually(within: 10) { try await TestDatabase.count(database, owners) == 2 }, "the shards are shared")
+                #expect(
+                    try await GatewayHarness.eventually(within: 10) { try await TestDatabase.count(database, owners) == 2 },
+                    "the shards are shared")
                 let live: @Sendable (GatewayProcess) async throws -> Int = { gateway in
                     let ready = try JSONValue(parsing: Array(try await gateway.get("/readyz").body.utf8))
-                    guard case .array(let relays)? = ready["watch"]?["relays"], let count = relays.first?["live_pubkeys"]?.integerValue else { return 0 }
+                    guard case .array(let relays)? = ready["watch"]?["relays"], let count = relays.first?["live_pubkeys"]?.integerValue
+                    else { return 0 }
                     return Int(count)
                 }
-                #expect(try await GatewayHarness.eventually(within: 10) { try await live(a) + live(b) == users.count }, "every pubkey watched once")
+                #expect(
+                    try await GatewayHarness.eventually(within: 10) { try await live(a) + live(b) == users.count },
+                    "every pubkey watched once")
 
                 try await RelayWatchTests.publish(try users.map { try RelayWatchTests.wrap(to: $0, "before") }, to: relay)
                 #expect(try await GatewayHarness.eventually { RelayWatchTests.giftWrapDeliveries(sandbox).count == users.count })
@@ -112,18 +130,23 @@ import APNsSandbox
                 // the shards over, pushes them instead of taking them for history.
                 let gap = try users.map { try RelayWatchTests.wrap(to: $0, "in the gap") }
                 try await RelayWatchTests.publish(gap, to: relay)
-                #expect(try await GatewayHarness.eventually(within: 15) {
-                    let held = try await TestDatabase.count(database, "SELECT count(*)::int FROM watch_shards WHERE owner IS NOT NULL AND expires_at > now()")
-                    let distinctOwners = try await TestDatabase.count(database, owners)
-                    return held == 4 && distinctOwners == 1
-                }, "the survivor holds every shard")
+                #expect(
+                    try await GatewayHarness.eventually(within: 15) {
+                        let held = try await TestDatabase.count(
+                            database, "SELECT count(*)::int FROM watch_shards WHERE owner IS NOT NULL AND expires_at > now()")
+                        let distinctOwners = try await TestDatabase.count(database, owners)
+                        return held == 4 && distinctOwners == 1
+                    }, "the survivor holds every shard")
                 #expect(try await GatewayHarness.eventually(within: 10) { try await live(b) == users.count })
                 try await RelayWatchTests.publish(try users.map { try RelayWatchTests.wrap(to: $0, "after") }, to: relay)
                 #expect(try await GatewayHarness.eventually { RelayWatchTests.giftWrapDeliveries(sandbox).count == 3 * users.count })
                 try await Task.sleep(for: .milliseconds(500))
                 let perDevice = Dictionary(grouping: RelayWatchTests.giftWrapDeliveries(sandbox), by: \.deviceToken).mapValues(\.count)
-                #expect(perDevice.count == users.count && perDevice.values.allSatisfy { $0 == 3 }, "each device got each wrap once: \(perDevice)")
-                let pushedGap = Set(RelayWatchTests.giftWrapDeliveries(sandbox).compactMap { try? JSONValue(parsing: $0.payload)["wrap_id"]?.stringValue })
+                #expect(
+                    perDevice.count == users.count && perDevice.values.allSatisfy { $0 == 3 },
+                    "each device got each wrap once: \(perDevice)")
+                let pushedGap = Set(
+                    RelayWatchTests.giftWrapDeliveries(sandbox).compactMap { try? JSONValue(parsing: $0.payload)["wrap_id"]?.stringValue })
                 #expect(Set(gap.map(\.id.hex)).isSubset(of: pushedGap), "the wraps from the gap were pushed")
                 #expect(await b.stop(), "graceful shutdown")
             }
@@ -137,11 +160,15 @@ import APNsSandbox
         try await TestDatabase.with { url, database in
             let alice = Keys.generate(), bob = Keys.generate()
             try await SandboxFixture.with(latencyMilliseconds: 60_000) { sandbox in
-                let gateway = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: [
-                    "SHUTDOWN_TIMEOUT_SECONDS": "2", "LOG_LEVEL": "info", "DELIVERY_LEASE_SECONDS": "2",
-                ])
+                let gateway = try await GatewayProcess.start(
+                    database: url, sandbox: sandbox,
+                    environment: [
+                        "SHUTDOWN_TIMEOUT_SECONDS": "2", "LOG_LEVEL": "info", "DELIVERY_LEASE_SECONDS": "2",
+                    ])
                 defer { gateway.kill() }
-                #expect(try await gateway.send(bob, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(0x61))) == 202)
+                #expect(
+                    try await gateway.send(
+                        bob, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(0x61))) == 202)
                 #expect(try await gateway.send(alice, "POST", "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob])) == 202)
                 #expect(try await GatewayHarness.eventually { !sandbox.state.records().isEmpty }, "the send is in flight")
                 let started = ContinuousClock.now
@@ -151,7 +178,9 @@ import APNsSandbox
                 #expect(took >= .seconds(2), "it waited for the send first (\(took))")
                 #expect(log.contains("shutting down gracefully"), "the signal is logged")
                 #expect(log.contains("graceful shutdown did not finish in time"), "the cut is a warning in the log:\n\(log.suffix(4_000))")
-                #expect(try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 1, "the interrupted job is still queued")
+                #expect(
+                    try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 1,
+                    "the interrupted job is still queued")
             }
             // The next instance delivers it once the first one's 2 s lease has lapsed. It keeps the
             // default lease itself: with 2 s, a first send slower than that (the APNs connection
@@ -160,14 +189,21 @@ import APNsSandbox
             try await SandboxFixture.with { sandbox in
                 let next = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: ["LOG_LEVEL": "debug"])
                 defer { next.kill() }
-                let jobBefore = try await TestDatabase.rows(database, "SELECT attempts, next_attempt_at - now() AS due_in, locked_until - now() AS locked_for, last_error FROM push_jobs")
+                let jobBefore = try await TestDatabase.rows(
+                    database,
+                    "SELECT attempts, next_attempt_at - now() AS due_in, locked_until - now() AS locked_for, last_error FROM push_jobs")
                 let delivered = try await GatewayHarness.eventually(within: 60) { sandbox.delivered().count == 1 }
                 let nextLog = (try? String(contentsOfFile: next.logPath, encoding: .utf8)) ?? ""
-                #expect(delivered, """
+                #expect(
+                    delivered,
+                    """
                     the next instance delivers it; the job then: \(jobBefore); the sandbox saw \(sandbox.state.records().map(\.status)); \
                     the next instance's log:\n\(nextLog.suffix(5_000))
                     """)
-                #expect(try await GatewayHarness.eventually { try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 0 })
+                #expect(
+                    try await GatewayHarness.eventually {
+                        try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 0
+                    })
                 #expect(await next.stop())
             }
         }
@@ -178,9 +214,12 @@ import APNsSandbox
         try await TestDatabase.with { url, _ in
             let alice = Keys.generate(), bob = Keys.generate()
             try await SandboxFixture.with(latencyMilliseconds: 60_000) { sandbox in
-                let gateway = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: ["SHUTDOWN_TIMEOUT_SECONDS": "600", "LOG_LEVEL": "warning"])
+                let gateway = try await GatewayProcess.start(
+                    database: url, sandbox: sandbox, environment: ["SHUTDOWN_TIMEOUT_SECONDS": "600", "LOG_LEVEL": "warning"])
                 defer { gateway.kill() }
-                #expect(try await gateway.send(bob, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(0x62))) == 202)
+                #expect(
+                    try await gateway.send(
+                        bob, "POST", "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(0x62))) == 202)
                 #expect(try await gateway.send(alice, "POST", "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob])) == 202)
                 #expect(try await GatewayHarness.eventually { !sandbox.state.records().isEmpty }, "the send is in flight")
                 gateway.process.signal(SIGTERM)

@@ -1,10 +1,10 @@
 import Logging
+import NostrProtocol
 import PushGateway
 import ServiceLifecycle
-import Testing
 import TestSupport
+import Testing
 import UnixSignals
-import NostrProtocol
 
 /// The shutdown runner in-process, with signals fed by the test: a graceful stop, the cut after the
 /// timeout, a second signal, and services that end or fail on their own. (GatewayProcessTests runs
@@ -39,14 +39,18 @@ import NostrProtocol
 
     /// Runs `services` with a signal stream; `afterStart` gets the stream's continuation once the
     /// services have had a moment to start. Returns how long `run` took and what it logged.
-    static func run(_ services: [any Service], timeout: Duration, afterStart: @Sendable (AsyncStream<UnixSignal>.Continuation) async throws -> Void)
-        async throws -> (took: Duration, log: [String]) {
+    static func run(
+        _ services: [any Service], timeout: Duration, afterStart: @Sendable (AsyncStream<UnixSignal>.Continuation) async throws -> Void
+    )
+        async throws -> (took: Duration, log: [String])
+    {
         let capture = CapturedLog()
         let (signals, signal) = AsyncStream.makeStream(of: UnixSignal.self)
         let started = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                try await GracefulShutdownRunner.run(services, signals: signals, timeout: timeout, cancellationTimeout: .seconds(30), logger: logger(capture))
+                try await GracefulShutdownRunner.run(
+                    services, signals: signals, timeout: timeout, cancellationTimeout: .seconds(30), logger: logger(capture))
             }
             try await Task.sleep(for: .milliseconds(100))
             try await afterStart(signal)
@@ -84,8 +88,9 @@ import NostrProtocol
         // The stream ends at once; the group keeps running until its service fails on its own.
         let started = ContinuousClock.now
         await #expect(throws: (any Error).self) {
-            try await GracefulShutdownRunner.run([Stubborn(), DelayedFailure()], signals: AsyncStream<UnixSignal> { $0.finish() },
-                                                 timeout: .seconds(60), logger: Self.logger(CapturedLog()))
+            try await GracefulShutdownRunner.run(
+                [Stubborn(), DelayedFailure()], signals: AsyncStream<UnixSignal> { $0.finish() },
+                timeout: .seconds(60), logger: Self.logger(CapturedLog()))
         }
         #expect(ContinuousClock.now - started >= .milliseconds(400), "the services ran until the failure")
     }

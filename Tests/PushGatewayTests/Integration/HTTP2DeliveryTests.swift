@@ -1,14 +1,14 @@
 import APNsSandbox
 import Foundation
+import GatewayWire
 import HTTPTypes
+import HummingbirdTesting
 import NIOHPACK
 import NostrProtocol
+import PostgresNIO
 import PushGateway
 import Synchronization
 import Testing
-import GatewayWire
-import HummingbirdTesting
-import PostgresNIO
 
 /// The gateway delivering to the APNs sandbox over HTTP/2 with TLS, against a real PostgreSQL.
 @Suite(.serialized) struct HTTP2DeliveryTests {
@@ -16,7 +16,8 @@ import PostgresNIO
     static let transports: [APNsTransportKind] = [.nio, .asyncHTTPClient]
 
     static func register(_ gateway: GatewayHarness, _ keys: Keys, _ token: String, environment: String = "sandbox") async throws {
-        let response = try await gateway.send(keys, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token, environment: environment))
+        let response = try await gateway.send(
+            keys, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token, environment: environment))
         #expect(response.status == .accepted)
     }
 
@@ -31,8 +32,9 @@ import PostgresNIO
                 let alice = Keys.generate(), bob = Keys.generate()
                 let token = Self.token(0xA1)
                 try await Self.register(gateway, bob, token)
-                let body = ArchiveAndPushTests.pushBody("new_emoji_reaction", event: "evt-1", conversation: "conv-9", to: [bob],
-                                                        extra: #","emoji":"🔥","post_id":"post-3""#)
+                let body = ArchiveAndPushTests.pushBody(
+                    "new_emoji_reaction", event: "evt-1", conversation: "conv-9", to: [bob],
+                    extra: #","emoji":"🔥","post_id":"post-3""#)
                 #expect(try await gateway.send(alice, .post, "/v1/push", json: body).status == .accepted)
                 #expect(try await GatewayHarness.eventually { sandbox.delivered().count == 1 })
                 let record = try #require(sandbox.delivered().first)
@@ -47,10 +49,14 @@ import PostgresNIO
                 let expiration = try #require(record.expiration.flatMap { Int64($0) })
                 #expect(abs(expiration - (UnixTime.now() + 900)) <= 5)
                 let payload = try JSONValue(parsing: record.payload)
-                #expect(payload == [
-                    "aps": ["alert": ["title": "New reaction 🔥 in linkstr", "body": "Open linkstr to view"], "sound": "default", "thread-id": "conv-9"],
-                    "type": "new_emoji_reaction", "event_id": "evt-1", "conversation_id": "conv-9", "emoji": "🔥", "post_id": "post-3",
-                ])
+                #expect(
+                    payload == [
+                        "aps": [
+                            "alert": ["title": "New reaction 🔥 in linkstr", "body": "Open linkstr to view"], "sound": "default",
+                            "thread-id": "conv-9",
+                        ],
+                        "type": "new_emoji_reaction", "event_id": "evt-1", "conversation_id": "conv-9", "emoji": "🔥", "post_id": "post-3",
+                    ])
                 #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 })
             }
         }
@@ -61,21 +67,27 @@ import PostgresNIO
             try await GatewayHarness.run(deliver: true, apns: sandbox.apns(transport)) { gateway in
                 let alice = Keys.generate()
                 let bad = Keys.generate(), gone = Keys.generate(), reRegistered = Keys.generate(), fine = Keys.generate()
-                let tokens = [Self.token(prefix: "0400", 0xB1), Self.token(prefix: "0410", 0xB2), Self.token(prefix: "0411", 0xB3), Self.token(0xB4)]
+                let tokens = [
+                    Self.token(prefix: "0400", 0xB1), Self.token(prefix: "0410", 0xB2), Self.token(prefix: "0411", 0xB3), Self.token(0xB4),
+                ]
                 for (keys, token) in zip([bad, gone, reRegistered, fine], tokens) { try await Self.register(gateway, keys, token) }
                 let body = ArchiveAndPushTests.pushBody(to: [bad, gone, reRegistered, fine])
                 #expect(try await gateway.send(alice, .post, "/v1/push", json: body).json?["candidate_devices"] == 4)
                 #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 })
                 var remaining: [String] = []
-                for try await token in try await gateway.database.query("SELECT device_token FROM devices ORDER BY device_token", logger: TestDatabase.logger)
-                    .decode(String.self) { remaining.append(token) }
+                for try await token in try await gateway.database.query(
+                    "SELECT device_token FROM devices ORDER BY device_token", logger: TestDatabase.logger
+                )
+                .decode(String.self) { remaining.append(token) }
                 // 0400 BadDeviceToken and 0410 (timestamp now) remove the device; 0411's timestamp is an
                 // hour before the registration, so the registration wins.
                 #expect(remaining == [tokens[2], tokens[3]])
                 #expect(sandbox.delivered().map(\.deviceToken) == [tokens[3]])
 
-                let status = try await gateway.client.execute(uri: "/admin/status", method: .get, headers: [.authorization: "Bearer admin-secret"])
-                let failures = try #require(status.json?["recent_apns_failures"].flatMap { if case .array(let list) = $0 { list } else { nil } })
+                let status = try await gateway.client.execute(
+                    uri: "/admin/status", method: .get, headers: [.authorization: "Bearer admin-secret"])
+                let failures = try #require(
+                    status.json?["recent_apns_failures"].flatMap { if case .array(let list) = $0 { list } else { nil } })
                 #expect(Set(failures.compactMap { $0["reason"]?.stringValue }) == ["BadDeviceToken", "Unregistered"])
                 #expect(failures.allSatisfy { $0["device_token"]?.stringValue?.hasPrefix("…") == true }, "tokens redacted")
             }
@@ -87,20 +99,30 @@ import PostgresNIO
             // The gateway signs for a topic the sandbox does not allow: APNs answers 400
             // TopicDisallowed, the operator's mistake, not the device's.
             var apns = sandbox.apns
-            apns.apps.append(APNsApp(topic: "app.linkstr.unknown", keyID: SandboxFixture.keyID, teamID: SandboxFixture.teamID, privateKeyPEM: sandbox.keyPEM))
+            apns.apps.append(
+                APNsApp(
+                    topic: "app.linkstr.unknown", keyID: SandboxFixture.keyID, teamID: SandboxFixture.teamID, privateKeyPEM: sandbox.keyPEM)
+            )
             try await GatewayHarness.run(deliver: true, apns: apns) { gateway in
                 let alice = Keys.generate(), bob = Keys.generate()
                 let token = Self.token(0xD1)
                 let registration = GatewayHarness.registerBody(token, extra: #","topic":"app.linkstr.unknown""#)
                 #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: registration).status == .accepted)
-                #expect(try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob])).json?["candidate_devices"] == 1)
-                #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 }, "the job is dropped, not retried")
+                #expect(
+                    try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob])).json?[
+                        "candidate_devices"] == 1)
+                #expect(
+                    try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 },
+                    "the job is dropped, not retried")
                 #expect(sandbox.state.records().map(\.status) == [400])
-                #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE device_token = '\(token)'") == 1, "the device is kept")
+                #expect(
+                    try await gateway.count("SELECT count(*)::int FROM devices WHERE device_token = '\(token)'") == 1, "the device is kept")
                 let metrics = String(decoding: await gateway.metrics.exposition(), as: UTF8.self)
                 #expect(metrics.contains(#"linkstr_pushes_total{outcome="configuration_error",reason="TopicDisallowed"} 1"#))
-                let status = try await gateway.client.execute(uri: "/admin/status", method: .get, headers: [.authorization: "Bearer admin-secret"])
-                let failures = try #require(status.json?["recent_apns_failures"].flatMap { if case .array(let list) = $0 { list } else { nil } })
+                let status = try await gateway.client.execute(
+                    uri: "/admin/status", method: .get, headers: [.authorization: "Bearer admin-secret"])
+                let failures = try #require(
+                    status.json?["recent_apns_failures"].flatMap { if case .array(let list) = $0 { list } else { nil } })
                 #expect(failures.map { $0["outcome"]?.stringValue } == ["configuration_error"])
                 #expect(failures.map { $0["reason"]?.stringValue } == ["TopicDisallowed"])
             }
@@ -113,7 +135,9 @@ import PostgresNIO
                 let alice = Keys.generate(), flaky = Keys.generate(), throttled = Keys.generate(), fine = Keys.generate()
                 let tokens = [Self.token(prefix: "05001", 0xC1), Self.token(prefix: "04291", 0xC2), Self.token(0xC3)]
                 for (keys, token) in zip([flaky, throttled, fine], tokens) { try await Self.register(gateway, keys, token) }
-                #expect(try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [flaky, throttled, fine])).status == .accepted)
+                #expect(
+                    try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [flaky, throttled, fine]))
+                        .status == .accepted)
                 // One 500 and one 429, then success after the 2 s (+ jitter) backoff.
                 #expect(try await GatewayHarness.eventually(within: 15) { sandbox.delivered().count == 3 })
                 let all = sandbox.state.records()
@@ -135,7 +159,9 @@ import PostgresNIO
                 let alice = Keys.generate()
                 let recipients = (0..<30).map { _ in Keys.generate() }
                 for (index, keys) in recipients.enumerated() { try await Self.register(gateway, keys, Self.token(UInt8(0x10 + index))) }
-                #expect(try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: recipients)).status == .accepted)
+                #expect(
+                    try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: recipients)).status == .accepted
+                )
                 #expect(try await GatewayHarness.eventually(within: 20) { sandbox.delivered().count == 30 })
                 let statistics = sandbox.state.statistics
                 #expect(statistics.byStatus == [200: 30], "no stream was refused")
@@ -156,10 +182,13 @@ import PostgresNIO
                     id: 1, apnsID: UUID(), deviceToken: Self.token(prefix: "0405", 0xD2), pubkey: "p", environment: .sandbox,
                     topic: SandboxFixture.topic, deviceUpdatedAt: Date(), notification: notification, attempts: 1,
                     expiresAt: Date().addingTimeInterval(900))
-                let headers = APNsConnectionPool.headers(sender.request(job, payload: "{}", authorization: HTTP2APNsSender.authorization("token")))
+                let headers = APNsConnectionPool.headers(
+                    sender.request(job, payload: "{}", authorization: HTTP2APNsSender.authorization("token")))
                 return Dictionary(headers.map { ($0.name, $0.indexable) }, uniquingKeysWith: { first, _ in first })
             }
-            let watch = indexing(.giftWrap(wrapID: String(repeating: "a", count: 64), relay: "wss://r", count: 1, recipient: String(repeating: "b", count: 64)))
+            let watch = indexing(
+                .giftWrap(
+                    wrapID: String(repeating: "a", count: 64), relay: "wss://r", count: 1, recipient: String(repeating: "b", count: 64)))
             #expect(watch[":path"] == .nonIndexable && watch["apns-id"] == .nonIndexable && watch["apns-collapse-id"] == .nonIndexable)
             #expect(watch["authorization"] == .indexable && watch["apns-topic"] == .indexable)
             let typed = indexing(APNsNotification(type: .newPost, eventID: "e", conversationID: "c"))
@@ -175,7 +204,8 @@ import PostgresNIO
             let sender = try HTTP2APNsSender(configuration: sandbox.apns, logger: TestDatabase.logger, now: { clock.now })
             let job = ClaimedJob(
                 id: 1, apnsID: UUID(), deviceToken: Self.token(prefix: "0403", 0xD1), pubkey: "", environment: .sandbox,
-                topic: SandboxFixture.topic, deviceUpdatedAt: Date(), notification: APNsNotification(type: .newPost, eventID: "e", conversationID: "c"),
+                topic: SandboxFixture.topic, deviceUpdatedAt: Date(),
+                notification: APNsNotification(type: .newPost, eventID: "e", conversationID: "c"),
                 attempts: 1, expiresAt: Date().addingTimeInterval(900))
             let first = await sender.send(Self.warmUp(job))
             #expect(first.status == 200)
@@ -192,7 +222,9 @@ import PostgresNIO
             again.deviceToken = Self.token(prefix: "0403", 0xD2)
             let refused = await young.send(again)
             #expect(refused.status == 403 && refused.reason == "ExpiredProviderToken")
-            #expect(APNsResponseClassifier.classify(status: refused.status, reason: refused.reason) == .refreshTokenAndRetry(reason: "ExpiredProviderToken"))
+            #expect(
+                APNsResponseClassifier.classify(status: refused.status, reason: refused.reason)
+                    == .refreshTokenAndRetry(reason: "ExpiredProviderToken"))
             await sender.shutdown()
             await young.shutdown()
         }
@@ -216,8 +248,10 @@ import PostgresNIO
             let sender = try HTTP2APNsSender(configuration: configuration, logger: TestDatabase.logger)
             let jobs = (0..<2_600).map { index in
                 ClaimedJob(
-                    id: Int64(index), apnsID: UUID(), deviceToken: Self.token(prefix: "0400", UInt8(index % 200)), pubkey: "", environment: .sandbox,
-                    topic: SandboxFixture.topic, deviceUpdatedAt: Date(), notification: APNsNotification(type: .newPost, eventID: "e", conversationID: "c"),
+                    id: Int64(index), apnsID: UUID(), deviceToken: Self.token(prefix: "0400", UInt8(index % 200)), pubkey: "",
+                    environment: .sandbox,
+                    topic: SandboxFixture.topic, deviceUpdatedAt: Date(),
+                    notification: APNsNotification(type: .newPost, eventID: "e", conversationID: "c"),
                     attempts: 1, expiresAt: Date().addingTimeInterval(900))
             }
             // In rounds of 100, like the delivery loops' batches.
@@ -247,7 +281,9 @@ import PostgresNIO
             try await SandboxFixture.with(keyPEM: development.keyPEM) { production in
                 // Each sandbox has its own CA: trust both through one bundle file.
                 let bundle = FileManager.default.temporaryDirectory.appendingPathComponent("ca-bundle-\(UUID().uuidString).pem").path
-                let text = try String(contentsOfFile: production.caFile, encoding: .utf8) + String(contentsOfFile: development.caFile, encoding: .utf8)
+                let text =
+                    try String(contentsOfFile: production.caFile, encoding: .utf8)
+                    + String(contentsOfFile: development.caFile, encoding: .utf8)
                 try text.write(toFile: bundle, atomically: true, encoding: .utf8)
                 defer { try? FileManager.default.removeItem(atPath: bundle) }
                 var apns = development.apns
@@ -257,7 +293,9 @@ import PostgresNIO
                     let alice = Keys.generate(), bob = Keys.generate(), carol = Keys.generate()
                     try await Self.register(gateway, bob, Self.token(0xE1), environment: "production")
                     try await Self.register(gateway, carol, Self.token(0xE2), environment: "sandbox")
-                    #expect(try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob, carol])).status == .accepted)
+                    #expect(
+                        try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob, carol])).status
+                            == .accepted)
                     #expect(try await GatewayHarness.eventually { development.delivered().count == 1 && production.delivered().count == 1 })
                     #expect(development.delivered().map(\.deviceToken) == [Self.token(0xE2)])
                     #expect(production.delivered().map(\.deviceToken) == [Self.token(0xE1)])

@@ -1,10 +1,10 @@
+import APNsSandbox
 import Foundation
 import NostrProtocol
 import NostrRelay
 import PushGateway
-import Testing
 import TestSupport
-import APNsSandbox
+import Testing
 
 /// A real `linkstr-push` process whose only relay is a `HostileRelay` in this process: a flood
 /// leaves its memory bounded and its health check fast, a relay past its limits is disconnected
@@ -17,8 +17,10 @@ import APNsSandbox
     /// `createdAt`: all the watcher checks (it never decrypts), without the cost of a real wrap.
     static func wrapLike(to recipient: Keys, createdAt: Int64 = UnixTime.now(), _ content: String = "x") -> NostrEvent {
         let author = Keys.generate()
-        return UnsignedEvent(pubkey: author.publicKey, createdAt: createdAt, kind: EventKind.giftWrap, tags: [["p", recipient.publicKey.hex]],
-                             content: content).signed(by: author)
+        return UnsignedEvent(
+            pubkey: author.publicKey, createdAt: createdAt, kind: EventKind.giftWrap, tags: [["p", recipient.publicKey.hex]],
+            content: content
+        ).signed(by: author)
     }
 
     /// `count` distinct signed events to `recipient` as JSON, made on every core. More than the
@@ -32,8 +34,10 @@ import APNsSandbox
                     let author = Keys.generate()
                     let now = UnixTime.now()
                     return (0..<(count / parts + 1)).map { index in
-                        UnsignedEvent(pubkey: author.publicKey, createdAt: now - Int64(index % 3600), kind: EventKind.giftWrap,
-                                      tags: [["p", recipient.publicKey.hex]], content: "flood \(part).\(index)").signed(by: author).json
+                        UnsignedEvent(
+                            pubkey: author.publicKey, createdAt: now - Int64(index % 3600), kind: EventKind.giftWrap,
+                            tags: [["p", recipient.publicKey.hex]], content: "flood \(part).\(index)"
+                        ).signed(by: author).json
                     }
                 }
             }
@@ -43,11 +47,15 @@ import APNsSandbox
         }
     }
 
-    static func start(_ url: DatabaseURL, _ sandbox: SandboxFixture, _ relay: HostileRelay, _ extra: [String: String] = [:],
-                      watching keys: Keys) async throws -> GatewayProcess {
-        let gateway = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: [
-            "RELAYS": relay.url, "WATCH_COALESCE_SECONDS": "0",
-        ].merging(extra) { $1 })
+    static func start(
+        _ url: DatabaseURL, _ sandbox: SandboxFixture, _ relay: HostileRelay, _ extra: [String: String] = [:],
+        watching keys: Keys
+    ) async throws -> GatewayProcess {
+        let gateway = try await GatewayProcess.start(
+            database: url, sandbox: sandbox,
+            environment: [
+                "RELAYS": relay.url, "WATCH_COALESCE_SECONDS": "0",
+            ].merging(extra) { $1 })
         let body = GatewayHarness.registerBody(token, extra: #","relay_watch":true"#)
         #expect(try await gateway.send(keys, "POST", "/v1/devices/register", json: body) == 202)
         return gateway
@@ -88,7 +96,8 @@ import APNsSandbox
     static func diagnostics(_ gateway: GatewayProcess) async -> String {
         let metrics = (try? await gateway.get("/metrics").body) ?? "(no metrics)"
         let log = (try? String(contentsOfFile: gateway.logPath, encoding: .utf8)) ?? ""
-        return "metrics:\n" + metrics.split(separator: "\n").filter { $0.hasPrefix("linkstr_watch") && !$0.contains("bucket") }.joined(separator: "\n")
+        return "metrics:\n"
+            + metrics.split(separator: "\n").filter { $0.hasPrefix("linkstr_watch") && !$0.contains("bucket") }.joined(separator: "\n")
             + "\nlog:\n" + log.split(separator: "\n").suffix(40).joined(separator: "\n")
     }
 
@@ -99,7 +108,9 @@ import APNsSandbox
     // MARK: Bounded inbound path
 
     /// p99 of `count` sequential `/healthz` probes, paced 200 ms apart; also checks each is 200.
-    static func healthProbes(_ gateway: GatewayProcess, count: Int, while sample: () -> Void = {}) async throws -> (p99: Duration, all: [Duration]) {
+    static func healthProbes(_ gateway: GatewayProcess, count: Int, while sample: () -> Void = {}) async throws -> (
+        p99: Duration, all: [Duration]
+    ) {
         var probes: [Duration] = []
         for _ in 0..<count {
             sample()
@@ -119,7 +130,8 @@ import APNsSandbox
     /// verification falls behind, which is not what these tests wait for.
     static func stuckBehindTheDatabase(_ gateway: GatewayProcess, _ relay: HostileRelay) async -> Bool {
         guard (try? await metric(gateway, "linkstr_watch_relay_reading_paused", ["relay": relay.url])) == 1 else { return false }
-        return (try? await metric(gateway, "linkstr_watch_pending_wraps", [:])).map { $0 >= Double(WatchSettings.sightingBufferLimit) } ?? false
+        return (try? await metric(gateway, "linkstr_watch_pending_wraps", [:])).map { $0 >= Double(WatchSettings.sightingBufferLimit) }
+            ?? false
     }
 
     /// The worst flood for memory: PostgreSQL is down, so nothing the gateway reads can leave it,
@@ -145,7 +157,9 @@ import APNsSandbox
 
             try await cluster.stop()
             relay.flood(.init(items: flood.map { .event($0) }), stopReading: true)
-            #expect(await eventually(within: 60) { await Self.stuckBehindTheDatabase(gateway, relay) }, "the gateway stopped reading the relay: \(relay.records)")
+            #expect(
+                await eventually(within: 60) { await Self.stuckBehindTheDatabase(gateway, relay) },
+                "the gateway stopped reading the relay: \(relay.records)")
             let paused = ContinuousClock.now
             var samples: [(at: Double, mb: Double)] = []
             let busy = try await Self.healthProbes(gateway, count: 50) {
@@ -170,11 +184,12 @@ import APNsSandbox
             try await cluster.start()
             // Asked of the gateway, not the relay: left unread past two ping intervals (60 s), the
             // connection closes on its unanswered pings, and the next one has no flood.
-            #expect(await eventually(within: 120) {
-                let paused = (try? await Self.metric(gateway, "linkstr_watch_relay_reading_paused", ["relay": relay.url])) ?? 1
-                let waiting = (try? await Self.metric(gateway, "linkstr_watch_pending_wraps", [:])) ?? .infinity
-                return paused == 0 && waiting < Double(WatchSettings.sightingBufferLimit)
-            }, "reading again once PostgreSQL is back: \(relay.records)")
+            #expect(
+                await eventually(within: 120) {
+                    let paused = (try? await Self.metric(gateway, "linkstr_watch_relay_reading_paused", ["relay": relay.url])) ?? 1
+                    let waiting = (try? await Self.metric(gateway, "linkstr_watch_pending_wraps", [:])) ?? .infinity
+                    return paused == 0 && waiting < Double(WatchSettings.sightingBufferLimit)
+                }, "reading again once PostgreSQL is back: \(relay.records)")
             #expect(await eventually(within: 60) { !RelayWatchTests.giftWrapDeliveries(sandbox).isEmpty }, "and delivering")
             #expect(await gateway.stop(within: 30), "and it still shuts down gracefully")
         }
@@ -202,7 +217,8 @@ import APNsSandbox
         try await relay.start()
         let bob = Keys.generate()
         try await SandboxFixture.with { sandbox in
-            let gateway = try await Self.start(url, sandbox, relay, ["WATCH_RELAY_MAX_EVENTS_PER_SECOND": "0", "LOG_LEVEL": "info"], watching: bob)
+            let gateway = try await Self.start(
+                url, sandbox, relay, ["WATCH_RELAY_MAX_EVENTS_PER_SECOND": "0", "LOG_LEVEL": "info"], watching: bob)
             defer { gateway.kill() }
             #expect(try await GatewayHarness.eventually(within: 15) { try await Self.relayStatus(gateway)?["live_pubkeys"] == 1 })
 
@@ -211,12 +227,17 @@ import APNsSandbox
             let slowReader: HostileRelay.SlowReader = gapCase == .relayHangsUp ? .disconnect(after: .seconds(1)) : .dropEvents
             relay.flood(.init(items: [.event(flooding.json)], total: 200_000), slowReader: slowReader)
             // The gateway's own pause, its buffers full, not just a relay socket that is slow to drain.
-            #expect(await eventually(within: 60) { await Self.stuckBehindTheDatabase(gateway, relay) }, "the gateway stopped reading: \(relay.records)")
+            #expect(
+                await eventually(within: 60) { await Self.stuckBehindTheDatabase(gateway, relay) },
+                "the gateway stopped reading: \(relay.records)")
             switch gapCase {
             case .relayHangsUp:
-                #expect(await eventually(within: 60) { relay.subscribers.first?.closedAsSlow == true }, "the relay gave up: \(relay.records)")
+                #expect(
+                    await eventually(within: 60) { relay.subscribers.first?.closedAsSlow == true }, "the relay gave up: \(relay.records)")
             case .relayDropsEvents:
-                #expect(await eventually(within: 60) { relay.subscribers.first?.stalled == true }, "the relay's socket is full: \(relay.records)")
+                #expect(
+                    await eventually(within: 60) { relay.subscribers.first?.stalled == true },
+                    "the relay's socket is full: \(relay.records)")
                 relay.stopFlooding()
             }
             let gap = Self.wrapLike(to: bob, createdAt: UnixTime.now() - 172_800 + 3, "in the gap")
@@ -255,11 +276,13 @@ import APNsSandbox
     @Test(.timeLimit(.minutes(5))) func aRelaySendingInvalidEventsIsDisconnectedAndKeptAwayLongerEachTime() async throws {
         let bob = Keys.generate()
         let genuine = try RelayWatchTests.wrap(to: bob, "genuine")
-        let wrongID = NostrEvent(id: genuine.id, pubkey: genuine.pubkey, createdAt: genuine.createdAt, kind: genuine.kind, tags: genuine.tags,
-                                 content: genuine.content + "!", sig: genuine.sig)
+        let wrongID = NostrEvent(
+            id: genuine.id, pubkey: genuine.pubkey, createdAt: genuine.createdAt, kind: genuine.kind, tags: genuine.tags,
+            content: genuine.content + "!", sig: genuine.sig)
         let forged = try RelayWatchTests.wrap(to: bob, "forged")
-        let badSignature = NostrEvent(id: forged.id, pubkey: forged.pubkey, createdAt: forged.createdAt, kind: forged.kind, tags: forged.tags,
-                                      content: forged.content, sig: genuine.sig)
+        let badSignature = NostrEvent(
+            id: forged.id, pubkey: forged.pubkey, createdAt: forged.createdAt, kind: forged.kind, tags: forged.tags,
+            content: forged.content, sig: genuine.sig)
         let relay = try HostileRelay { number in
             switch number {
             case 1: .init(flood: .init(items: [.event(wrongID.json)], total: 30))
@@ -273,7 +296,10 @@ import APNsSandbox
                 let gateway = try await Self.start(url, sandbox, relay, ["WATCH_RELAY_MAX_INVALID": "10"], watching: bob)
                 defer { gateway.kill() }
                 let signatureChecks = { try await Self.metric(gateway, "linkstr_watch_signature_checks_total", ["relay": relay.url]) }
-                let disconnects = { try await Self.metric(gateway, "linkstr_watch_relay_limit_disconnects_total", ["relay": relay.url, "reason": "invalid"]) }
+                let disconnects = {
+                    try await Self.metric(
+                        gateway, "linkstr_watch_relay_limit_disconnects_total", ["relay": relay.url, "reason": "invalid"])
+                }
                 #expect(await eventually(within: 30) { relay.subscribers.first?.closed != nil }, "the first connection was closed")
                 // The relay sees the close before the gateway has finished its close handshake.
                 #expect(try await GatewayHarness.eventually { try await Self.relayStatus(gateway)?["last_limit"] == "invalid" })
@@ -319,7 +345,9 @@ import APNsSandbox
                 #expect(await eventually(within: 30) { relay.subscribers.first?.closed != nil }, "disconnected")
                 // The relay sees the close before the gateway has finished its close handshake.
                 #expect(try await GatewayHarness.eventually { try await Self.relayStatus(gateway)?["last_limit"] == "flood" })
-                #expect(try await Self.metric(gateway, "linkstr_watch_relay_limit_disconnects_total", ["reason": "flood", "relay": relay.url]) == 1)
+                #expect(
+                    try await Self.metric(gateway, "linkstr_watch_relay_limit_disconnects_total", ["reason": "flood", "relay": relay.url])
+                        == 1)
                 #expect(try await Self.metric(gateway, "linkstr_watch_relay_events_per_second", ["relay": relay.url]) > 200)
                 #expect(await gateway.stop())
             }

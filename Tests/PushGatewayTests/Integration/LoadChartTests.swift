@@ -40,15 +40,19 @@ struct LoadChartTests {
     }
 
     @Test func aTypicalRunHasBothPanelsAxesUnitsAndALegend() async throws {
-        let chart = LoadChart(title: "push-load: throughput and end-to-end latency", kinds: Self.kinds,
-                              requests: Self.run(seconds: 10, rate: 100, lostEvery: 500))
+        let chart = LoadChart(
+            title: "push-load: throughput and end-to-end latency", kinds: Self.kinds,
+            requests: Self.run(seconds: 10, rate: 100, lostEvery: 500))
         let rendered = try await Self.render(chart, name: "typical")
-        for text in ["push-load: throughput and end-to-end latency", "2,000 requests sent, 1,996 delivered, 4 not delivered · lines are per second",
-                     "Throughput: requests sent (at send time) and delivered (at delivery time), per second", "End-to-end latency, by the time the request was sent",
-                     "time since start (s)", "requests/s", "latency (log scale)",
-                     "gift wraps", "typed pushes", "relay → watcher → queue → APNs", "POST /v1/push → queue → APNs",
-                     "gift wraps sent/s", "gift wraps delivered/s", "typed pushes sent/s", "typed pushes delivered/s",
-                     "each request", "not delivered (4)", "0", "10", "100 ms", "1 s"] {
+        for text in [
+            "push-load: throughput and end-to-end latency", "2,000 requests sent, 1,996 delivered, 4 not delivered · lines are per second",
+            "Throughput: requests sent (at send time) and delivered (at delivery time), per second",
+            "End-to-end latency, by the time the request was sent",
+            "time since start (s)", "requests/s", "latency (log scale)",
+            "gift wraps", "typed pushes", "relay → watcher → queue → APNs", "POST /v1/push → queue → APNs",
+            "gift wraps sent/s", "gift wraps delivered/s", "typed pushes sent/s", "typed pushes delivered/s",
+            "each request", "not delivered (4)", "0", "10", "100 ms", "1 s",
+        ] {
             #expect(rendered.texts.contains(text), "\(text) in \(rendered.texts)")
         }
         #expect(rendered.texts.contains { $0.hasPrefix("p50 per second (whole run ") && $0.hasSuffix(" ms)") })
@@ -69,20 +73,29 @@ struct LoadChartTests {
         case .oneRequest:
             return LoadChart(title: "one", kinds: kinds, requests: [.init(kind: "push", sent: 0.3, latency: 0.012)])
         case .allLatenciesEqual:
-            return LoadChart(title: "flat", kinds: kinds, requests: (0..<300).map { .init(kind: $0 % 2 == 0 ? "wrap" : "push", sent: Double($0) / 100, latency: 0.05) })
+            return LoadChart(
+                title: "flat", kinds: kinds,
+                requests: (0..<300).map { .init(kind: $0 % 2 == 0 ? "wrap" : "push", sent: Double($0) / 100, latency: 0.05) })
         case .nothingDelivered:
-            return LoadChart(title: "lost", kinds: kinds, requests: (0..<50).map { .init(kind: "wrap", sent: Double($0) / 10, latency: nil) })
+            return LoadChart(
+                title: "lost", kinds: kinds, requests: (0..<50).map { .init(kind: "wrap", sent: Double($0) / 10, latency: nil) })
         case .oddNumbers:
-            return LoadChart(title: "odd", kinds: kinds, requests: [
-                .init(kind: "wrap", sent: .nan, latency: 0.01), .init(kind: "wrap", sent: 1, latency: .infinity),
-                .init(kind: "wrap", sent: -2, latency: -0.5), .init(kind: "push", sent: 2, latency: 0),
-                .init(kind: "push", sent: 3, latency: 0.000_01), .init(kind: "push", sent: 4, latency: 45),
-            ])
+            return LoadChart(
+                title: "odd", kinds: kinds,
+                requests: [
+                    .init(kind: "wrap", sent: .nan, latency: 0.01), .init(kind: "wrap", sent: 1, latency: .infinity),
+                    .init(kind: "wrap", sent: -2, latency: -0.5), .init(kind: "push", sent: 2, latency: 0),
+                    .init(kind: "push", sent: 3, latency: 0.000_01), .init(kind: "push", sent: 4, latency: 45),
+                ])
         case .unknownKindAndMarkupInText:
-            return LoadChart(title: #"<script>alert("x")</script> & 'more' \#u{7}"#, kinds: [.init(id: "a", name: "<b>a & b</b>", path: "x \"→\" y", colour: #""><g"#)],
-                             requests: [.init(kind: "a", sent: 0.5, latency: 0.2), .init(kind: "</text>", sent: 1.5, latency: 0.4)])
+            return LoadChart(
+                title: #"<script>alert("x")</script> & 'more' \#u{7}"#,
+                kinds: [.init(id: "a", name: "<b>a & b</b>", path: "x \"→\" y", colour: #""><g"#)],
+                requests: [.init(kind: "a", sent: 0.5, latency: 0.2), .init(kind: "</text>", sent: 1.5, latency: 0.4)])
         case .subSecondRun:
-            return LoadChart(title: "short", kinds: kinds, requests: (0..<20).map { .init(kind: "push", sent: Double($0) / 40, latency: 0.003 + Double($0) / 10_000) })
+            return LoadChart(
+                title: "short", kinds: kinds,
+                requests: (0..<20).map { .init(kind: "push", sent: Double($0) / 40, latency: 0.003 + Double($0) / 10_000) })
         case .slowTail:
             return LoadChart(title: "tail", kinds: kinds, requests: run(seconds: 5, rate: 20, typical: 0.2))
         }
@@ -100,7 +113,9 @@ struct LoadChartTests {
         case .nothingDelivered:
             #expect(rendered.texts.contains("no request was delivered") && rendered.texts.contains("not delivered (50)"))
         case .oddNumbers:
-            #expect(rendered.texts.contains { $0.hasPrefix("4 requests sent, 4 delivered ·") }, "the NaN and the infinity left out: \(rendered.texts)")
+            #expect(
+                rendered.texts.contains { $0.hasPrefix("4 requests sent, 4 delivered ·") },
+                "the NaN and the infinity left out: \(rendered.texts)")
             #expect(rendered.texts.contains("10 s"), "45 s fits under the axis's top")
         case .unknownKindAndMarkupInText:
             #expect(rendered.texts.contains(#"<script>alert("x")</script> & 'more' �"#))

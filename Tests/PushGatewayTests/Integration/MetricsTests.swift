@@ -1,11 +1,11 @@
 import Foundation
-import Synchronization
 import HTTPTypes
-import NostrProtocol
-import PushGateway
-import Testing
 import HummingbirdTesting
 import NIOCore
+import NostrProtocol
+import PushGateway
+import Synchronization
+import Testing
 
 /// `GET /metrics` after real traffic: requests by route and status, auth failures by reason, queue
 /// depth, pushes by outcome and reason, the send-latency histogram and the provider token's age.
@@ -14,13 +14,19 @@ import NIOCore
         try await SandboxFixture.with { sandbox in
             try await GatewayHarness.run(deliver: true, apns: sandbox.apns) { gateway in
                 let alice = Keys.generate(), bob = Keys.generate(), carol = Keys.generate()
-                try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(0x61)))
-                try await gateway.send(carol, .post, "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(prefix: "0400", 0x62)))
-                #expect(try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob, carol])).status == .accepted)
+                try await gateway.send(
+                    bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(0x61)))
+                try await gateway.send(
+                    carol, .post, "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(prefix: "0400", 0x62)))
+                #expect(
+                    try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob, carol])).status
+                        == .accepted)
                 #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 })
                 // Two refused requests: a replayed nonce and no header at all.
-                try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(0x63)), nonce: "once")
-                try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(0x63)), nonce: "once")
+                try await gateway.send(
+                    alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(0x63)), nonce: "once")
+                try await gateway.send(
+                    alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(0x63)), nonce: "once")
                 try await gateway.send(nil, .post, "/v1/push", json: "{}")
 
                 let response = try await gateway.client.execute(uri: "/metrics", method: .get)
@@ -41,15 +47,19 @@ import NIOCore
                 for line in expected {
                     #expect(text.contains(line), "missing: \(line)")
                 }
-                let age = text.split(separator: "\n").first { $0.hasPrefix(#"linkstr_apns_jwt_age_seconds{key_id="\#(SandboxFixture.keyID)"}"#) }
+                let age = text.split(separator: "\n").first {
+                    $0.hasPrefix(#"linkstr_apns_jwt_age_seconds{key_id="\#(SandboxFixture.keyID)"}"#)
+                }
                 let seconds = try #require(age.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) })
                 #expect(seconds >= 0 && seconds < 60)
                 #expect(!text.contains(HTTP2DeliveryTests.token(0x61)), "no device token in labels")
                 // The queue gauge counts a short queue exactly; the figures are read at most once
                 // a second, so the drained queue shows on a later scrape.
-                #expect(try await GatewayHarness.eventually(within: 5) {
-                    String(buffer: try await gateway.client.execute(uri: "/metrics", method: .get).body).contains(#"linkstr_queue_jobs{state="queued"} 0"#)
-                })
+                #expect(
+                    try await GatewayHarness.eventually(within: 5) {
+                        String(buffer: try await gateway.client.execute(uri: "/metrics", method: .get).body).contains(
+                            #"linkstr_queue_jobs{state="queued"} 0"#)
+                    })
             }
         }
     }
@@ -57,10 +67,12 @@ import NIOCore
     /// However often `/readyz` and `/metrics` are asked, the database is read at most once a second.
     @Test func aSnapshotIsRefreshedAtMostOncePerIntervalAndSharedWhileRefreshing() async {
         let clock = ManualInstant()
-        let snapshot = ThrottledSnapshot(interval: .seconds(1), now: { clock.now }) {
-            try? await Task.sleep(for: .milliseconds(50))
-            return clock.now
-        }
+        let snapshot = ThrottledSnapshot(
+            interval: .seconds(1), now: { clock.now },
+            refresh: {
+                try? await Task.sleep(for: .milliseconds(50))
+                return clock.now
+            })
         // 100 callers at once share one refresh.
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<100 { group.addTask { _ = await snapshot.value() } }

@@ -1,9 +1,9 @@
 import Foundation
+import HTTPTypes
+import HummingbirdCore
 import PostgresNIO
 import PushGateway
 import Testing
-import HTTPTypes
-import HummingbirdCore
 
 @Suite(.serialized) struct MigrationTests {
     @Test func appliesOnceAndConcurrentStartsAreSafe() async throws {
@@ -14,7 +14,10 @@ import HummingbirdCore
             // Two "instances" migrate at once: one applies everything, the other nothing.
             let other = GatewayApplication.postgresClient(url, logger: TestDatabase.logger)
             let results = try await withThrowingTaskGroup(of: [Int].self) { group in
-                group.addTask { await other.run(); return [] }
+                group.addTask {
+                    await other.run()
+                    return []
+                }
                 async let first = migrator.migrate(client: client, logger: TestDatabase.logger)
                 async let second = migrator.migrate(client: other, logger: TestDatabase.logger)
                 let both = try await [first, second]
@@ -44,7 +47,9 @@ import HummingbirdCore
         try await TestDatabase.with(migrate: false) { (url: DatabaseURL, client: PostgresClient) async throws -> Void in
             let configuration = GatewayHarness.configuration(url)
             let migrator = try Migrator.load(directory: Migrator.defaultDirectory())
-            let api = GatewayAPI(store: GatewayStore(client: client, logger: TestDatabase.logger), configuration: configuration, latestMigration: migrator.latestVersion)
+            let api = GatewayAPI(
+                store: GatewayStore(client: client, logger: TestDatabase.logger), configuration: configuration,
+                latestMigration: migrator.latestVersion)
             #expect(await api.ready().status == .serviceUnavailable)
             try await migrator.migrate(client: client, logger: TestDatabase.logger)
             // Readiness is cached for a second (ThrottledSnapshot), so a fast migration may still

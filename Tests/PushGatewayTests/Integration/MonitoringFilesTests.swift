@@ -5,8 +5,8 @@ import NIOCore
 import NostrProtocol
 import PushGateway
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// The monitoring that ships in deploy/: the alerting rules pass promtool's check and their unit
 /// tests (deploy/prometheus/alerts.test.yaml), each alert has a runbook section in
@@ -21,7 +21,8 @@ import TestSupport
 
     /// promtool, from Debian's `prometheus` package (scripts/lib/setup.sh installs it).
     static func promtool() throws -> String {
-        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init) + ["/usr/bin", "/usr/local/bin"]
+        let path =
+            (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init) + ["/usr/bin", "/usr/local/bin"]
         for directory in path {
             let candidate = URL(fileURLWithPath: directory).appendingPathComponent("promtool").path
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
@@ -57,7 +58,9 @@ import TestSupport
 
     /// Every query of the dashboard, with Grafana's variables replaced by what PromQL accepts.
     static func dashboardQueries() throws -> [String] {
-        let expressions = panels(try dashboardJSON()).flatMap { $0["targets"] as? [[String: Any]] ?? [] }.compactMap { $0["expr"] as? String }
+        let expressions = panels(try dashboardJSON()).flatMap { $0["targets"] as? [[String: Any]] ?? [] }.compactMap {
+            $0["expr"] as? String
+        }
         return expressions.map { expression in
             expression
                 .replacing(/\$\{?__(rate_interval|interval|range)\}?/, with: "5m")
@@ -68,7 +71,9 @@ import TestSupport
     /// The `linkstr_…` metric names in `expressions`: identifiers that start so (a recording
     /// rule's name, `a:linkstr_b`, is not one; nor a label value such as `"linkstr-push"`).
     static func metricNames(_ expressions: [String]) -> Set<String> {
-        Set(expressions.flatMap { $0.matches(of: /[A-Za-z_:][A-Za-z0-9_:]*/).map { String($0.output) } }.filter { $0.hasPrefix("linkstr_") })
+        Set(
+            expressions.flatMap { $0.matches(of: /[A-Za-z_:][A-Za-z0-9_:]*/).map { String($0.output) } }.filter { $0.hasPrefix("linkstr_") }
+        )
     }
 
     /// The names of `names` the exposition has no `# TYPE` line for. A histogram's `_bucket`,
@@ -95,8 +100,9 @@ import TestSupport
 
     /// GitHub's anchor for a heading: lower-cased, punctuation dropped, spaces to hyphens.
     static func anchor(_ heading: String) -> String {
-        String(heading.lowercased().unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || $0 == " " || $0 == "-" || $0 == "_" }
-            .map { $0 == " " ? "-" : Character($0) })
+        String(
+            heading.lowercased().unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || $0 == " " || $0 == "-" || $0 == "_" }
+                .map { $0 == " " ? "-" : Character($0) })
     }
 
     @Test func theAlertingRulesPassPromtoolsCheckAndTheirUnitTests() async throws {
@@ -115,8 +121,9 @@ import TestSupport
         #expect(alerts.count >= 6)
         let groups = try await Self.yaml(Self.rules)["groups"] as? [[String: Any]] ?? []
         #expect(groups.compactMap { $0["name"] as? String } == ["linkstr-push"])
-        let headings = Set(try String(contentsOf: Self.operations, encoding: .utf8).split(separator: "\n")
-            .filter { $0.hasPrefix("#") }.map { Self.anchor($0.drop { $0 == "#" }.trimmingCharacters(in: .whitespaces)) })
+        let headings = Set(
+            try String(contentsOf: Self.operations, encoding: .utf8).split(separator: "\n")
+                .filter { $0.hasPrefix("#") }.map { Self.anchor($0.drop { $0 == "#" }.trimmingCharacters(in: .whitespaces)) })
         #expect(headings.contains("alerts"), "docs/operations.md has an Alerts section")
         let tests = try await Self.yaml(Self.ruleTests)["tests"] as? [[String: Any]] ?? []
         let cases = tests.flatMap { $0["alert_rule_test"] as? [[String: Any]] ?? [] }
@@ -144,7 +151,14 @@ import TestSupport
         let promtool = try Self.promtool()
         let queries = try Self.dashboardQueries()
         #expect(queries.count >= 10)
-        let rules: [String: Any] = ["groups": [["name": "dashboard", "rules": queries.enumerated().map { ["record": "dashboard:query_\($0.offset)", "expr": $0.element] }]]]
+        let rules: [String: Any] = [
+            "groups": [
+                [
+                    "name": "dashboard",
+                    "rules": queries.enumerated().map { ["record": "dashboard:query_\($0.offset)", "expr": $0.element] },
+                ]
+            ]
+        ]
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("dashboard-\(UUID().uuidString).yaml")
         defer { try? FileManager.default.removeItem(at: file) }
         // JSON is YAML (but for `\/`, which YAML has no escape for).
@@ -155,10 +169,16 @@ import TestSupport
 
         let dashboard = try Self.dashboardJSON()
         let variables = (dashboard["templating"] as? [String: Any])?["list"] as? [[String: Any]] ?? []
-        #expect(variables.contains { $0["name"] as? String == "datasource" && $0["type"] as? String == "datasource" && $0["query"] as? String == "prometheus" })
+        #expect(
+            variables.contains {
+                $0["name"] as? String == "datasource" && $0["type"] as? String == "datasource" && $0["query"] as? String == "prometheus"
+            })
         let panels = Self.panels(dashboard).filter { $0["type"] as? String != "row" }
-        for source in panels.map({ $0["datasource"] }) + panels.flatMap({ ($0["targets"] as? [[String: Any]] ?? []).map { $0["datasource"] } }) {
-            #expect((source as? [String: Any])?["uid"] as? String == "${datasource}", "a hard-coded data source: \(String(describing: source))")
+        for source in panels.map({ $0["datasource"] })
+            + panels.flatMap({ ($0["targets"] as? [[String: Any]] ?? []).map { $0["datasource"] } })
+        {
+            #expect(
+                (source as? [String: Any])?["uid"] as? String == "${datasource}", "a hard-coded data source: \(String(describing: source))")
         }
     }
 
@@ -171,11 +191,18 @@ import TestSupport
             # TYPE linkstr_apns_send_duration_seconds histogram
             linkstr_apns_send_duration_seconds_bucket{status="200",le="0.001"} 0
             """
-        #expect(Self.missing(["linkstr_pushes_total", "linkstr_apns_send_duration_seconds_bucket", "linkstr_apns_send_duration_seconds_count"],
-                             in: exposition).isEmpty)
-        #expect(Self.missing(["linkstr_no_such_metric", "linkstr_pushes_total_count", "linkstr_pushes"], in: exposition)
+        #expect(
+            Self.missing(
+                ["linkstr_pushes_total", "linkstr_apns_send_duration_seconds_bucket", "linkstr_apns_send_duration_seconds_count"],
+                in: exposition
+            ).isEmpty)
+        #expect(
+            Self.missing(["linkstr_no_such_metric", "linkstr_pushes_total_count", "linkstr_pushes"], in: exposition)
                 == ["linkstr_no_such_metric", "linkstr_pushes", "linkstr_pushes_total_count"])
-        #expect(Self.metricNames(["sum(rate(linkstr_a_total{x=\"linkstr-push\"}[5m])) / linkstr_b", "dashboard:linkstr_c"]) == ["linkstr_a_total", "linkstr_b"])
+        #expect(
+            Self.metricNames(["sum(rate(linkstr_a_total{x=\"linkstr-push\"}[5m])) / linkstr_b", "dashboard:linkstr_c"]) == [
+                "linkstr_a_total", "linkstr_b",
+            ])
     }
 
     /// A gateway watching a relay and delivering to the APNs sandbox, after a registration, a
@@ -190,19 +217,25 @@ import TestSupport
         try await relay.start()
         let bob = Keys.generate(), carol = Keys.generate(), alice = Keys.generate(), mallory = Keys.generate()
         try await SandboxFixture.with { sandbox in
-            try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: RelayWatchTests.settings([relay]),
-                                         rateLimits: RateLimitSettings(perPubkey: .init(perSecond: 0.01, burst: 2))) { gateway in
+            try await GatewayHarness.run(
+                deliver: true, apns: sandbox.apns, watch: RelayWatchTests.settings([relay]),
+                rateLimits: RateLimitSettings(perPubkey: .init(perSecond: 0.01, burst: 2))
+            ) { gateway in
                 // Bob is watched on the relay; carol gets typed pushes.
                 try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xA1))
                 try await RelayWatchTests.registerWatching(gateway, carol, HTTP2DeliveryTests.token(0xA2), watch: false)
                 #expect(try await RelayWatchTests.waitLive(gateway, pubkeys: 1), "bob's subscription reached EOSE")
-                #expect(try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [carol])).status == .accepted)
+                #expect(
+                    try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [carol])).status == .accepted)
                 #expect(try await GatewayHarness.eventually { sandbox.delivered().count == 1 }, "the push was delivered")
                 // A request with no Authorization header, and one over mallory's pubkey limit.
                 #expect(try await gateway.send(nil, .post, "/v1/push", json: "{}").status == .unauthorized)
                 var statuses: [HTTPResponse.Status] = []
                 for seed: UInt8 in 0xB1...0xB3 {
-                    statuses.append(try await gateway.send(mallory, .post, "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(seed))).status)
+                    statuses.append(
+                        try await gateway.send(
+                            mallory, .post, "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(seed))
+                        ).status)
                 }
                 #expect(statuses.last == .tooManyRequests, "\(statuses)")
 

@@ -3,8 +3,8 @@ import Hummingbird
 import Logging
 import PostgresNIO
 import PushGateway
-import Testing
 import TestSupport
+import Testing
 
 @Suite struct OpenAPITests {
     /// `METHOD /path` pairs declared under `paths:` in the document.
@@ -13,7 +13,10 @@ import TestSupport
         var currentPath: String?
         var inPaths = false
         for line in OpenAPIDocument.yaml.split(separator: "\n", omittingEmptySubsequences: false) {
-            if line == "paths:" { inPaths = true; continue }
+            if line == "paths:" {
+                inPaths = true
+                continue
+            }
             guard inPaths else { continue }
             if line.hasPrefix("  /"), line.hasSuffix(":"), !line.hasPrefix("   ") {
                 currentPath = String(line.dropFirst(2).dropLast())
@@ -56,7 +59,8 @@ import TestSupport
 @Suite struct OpenAPIValidationTests {
     /// Validates the document with openapi-spec-validator (installed into .venv by scripts/test.sh).
     @Test func documentValidatesAgainstTheOpenAPISchema() async throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let python = ProcessInfo.processInfo.environment["LINKSTR_PYTHON"] ?? root.appendingPathComponent(".venv/bin/python").path
         guard FileManager.default.isExecutableFile(atPath: python) else {
             Issue.record("needs \(python) with openapi-spec-validator: run scripts/test.sh")
@@ -65,9 +69,13 @@ import TestSupport
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("linkstr-openapi-\(UUID().uuidString).yaml")
         try OpenAPIDocument.yaml.write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
-        let (code, text) = try await ChildProcess.run(python, [
-            "-c", "import sys, yaml; from openapi_spec_validator import validate; validate(yaml.safe_load(open(sys.argv[1]))); print('ok')", file.path,
-        ], timeout: .seconds(120))
+        let (code, text) = try await ChildProcess.run(
+            python,
+            [
+                "-c",
+                "import sys, yaml; from openapi_spec_validator import validate; validate(yaml.safe_load(open(sys.argv[1]))); print('ok')",
+                file.path,
+            ], timeout: .seconds(120))
         #expect(code == 0, "\(text)")
         #expect(text.contains("ok"))
     }

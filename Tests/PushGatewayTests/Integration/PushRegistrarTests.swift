@@ -1,28 +1,33 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import HummingbirdTesting
 import LinkstrCore
 import NostrProtocol
 import PostgresNIO
 import Synchronization
 import TestSupport
 import Testing
-import HummingbirdTesting
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// The client library's registrar against the real gateway (HTTP on loopback, real PostgreSQL).
 @Suite struct PushRegistrarTests {
     static let token = "ab" + String(repeating: "cd", count: 31)
 
-    static func registrar(_ gateway: GatewayHarness, keys: Keys, transport: any HTTPTransport = URLSessionTransport()) throws -> PushRegistrar {
+    static func registrar(_ gateway: GatewayHarness, keys: Keys, transport: any HTTPTransport = URLSessionTransport()) throws
+        -> PushRegistrar
+    {
         let port = try #require(gateway.client.port)
-        return PushRegistrar(baseURL: URL(string: "http://127.0.0.1:\(port)")!, keys: keys, transport: transport, retryDelay: .milliseconds(10))
+        return PushRegistrar(
+            baseURL: URL(string: "http://127.0.0.1:\(port)")!, keys: keys, transport: transport, retryDelay: .milliseconds(10))
     }
 
     static func archived(_ gateway: GatewayHarness, _ pubkey: String) async throws -> [String] {
         var ids: [String] = []
         for try await id in try await gateway.database.query(
-            "SELECT conversation_id FROM archived_conversations WHERE pubkey = \(pubkey) ORDER BY conversation_id", logger: TestDatabase.logger
+            "SELECT conversation_id FROM archived_conversations WHERE pubkey = \(pubkey) ORDER BY conversation_id",
+            logger: TestDatabase.logger
         ).decode(String.self) { ids.append(id) }
         return ids
     }
@@ -50,8 +55,9 @@ import HummingbirdTesting
             // Bob registers; Alice's push reaches his device (and skips herself).
             let bobRegistrar = try Self.registrar(gateway, keys: bob)
             try await bobRegistrar.register(deviceToken: "ef" + String(repeating: "01", count: 31), environment: .production)
-            let accepted = try await registrar.enqueuePush(.newPost, eventID: String(repeating: "e", count: 64), conversationID: "C1",
-                                                           recipients: [alice.publicKey.hex, bob.publicKey.hex])
+            let accepted = try await registrar.enqueuePush(
+                .newPost, eventID: String(repeating: "e", count: 64), conversationID: "C1",
+                recipients: [alice.publicKey.hex, bob.publicKey.hex])
             #expect(accepted == PushRegistrar.PushAccepted(recipientCount: 1, candidateDevices: 1))
             await #expect(throws: PushRegistrar.RegistrarError.invalidInput("a reaction push needs its emoji")) {
                 _ = try await registrar.enqueuePush(.newEmojiReaction, eventID: "x", conversationID: "C1", recipients: [bob.publicKey.hex])
@@ -61,7 +67,8 @@ import HummingbirdTesting
             try await registrar.suppress(wrapIDs: (0..<600).map { String(format: "%064x", $0) })
             var suppressed = 0
             for try await count in try await gateway.database.query(
-                "SELECT count(*)::int FROM push_suppressions WHERE pubkey = \(alice.publicKey.hex)", logger: TestDatabase.logger).decode(Int.self) {
+                "SELECT count(*)::int FROM push_suppressions WHERE pubkey = \(alice.publicKey.hex)", logger: TestDatabase.logger
+            ).decode(Int.self) {
                 suppressed = count
             }
             #expect(suppressed == 600)
@@ -89,7 +96,10 @@ import HummingbirdTesting
         init(failOn: Int) { self.failOn = failOn }
 
         func send(_ request: URLRequest) async throws -> (status: Int, body: Data) {
-            let number = requests.withLock { $0 += 1; return $0 }
+            let number = requests.withLock {
+                $0 += 1
+                return $0
+            }
             if number == failOn { throw URLError(.networkConnectionLost) }
             return try await inner.send(request)
         }
@@ -110,7 +120,8 @@ import HummingbirdTesting
 
     @Test func anUnreachableGatewayIsAClearError() async throws {
         let port = try LoopbackPort.free()
-        let registrar = PushRegistrar(baseURL: URL(string: "http://127.0.0.1:\(port)")!, keys: Keys.generate(), retryDelay: .milliseconds(1))
+        let registrar = PushRegistrar(
+            baseURL: URL(string: "http://127.0.0.1:\(port)")!, keys: Keys.generate(), retryDelay: .milliseconds(1))
         await #expect {
             try await registrar.register(deviceToken: Self.token, environment: .sandbox)
         } throws: { error in

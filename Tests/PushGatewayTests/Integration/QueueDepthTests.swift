@@ -10,7 +10,8 @@ import Testing
 
     static func insertJobs(_ client: PostgresClient, count: Int, dueIn seconds: Int) async throws {
         let (token, pubkey) = (Self.token, Self.pubkey)
-        try await client.query("""
+        try await client.query(
+            """
             INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay, next_attempt_at, expires_at)
             SELECT gen_random_uuid(), \(token), \(pubkey), 'gift_wrap', md5(i::text), '', 'ws://relay',
                    now() + make_interval(secs => \(seconds)), now() + interval '1 day'
@@ -29,7 +30,8 @@ import Testing
             let full = try await queue.depth()
             #expect(full.queued == 7 && full.due == 5)
             try await client.query("DELETE FROM push_jobs", logger: TestDatabase.logger)
-            let estimate = try await TestDatabase.count(client, "SELECT n_live_tup::int FROM pg_stat_user_tables WHERE relname = 'push_jobs'")
+            let estimate = try await TestDatabase.count(
+                client, "SELECT n_live_tup::int FROM pg_stat_user_tables WHERE relname = 'push_jobs'")
             let drained = try await queue.depth()
             #expect(drained.queued == 0 && drained.due == 0, "statistics said \(estimate)")
         }
@@ -43,7 +45,8 @@ import Testing
             try await Self.insertJobs(client, count: cap + 40, dueIn: 0)
             try await Self.insertJobs(client, count: 10, dueIn: 3600)
             try await client.query("ANALYZE push_jobs", logger: TestDatabase.logger)
-            let estimate = try await TestDatabase.count(client, "SELECT n_live_tup::int FROM pg_stat_user_tables WHERE relname = 'push_jobs'")
+            let estimate = try await TestDatabase.count(
+                client, "SELECT n_live_tup::int FROM pg_stat_user_tables WHERE relname = 'push_jobs'")
             let depth = try await DeliveryQueue(client: client, logger: TestDatabase.logger).depth()
             #expect(depth.due == cap)
             #expect(depth.queued == max(cap, estimate))

@@ -1,8 +1,8 @@
 import Foundation
+import GatewayWire
 import PostgresNIO
 import PushGateway
 import Testing
-import GatewayWire
 
 /// The queue's statements keep reading jobs by key when PostgreSQL's statistics say the queue is
 /// empty. The queue drains between bursts; an autovacuum that catches it empty records one row
@@ -19,11 +19,13 @@ import GatewayWire
     /// then a new burst the statistics know nothing of. Returns the new burst's (id, attempts).
     static func drainedThenBusy(_ client: PostgresClient) async throws -> [(Int64, Int)] {
         let (token, pubkey) = (Self.token, Self.pubkey)
-        try await client.query("""
+        try await client.query(
+            """
             INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch) VALUES (\(token), \(pubkey), 'sandbox', 'app.test', true)
             """, logger: TestDatabase.logger)
         func burst(_ count: Int) async throws {
-            try await client.query("""
+            try await client.query(
+                """
                 INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay, next_attempt_at,
                                        expires_at, locked_until, attempts, direct)
                 SELECT gen_random_uuid(), \(token), \(pubkey), 'gift_wrap', md5(i::text), '', 'ws://relay', now() + interval '30 seconds',
@@ -38,13 +40,17 @@ import GatewayWire
         try await client.query("VACUUM ANALYZE push_jobs", logger: TestDatabase.logger)
         try await burst(300)
         var jobs: [(Int64, Int)] = []
-        for try await (id, attempts) in try await client.query("SELECT id, attempts FROM push_jobs ORDER BY id DESC LIMIT 300", logger: TestDatabase.logger)
-            .decode((Int64, Int).self) {
+        for try await (id, attempts) in try await client.query(
+            "SELECT id, attempts FROM push_jobs ORDER BY id DESC LIMIT 300", logger: TestDatabase.logger
+        )
+        .decode((Int64, Int).self) {
             jobs.append((id, attempts))
         }
         // The state these tests are about: one row on record, hundreds of pages on disk.
-        let (tuples, pages) = try await client.query("SELECT reltuples::float8, relpages FROM pg_class WHERE relname = 'push_jobs'",
-                                                     logger: TestDatabase.logger).collect()[0].decode((Double, Int32).self)
+        let (tuples, pages) = try await client.query(
+            "SELECT reltuples::float8, relpages FROM pg_class WHERE relname = 'push_jobs'",
+            logger: TestDatabase.logger
+        ).collect()[0].decode((Double, Int32).self)
         try #require(tuples <= 1, "autovacuum's view of a drained queue")
         try #require(pages > 100)
         return jobs
@@ -71,8 +77,10 @@ import GatewayWire
             }
             do {
                 var json = ByteBuffer()
-                for try await text in try await connection.query(PostgresQuery(unsafeSQL: "EXPLAIN (FORMAT JSON) EXECUTE planned(\(arguments))"),
-                                                                 logger: TestDatabase.logger).decode(ByteBuffer.self) {
+                for try await text in try await connection.query(
+                    PostgresQuery(unsafeSQL: "EXPLAIN (FORMAT JSON) EXECUTE planned(\(arguments))"),
+                    logger: TestDatabase.logger
+                ).decode(ByteBuffer.self) {
                     json = text
                 }
                 try await reset()
@@ -96,7 +104,7 @@ import GatewayWire
 
         private mutating func visit(_ value: Any) {
             if let list = value as? [Any] {
-                list.forEach { visit($0) }
+                for item in list { visit(item) }
                 return
             }
             guard let node = value as? [String: Any] else { return }
@@ -116,12 +124,12 @@ import GatewayWire
                         unkeyed.append("\(type) using \(index ?? "?") without a condition")
                     }
                 case "Bitmap Heap Scan", "ModifyTable":
-                    break  // reads through its children / writes the rows its children found
+                    break // reads through its children / writes the rows its children found
                 default:
                     unkeyed.append("\(type) on push_jobs")
                 }
             }
-            (node["Plans"] as? [Any])?.forEach { visit($0) }
+            for plan in node["Plans"] as? [Any] ?? [] { visit(plan) }
         }
 
         var description: String {
@@ -153,26 +161,35 @@ import GatewayWire
         static func literal(_ values: [String]) -> String { "'{\(values.joined(separator: ","))}'" }
 
         static let all: [QueueStatement] = [
-            QueueStatement(name: "finishing jobs", sql: FinishJobsStatement.sql, types: "bigint[], int[]", arguments: { jobs in
-                "\(literal(jobs.map { String($0.0) })), \(literal(jobs.map { String($0.1) }))"
-            }, reads: [pkey]),
+            QueueStatement(
+                name: "finishing jobs", sql: FinishJobsStatement.sql, types: "bigint[], int[]",
+                arguments: { jobs in
+                    "\(literal(jobs.map { String($0.0) })), \(literal(jobs.map { String($0.1) }))"
+                }, reads: [pkey]),
             // The head of the queue by due time, then the raced delete and the lease update by id.
-            QueueStatement(name: "claiming jobs", sql: ClaimJobsQuery.sql, types: "bigint, bigint", arguments: { _ in "100, 30" },
-                           reads: [ExpectedRead(index: "push_jobs_claim_idx", column: "next_attempt_at"), pkey, pkey]),
+            QueueStatement(
+                name: "claiming jobs", sql: ClaimJobsQuery.sql, types: "bigint, bigint", arguments: { _ in "100, 30" },
+                reads: [ExpectedRead(index: "push_jobs_claim_idx", column: "next_attempt_at"), pkey, pkey]),
             // The merge into a device's queued job.
-            QueueStatement(name: "recording wraps", sql: RecordWrapsStatement.sql,
-                           types: "text[], text[], text[], bool[], float8, float8, bool, float8, bool[], float8, bool, float8, float8", arguments: { _ in
-                "'{w1}', \(literal([QueuePlanTests.pubkey])), '{ws://relay}', '{true}', 60, 86400, true, 30, '{true}', 300, true, 10, 0.1667"
-            }, reads: [queuedByDevice]),
+            QueueStatement(
+                name: "recording wraps", sql: RecordWrapsStatement.sql,
+                types: "text[], text[], text[], bool[], float8, float8, bool, float8, bool[], float8, bool, float8, float8",
+                arguments: { _ in
+                    "'{w1}', \(literal([QueuePlanTests.pubkey])), '{ws://relay}', '{true}', 60, 86400, true, 30, '{true}', 300, true, 10, 0.1667"
+                }, reads: [queuedByDevice]),
             // A moved token's queued jobs.
-            QueueStatement(name: "registering devices", sql: RegisterDevicesStatement.sql,
-                           types: "text[], text[], timestamptz[], text[], text[], text[], bool[]", arguments: { _ in
-                "\(literal([String(repeating: "cd", count: 32)])), '{replay}', '{2030-01-01T00:00:00Z}', \(literal([QueuePlanTests.token])), "
-                    + "'{sandbox}', '{app.test}', '{true}'"
-            }, reads: [queuedByDevice]),
-            QueueStatement(name: "archiving conversations", sql: ArchivedJobsDeletion.sql, types: "text, text[]", arguments: { _ in
-                "'\(QueuePlanTests.pubkey)', '{c1,c2}'"
-            }, reads: [queuedByDevice]),
+            QueueStatement(
+                name: "registering devices", sql: RegisterDevicesStatement.sql,
+                types: "text[], text[], timestamptz[], text[], text[], text[], bool[]",
+                arguments: { _ in
+                    "\(literal([String(repeating: "cd", count: 32)])), '{replay}', '{2030-01-01T00:00:00Z}', \(literal([QueuePlanTests.token])), "
+                        + "'{sandbox}', '{app.test}', '{true}'"
+                }, reads: [queuedByDevice]),
+            QueueStatement(
+                name: "archiving conversations", sql: ArchivedJobsDeletion.sql, types: "text, text[]",
+                arguments: { _ in
+                    "'\(QueuePlanTests.pubkey)', '{c1,c2}'"
+                }, reads: [queuedByDevice]),
         ]
     }
 
@@ -181,7 +198,9 @@ import GatewayWire
     @Test func theClaimIndexIsKeyedByTimeAlone() async throws {
         try await TestDatabase.with { _, client in
             // Indexes with `id` among their key columns (not merely included), from the catalog.
-            let holdingID = try await TestDatabase.rows(client, """
+            let holdingID = try await TestDatabase.rows(
+                client,
+                """
                 SELECT i.indexrelid::regclass::text AS name FROM pg_index i
                 WHERE i.indrelid = 'push_jobs'::regclass
                   AND (SELECT attnum FROM pg_attribute WHERE attrelid = 'push_jobs'::regclass AND attname = 'id') = ANY ((i.indkey::int2[])[0:i.indnkeyatts - 1])
@@ -198,7 +217,8 @@ import GatewayWire
         try await TestDatabase.with { _, client in
             let jobs = try await Self.drainedThenBusy(client)
             for mode in PlanMode.allCases {
-                let plan = try await Self.plan(client, statement.sql, types: statement.types, arguments: statement.arguments(jobs), mode: mode)
+                let plan = try await Self.plan(
+                    client, statement.sql, types: statement.types, arguments: statement.arguments(jobs), mode: mode)
                 let reads = JobReads(plan: plan)
                 #expect(reads.unkeyed.isEmpty, "\(mode): \(reads)")
                 let made = reads.keyed.map { read in
@@ -215,12 +235,14 @@ import GatewayWire
             let jobs = try await Self.drainedThenBusy(client)
             #expect(jobs.count == 300)
             let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
-            try await queue.finish(jobs.map { job in
-                ClaimedJob(id: job.0, apnsID: UUID(), deviceToken: Self.token, pubkey: Self.pubkey,
-                           environment: .sandbox, topic: "app.test", deviceUpdatedAt: Date(),
-                           notification: .giftWrap(wrapID: "w", relay: "ws://relay", count: 1, recipient: Self.pubkey),
-                           attempts: job.1, expiresAt: Date().addingTimeInterval(3600))
-            })
+            try await queue.finish(
+                jobs.map { job in
+                    ClaimedJob(
+                        id: job.0, apnsID: UUID(), deviceToken: Self.token, pubkey: Self.pubkey,
+                        environment: .sandbox, topic: "app.test", deviceUpdatedAt: Date(),
+                        notification: .giftWrap(wrapID: "w", relay: "ws://relay", count: 1, recipient: Self.pubkey),
+                        attempts: job.1, expiresAt: Date().addingTimeInterval(3600))
+                })
             #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs") == 1, "the burst deleted, the old job left")
         }
     }

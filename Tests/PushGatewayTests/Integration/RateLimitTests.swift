@@ -76,8 +76,10 @@ import Testing
         #expect(ClientAddress.limiterKey(address) == key)
     }
 
-    @Test(arguments: ["", "unknown", "1.2.3", "1.2.3.4.5", "256.1.1.1", "1.2.3.4 ", "2001:db8::1::2", "evil.example", "1.2.3.4:80", "[::1]",
-                      String(repeating: "1", count: 100)])
+    @Test(arguments: [
+        "", "unknown", "1.2.3", "1.2.3.4.5", "256.1.1.1", "1.2.3.4 ", "2001:db8::1::2", "evil.example", "1.2.3.4:80", "[::1]",
+        String(repeating: "1", count: 100),
+    ])
     func aForwardedValueThatIsNotAnIPHasNoKey(_ text: String) {
         #expect(ClientAddress.limiterKey(text) == nil)
     }
@@ -110,8 +112,10 @@ import Testing
         #expect(CanonicalPathMiddleware<GatewayRequestContext>.isCanonical(path))
     }
 
-    @Test(arguments: ["", "v1/push", "//v1/push", "/v1//push", "/v1/./push", "/v1/../v1/push", "/v1/push/", "/v1/push/.", "/v1/push/..",
-                      "/v1/%70ush", "/v1/push%2F", "/./v1/push", "/v1/pu sh", "/v1/push?x", "/v1/püsh", "/v1/push\\x"])
+    @Test(arguments: [
+        "", "v1/push", "//v1/push", "/v1//push", "/v1/./push", "/v1/../v1/push", "/v1/push/", "/v1/push/.", "/v1/push/..",
+        "/v1/%70ush", "/v1/push%2F", "/./v1/push", "/v1/pu sh", "/v1/push?x", "/v1/püsh", "/v1/push\\x",
+    ])
     func nonCanonicalPaths(_ path: String) {
         #expect(!CanonicalPathMiddleware<GatewayRequestContext>.isCanonical(path))
     }
@@ -119,7 +123,9 @@ import Testing
     @Test func settingsParseAndRefuseNonsense() throws {
         let defaults = try RateLimitSettings.fromEnvironment([:])
         #expect(defaults.perIP == .init(perSecond: 100, burst: 200) && defaults.perPubkey == .init(perSecond: 20, burst: 100))
-        let custom = try RateLimitSettings.fromEnvironment(["RATE_LIMIT_IP": "5", "RATE_LIMIT_PUBKEY": "0", "RATE_LIMIT_TRUST_FORWARDED": "1"])
+        let custom = try RateLimitSettings.fromEnvironment([
+            "RATE_LIMIT_IP": "5", "RATE_LIMIT_PUBKEY": "0", "RATE_LIMIT_TRUST_FORWARDED": "1",
+        ])
         #expect(custom.perIP == .init(perSecond: 5, burst: 10) && custom.perPubkey == nil && custom.trustForwardedFor)
         #expect(try RateLimitSettings.fromEnvironment(["RATE_LIMIT_IP": "1.5/4"]).perIP == .init(perSecond: 1.5, burst: 4))
         for bad in ["-1", "fast", "5/0", "5/x", "1/2/3", "inf"] {
@@ -133,7 +139,8 @@ import Testing
         try await GatewayHarness.run(rateLimits: limits) { gateway in
             let alice = Keys.generate(), bob = Keys.generate()
             for seed in UInt8(1)...2 {
-                let response = try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(seed)))
+                let response = try await gateway.send(
+                    alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(seed)))
                 #expect(response.status == .accepted)
             }
             let body = GatewayHarness.registerBody(GatewayHarness.token(3))
@@ -143,7 +150,9 @@ import Testing
             #expect((1...4).contains(retryAfter))
             #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 2, "nothing stored")
             // Another pubkey is not affected.
-            #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(4))).status == .accepted)
+            #expect(
+                try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(4)))
+                    .status == .accepted)
             // After Retry-After the same nonce is still good: the refused request did not use it.
             try await Task.sleep(for: .seconds(retryAfter))
             #expect(try await gateway.send(alice, .post, "/v1/devices/register", json: body, nonce: "kept-nonce").status == .accepted)
@@ -178,18 +187,26 @@ import Testing
         try await TestDatabase.with { url, database in
             let alice = Keys.generate()
             let body = GatewayHarness.registerBody(GatewayHarness.token(0x41))
-            let event = HTTPAuth.linkstrEvent(keys: alice, method: "POST", path: "/v1/devices/register", body: Array(body.utf8), nonce: "once",
-                                              createdAt: UnixTime.now())
+            let event = HTTPAuth.linkstrEvent(
+                keys: alice, method: "POST", path: "/v1/devices/register", body: Array(body.utf8), nonce: "once",
+                createdAt: UnixTime.now())
             let header: HTTPFields = [.authorization: HTTPAuth.headerValue(for: event)]
             try await GatewayHarness.run(url: url, database: database, rateLimits: limits) { first in
                 #expect(try await first.send(nil, .post, "/v1/devices/register", json: body, headers: header).status == .accepted)
                 for _ in 0..<10 {
                     let replay = try await first.send(nil, .post, "/v1/devices/register", json: body, headers: header)
-                    #expect(replay.status == .unauthorized && replay.errorMessage == "authorization was already used (replayed nonce or event)")
+                    #expect(
+                        replay.status == .unauthorized && replay.errorMessage == "authorization was already used (replayed nonce or event)")
                 }
-                #expect(try await first.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x42))).status == .accepted,
-                        "the replays cost alice nothing: one token of two is left")
-                #expect(try await first.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x43))).status == .tooManyRequests)
+                #expect(
+                    try await first.send(
+                        alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x42))
+                    ).status == .accepted,
+                    "the replays cost alice nothing: one token of two is left")
+                #expect(
+                    try await first.send(
+                        alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x43))
+                    ).status == .tooManyRequests)
             }
             try await GatewayHarness.run(url: url, database: database, rateLimits: limits) { second in
                 for _ in 0..<10 {
@@ -197,10 +214,16 @@ import Testing
                     #expect(replay.status == .unauthorized)
                 }
                 for seed in UInt8(0x44)...0x45 {
-                    #expect(try await second.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(seed))).status == .accepted,
-                            "alice's whole burst is left at an instance that only saw the replays")
+                    #expect(
+                        try await second.send(
+                            alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(seed))
+                        ).status == .accepted,
+                        "alice's whole burst is left at an instance that only saw the replays")
                 }
-                #expect(try await second.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x46))).status == .tooManyRequests)
+                #expect(
+                    try await second.send(
+                        alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x46))
+                    ).status == .tooManyRequests)
             }
         }
     }

@@ -1,18 +1,19 @@
 import Foundation
+import HTTPTypes
+import HummingbirdTesting
 import NostrProtocol
 import PostgresNIO
 import PushGateway
 import Synchronization
 import Testing
-import HTTPTypes
-import HummingbirdTesting
 
 /// Group commit of registrations: the batch rules as a value, the batcher's concurrency with a
 /// recording writer, and the group statement against PostgreSQL.
 @Suite struct RegistrationGroupTests {
     static func registration(_ pubkey: String, _ replayKey: String, token: String, environment: String = "sandbox") -> PendingRegistration {
-        PendingRegistration(pubkey: pubkey, replayKey: replayKey, replayExpires: Date().addingTimeInterval(600), deviceToken: token,
-                            environment: environment, topic: GatewayHarness.topic, relayWatch: false)
+        PendingRegistration(
+            pubkey: pubkey, replayKey: replayKey, replayExpires: Date().addingTimeInterval(600), deviceToken: token,
+            environment: environment, topic: GatewayHarness.topic, relayWatch: false)
     }
 
     static func pubkey(_ seed: UInt8) -> String { Hex.encode([UInt8](repeating: seed, count: 32)) }
@@ -21,9 +22,9 @@ import HummingbirdTesting
         var queue = RegistrationQueue<Int>()
         let items = [
             Self.registration("A", "n1", token: "T1"),
-            Self.registration("B", "n1", token: "T2"),  // same key, other pubkey: a different replay key
-            Self.registration("C", "n2", token: "T1"),  // T1 again: waits
-            Self.registration("A", "n1", token: "T3"),  // A's n1 again: waits
+            Self.registration("B", "n1", token: "T2"), // same key, other pubkey: a different replay key
+            Self.registration("C", "n2", token: "T1"), // T1 again: waits
+            Self.registration("A", "n1", token: "T3"), // A's n1 again: waits
             Self.registration("D", "n3", token: "T4"),
             Self.registration("E", "n4", token: "T5"),
         ]
@@ -147,23 +148,27 @@ import HummingbirdTesting
                 maxDevicesPerPubkey: 10, database: Database(client), logger: logger)
             #expect(setup.map { try? $0.get() } == [true, true, true])
             try await client.query("INSERT INTO archived_conversations (pubkey, conversation_id) VALUES (\(c), 'conv')", logger: logger)
-            try await client.query("""
+            try await client.query(
+                """
                 INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, expires_at)
                 VALUES (gen_random_uuid(), \(t2), \(c), 'post', 'e1', 'conv', now() + interval '15 minutes')
                 """, logger: logger)
 
             // One group: A registers T1; B takes T2 and E takes T5 from C, so C has no device left;
             // B reuses its replay key "old" with T1's neighbour T3, which must change nothing.
-            let outcomes = try await GatewayStore.applyRegistrations([
-                Self.registration(a, "a1", token: t1),
-                Self.registration(b, "b1", token: t2),
-                Self.registration(e, "e1", token: t5),
-                Self.registration(b, "old", token: GatewayHarness.token(9)),
-            ], maxDevicesPerPubkey: 10, database: Database(client), logger: logger)
+            let outcomes = try await GatewayStore.applyRegistrations(
+                [
+                    Self.registration(a, "a1", token: t1),
+                    Self.registration(b, "b1", token: t2),
+                    Self.registration(e, "e1", token: t5),
+                    Self.registration(b, "old", token: GatewayHarness.token(9)),
+                ], maxDevicesPerPubkey: 10, database: Database(client), logger: logger)
             #expect(outcomes.map { try? $0.get() } == [true, true, true, false])
 
             func owner(_ token: String) async throws -> String? {
-                for try await pubkey in try await client.query("SELECT pubkey FROM devices WHERE device_token = \(token)", logger: logger).decode(String.self) {
+                for try await pubkey in try await client.query("SELECT pubkey FROM devices WHERE device_token = \(token)", logger: logger)
+                    .decode(String.self)
+                {
                     return pubkey
                 }
                 return nil
@@ -183,11 +188,12 @@ import HummingbirdTesting
             let (a, b) = (Self.pubkey(0xA1), Self.pubkey(0xB2))
             // `apns_environment` has a CHECK constraint; the HTTP layer never lets "staging" through,
             // so this stands for any registration the database refuses.
-            let outcomes = try await GatewayStore.applyRegistrations([
-                Self.registration(a, "a1", token: GatewayHarness.token(1)),
-                Self.registration(b, "b1", token: GatewayHarness.token(2), environment: "staging"),
-                Self.registration(a, "a2", token: GatewayHarness.token(3)),
-            ], maxDevicesPerPubkey: 10, database: Database(client), logger: TestDatabase.logger)
+            let outcomes = try await GatewayStore.applyRegistrations(
+                [
+                    Self.registration(a, "a1", token: GatewayHarness.token(1)),
+                    Self.registration(b, "b1", token: GatewayHarness.token(2), environment: "staging"),
+                    Self.registration(a, "a2", token: GatewayHarness.token(3)),
+                ], maxDevicesPerPubkey: 10, database: Database(client), logger: TestDatabase.logger)
             #expect(try outcomes[0].get() == true)
             #expect(throws: APIError.self) { try outcomes[1].get() }
             #expect(try outcomes[2].get() == true)
@@ -198,7 +204,8 @@ import HummingbirdTesting
             // A group of one that PostgreSQL refuses is an outcome too, not a thrown failure (which
             // would fail every registration queued behind it).
             let alone = try await GatewayStore.applyRegistrations(
-                [Self.registration(b, "b2", token: GatewayHarness.token(4), environment: "staging")], maxDevicesPerPubkey: 10, database: Database(client), logger: TestDatabase.logger)
+                [Self.registration(b, "b2", token: GatewayHarness.token(4), environment: "staging")], maxDevicesPerPubkey: 10,
+                database: Database(client), logger: TestDatabase.logger)
             #expect(alone.count == 1)
             #expect(throws: APIError.self) { try alone[0].get() }
         }
@@ -212,16 +219,18 @@ import HummingbirdTesting
             let statuses = try await withThrowingTaskGroup(of: (String, Int).self) { tasks in
                 for (index, key) in keys.enumerated() {
                     tasks.addTask {
-                        let response = try await gateway.send(key, .post, "/v1/devices/register",
-                                                              json: GatewayHarness.registerBody(GatewayHarness.token(UInt8(index + 1))))
+                        let response = try await gateway.send(
+                            key, .post, "/v1/devices/register",
+                            json: GatewayHarness.registerBody(GatewayHarness.token(UInt8(index + 1))))
                         return ("distinct", response.status.code)
                     }
                 }
                 // The same signed request twice at once (one nonce): exactly one may apply.
                 for _ in 0..<2 {
                     tasks.addTask {
-                        let response = try await gateway.send(shared, .post, "/v1/devices/register",
-                                                              json: GatewayHarness.registerBody(GatewayHarness.token(0xEE)), nonce: "same-nonce", createdAt: createdAt)
+                        let response = try await gateway.send(
+                            shared, .post, "/v1/devices/register",
+                            json: GatewayHarness.registerBody(GatewayHarness.token(0xEE)), nonce: "same-nonce", createdAt: createdAt)
                         return ("replay", response.status.code)
                     }
                 }

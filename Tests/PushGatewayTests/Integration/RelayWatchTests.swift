@@ -1,15 +1,15 @@
 import APNsSandbox
 import Foundation
 import GatewayWire
+import HTTPTypes
+import HummingbirdTesting
 import Logging
 import NostrProtocol
 import NostrRelay
-import PushGateway
-import Testing
-import TestSupport
-import HTTPTypes
-import HummingbirdTesting
 import PostgresNIO
+import PushGateway
+import TestSupport
+import Testing
 
 /// The relay watcher end to end: a real relay (`nostr-relay` from PyPI) on loopback, the gateway
 /// on a real PostgreSQL, pushes counted where they land, in the APNs sandbox.
@@ -19,8 +19,9 @@ import PostgresNIO
     }
 
     static func registerWatching(_ gateway: GatewayHarness, _ keys: Keys, _ token: String, watch: Bool = true) async throws {
-        let response = try await gateway.send(keys, .post, "/v1/devices/register",
-                                              json: GatewayHarness.registerBody(token, extra: #","relay_watch":\#(watch)"#))
+        let response = try await gateway.send(
+            keys, .post, "/v1/devices/register",
+            json: GatewayHarness.registerBody(token, extra: #","relay_watch":\#(watch)"#))
         #expect(response.status == .accepted)
     }
 
@@ -49,7 +50,8 @@ import PostgresNIO
 
     /// The watcher's status as `/admin/status` shows it.
     static func watchStatus(_ gateway: GatewayHarness) async throws -> JSONValue? {
-        let response = try await gateway.client.execute(uri: "/admin/status", method: .get, headers: [.authorization: "Bearer admin-secret"])
+        let response = try await gateway.client.execute(
+            uri: "/admin/status", method: .get, headers: [.authorization: "Bearer admin-secret"])
         return response.json?["watch"]
     }
 
@@ -80,9 +82,11 @@ import PostgresNIO
                 try await Self.registerWatching(gateway, carol, carolToken, watch: false)
                 #expect(try await Self.waitLive(gateway, pubkeys: 1), "bob's subscription reached EOSE")
                 // Where bob is live reaches the database from a loop of its own, off the consumer's path.
-                #expect(try await GatewayHarness.eventually {
-                    try await gateway.count("SELECT count(*)::int FROM watch_live WHERE pubkey = '\(bob.publicKey.hex)' AND relay = '\(relay.url)'") == 1
-                }, "bob recorded live on the relay for a later takeover")
+                #expect(
+                    try await GatewayHarness.eventually {
+                        try await gateway.count(
+                            "SELECT count(*)::int FROM watch_live WHERE pubkey = '\(bob.publicKey.hex)' AND relay = '\(relay.url)'") == 1
+                    }, "bob recorded live on the relay for a later takeover")
 
                 let live = try Self.wrap(to: bob, "live")
                 try await Self.publish([live, try Self.wrap(to: carol), try Self.wrap(to: stranger)], to: relay)
@@ -92,10 +96,11 @@ import PostgresNIO
                 #expect(record.collapseID == bob.publicKey.hex, "one collapse id per recipient")
                 #expect(record.pushType == "alert")
                 let payload = try JSONValue(parsing: record.payload)
-                #expect(payload == [
-                    "aps": ["alert": ["title": "linkstr", "body": "New activity"], "sound": "default", "mutable-content": 1],
-                    "type": "gift_wrap", "wrap_id": .string(live.id.hex), "relay": .string(relay.url), "count": 1,
-                ])
+                #expect(
+                    payload == [
+                        "aps": ["alert": ["title": "linkstr", "body": "New activity"], "sound": "default", "mutable-content": 1],
+                        "type": "gift_wrap", "wrap_id": .string(live.id.hex), "relay": .string(relay.url), "count": 1,
+                    ])
                 // Give anything wrongly queued time to arrive: still only the live wrap, and the
                 // history wrap is recorded as seen.
                 try await Task.sleep(for: .milliseconds(800))
@@ -110,9 +115,10 @@ import PostgresNIO
                 // Bob goes back to typed pushes only: no longer watched, so where he was live is
                 // forgotten (through the same ordered queue as the marks).
                 try await Self.registerWatching(gateway, bob, bobToken, watch: false)
-                #expect(try await GatewayHarness.eventually {
-                    try await gateway.count("SELECT count(*)::int FROM watch_live WHERE pubkey = '\(bob.publicKey.hex)'") == 0
-                }, "bob forgotten once unwatched")
+                #expect(
+                    try await GatewayHarness.eventually {
+                        try await gateway.count("SELECT count(*)::int FROM watch_live WHERE pubkey = '\(bob.publicKey.hex)'") == 0
+                    }, "bob forgotten once unwatched")
             }
         }
     }
@@ -128,13 +134,16 @@ import PostgresNIO
                 try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xE1))
                 try await Self.registerWatching(gateway, carol, HTTP2DeliveryTests.token(0xE2))
                 #expect(try await Self.waitLive(gateway, pubkeys: 2))
-                let both = Keys.generate().sign(kind: EventKind.giftWrap, tags: [["p", bob.publicKey.hex], ["p", carol.publicKey.hex]], content: "x")
+                let both = Keys.generate().sign(
+                    kind: EventKind.giftWrap, tags: [["p", bob.publicKey.hex], ["p", carol.publicKey.hex]], content: "x")
                 let live = try Self.wrap(to: bob, "after")
                 try await Self.publish([both, live], to: relay)
                 #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).count == 1 })
                 try await Task.sleep(for: .milliseconds(800))
                 let deliveries = Self.giftWrapDeliveries(sandbox)
-                #expect(deliveries.count == 1 && deliveries.first.flatMap { try? JSONValue(parsing: $0.payload)["wrap_id"] } == .string(live.id.hex))
+                #expect(
+                    deliveries.count == 1
+                        && deliveries.first.flatMap { try? JSONValue(parsing: $0.payload)["wrap_id"] } == .string(live.id.hex))
                 #expect(try await gateway.count("SELECT count(*)::int FROM seen_wraps WHERE wrap_id = '\(both.id.hex)'") == 0)
                 let metrics = String(decoding: await gateway.metrics.exposition(), as: UTF8.self)
                 #expect(metrics.contains("linkstr_watch_invalid_events_total{relay=\"\(relay.url)\"} 1"), "counted as invalid")
@@ -149,16 +158,19 @@ import PostgresNIO
         try await relay.start()
         let bob = Keys.generate()
         try await SandboxFixture.with { sandbox in
-            try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: Self.settings([relay]),
-                                         deviceBudget: PushBudget(alerts: 2, perSeconds: 3600)) { gateway in
+            try await GatewayHarness.run(
+                deliver: true, apns: sandbox.apns, watch: Self.settings([relay]),
+                deviceBudget: PushBudget(alerts: 2, perSeconds: 3600)
+            ) { gateway in
                 try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xE3))
                 #expect(try await Self.waitLive(gateway, pubkeys: 1))
                 // One at a time, each pushed before the next (no coalescing window in these settings).
                 for index in 1...4 {
                     try await Self.publish([try Self.wrap(to: bob, "wrap \(index)")], to: relay)
-                    #expect(try await GatewayHarness.eventually {
-                        try await gateway.count("SELECT count(*)::int FROM seen_wraps") == index
-                    })
+                    #expect(
+                        try await GatewayHarness.eventually {
+                            try await gateway.count("SELECT count(*)::int FROM seen_wraps") == index
+                        })
                 }
                 #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).count == 2 })
                 try await Task.sleep(for: .milliseconds(800))
@@ -190,7 +202,9 @@ import PostgresNIO
                 #expect(metrics.contains("linkstr_watch_duplicates_total 1"))
                 // Both relays delivered it; its signature was checked once.
                 let samples = { (name: String) in
-                    metrics.split(separator: "\n").filter { $0.hasPrefix(name + "{") }.compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }.reduce(0, +)
+                    metrics.split(separator: "\n").filter { $0.hasPrefix(name + "{") }.compactMap {
+                        $0.split(separator: " ").last.flatMap { Int($0) }
+                    }.reduce(0, +)
                 }
                 #expect(samples("linkstr_watch_events_total") == 2)
                 #expect(samples("linkstr_watch_signature_checks_total") == 1)
@@ -210,10 +224,17 @@ import PostgresNIO
                 try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xE7))
                 #expect(try await Self.waitLive(gateway, pubkeys: 1))
                 let content = #"{"conversation_id":"X","kind":"root","url":"https://example.com","timestamp":1}"#
-                let wrapJSON = try #require(try await RustNostrPeer.call("gift_wrap", [
-                    "sender_secret_key": .string(alice.secretKey.exportHex()), "receiver_pubkey": .string(bob.publicKey.hex),
-                    "rumor": .object(["created_at": .integer(UnixTime.now()), "kind": .integer(44001), "tags": .tags([]), "content": .string(content)]),
-                ]).stringValue)
+                let wrapJSON = try #require(
+                    try await RustNostrPeer.call(
+                        "gift_wrap",
+                        [
+                            "sender_secret_key": .string(alice.secretKey.exportHex()), "receiver_pubkey": .string(bob.publicKey.hex),
+                            "rumor": .object([
+                                "created_at": .integer(UnixTime.now()), "kind": .integer(44001), "tags": .tags([]),
+                                "content": .string(content),
+                            ]),
+                        ]
+                    ).stringValue)
                 let wrap = try NostrEvent(json: wrapJSON)
                 try await Self.publish([wrap], to: relay)
                 #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).count == 1 })
@@ -266,17 +287,20 @@ import PostgresNIO
                 #expect(try await Self.waitLive(gateway, pubkeys: 1))
                 // Bob's chunk is the second REQ on a relay that allows one: CLOSED.
                 try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xEB))
-                #expect(try await GatewayHarness.eventually {
-                    String(decoding: await gateway.metrics.exposition(), as: UTF8.self).contains("linkstr_watch_subscriptions_closed_total 1")
-                }, "the relay closed bob's chunk")
+                #expect(
+                    try await GatewayHarness.eventually {
+                        String(decoding: await gateway.metrics.exposition(), as: UTF8.self).contains(
+                            "linkstr_watch_subscriptions_closed_total 1")
+                    }, "the relay closed bob's chunk")
                 // Alice leaves; her chunk's CLOSE frees the slot and bob's chunk is issued again.
                 let unregister = #"{"device_token":"\#(HTTP2DeliveryTests.token(0xEA))"}"#
                 #expect(try await gateway.send(alice, .post, "/v1/devices/unregister", json: unregister).status == .accepted)
-                #expect(try await GatewayHarness.eventually(within: 15) {
-                    let status = try await Self.watchStatus(gateway)
-                    guard case .array(let relays)? = status?["relays"] else { return false }
-                    return relays.first?["live_pubkeys"] == 1 && status?["watched_pubkeys"] == 1
-                }, "bob's chunk was served after the retry")
+                #expect(
+                    try await GatewayHarness.eventually(within: 15) {
+                        let status = try await Self.watchStatus(gateway)
+                        guard case .array(let relays)? = status?["relays"] else { return false }
+                        return relays.first?["live_pubkeys"] == 1 && status?["watched_pubkeys"] == 1
+                    }, "bob's chunk was served after the retry")
                 try await Self.publish([try Self.wrap(to: bob)], to: relay)
                 #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).count == 1 })
             }
@@ -294,12 +318,15 @@ import PostgresNIO
                 #expect(try await Self.waitLive(gateway, pubkeys: 1))
                 let genuine = try Self.wrap(to: bob)
                 // The genuine wrap's id with another event's signature.
-                let forged = NostrEvent(id: genuine.id, pubkey: genuine.pubkey, createdAt: genuine.createdAt, kind: genuine.kind,
-                                        tags: genuine.tags, content: genuine.content, sig: try Self.wrap(to: bob).sig)
+                let forged = NostrEvent(
+                    id: genuine.id, pubkey: genuine.pubkey, createdAt: genuine.createdAt, kind: genuine.kind,
+                    tags: genuine.tags, content: genuine.content, sig: try Self.wrap(to: bob).sig)
                 try await Self.publish([forged], to: relay)
-                #expect(try await GatewayHarness.eventually {
-                    String(decoding: await gateway.metrics.exposition(), as: UTF8.self).contains("linkstr_watch_invalid_events_total{relay=\"\(relay.url)\"} 1")
-                })
+                #expect(
+                    try await GatewayHarness.eventually {
+                        String(decoding: await gateway.metrics.exposition(), as: UTF8.self).contains(
+                            "linkstr_watch_invalid_events_total{relay=\"\(relay.url)\"} 1")
+                    })
                 try await Task.sleep(for: .milliseconds(500))
                 #expect(sandbox.delivered().isEmpty)
                 // The forgery did not mark the real wrap as seen.
@@ -327,7 +354,10 @@ import PostgresNIO
                 let took = ContinuousClock.now - registered
                 #expect(took < .milliseconds(1500), "registration to live subscription took \(took)")
                 try await Self.publish([try Self.wrap(to: dave)], to: relay)
-                #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).map(\.deviceToken) == [HTTP2DeliveryTests.token(0xF2)] })
+                #expect(
+                    try await GatewayHarness.eventually {
+                        Self.giftWrapDeliveries(sandbox).map(\.deviceToken) == [HTTP2DeliveryTests.token(0xF2)]
+                    })
 
                 // Unregistering stops the watching: the chunk is re-issued without dave.
                 let unregister = #"{"device_token":"\#(HTTP2DeliveryTests.token(0xF2))"}"#
@@ -349,7 +379,9 @@ import PostgresNIO
             let settings = WatchSettings(relays: [relay.url], chunkSize: 500, coalesceSeconds: 0, shards: 8, leaseSeconds: 30)
             try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: settings) { gateway in
                 let started = ContinuousClock.now
-                for (index, keys) in users.enumerated() { try await Self.registerWatching(gateway, keys, HTTP2DeliveryTests.token(UInt8(0x10 + index))) }
+                for (index, keys) in users.enumerated() {
+                    try await Self.registerWatching(gateway, keys, HTTP2DeliveryTests.token(UInt8(0x10 + index)))
+                }
                 let burst = ContinuousClock.now - started
                 #expect(try await Self.waitLive(gateway, pubkeys: users.count, within: 15), "every registration is watched")
                 let requests = relay.records.reduce(0) { $0 + $1.requests }
@@ -358,7 +390,9 @@ import PostgresNIO
                 #expect(requests <= bound, "\(requests) REQs for \(users.count) registrations in \(burst)")
                 let wrap = try Self.wrap(to: users[users.count - 1])
                 relay.publish(wrap)
-                #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).count == 1 }, "the last one registered is watched")
+                #expect(
+                    try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).count == 1 },
+                    "the last one registered is watched")
             }
         }
         await relay.stop()
@@ -374,7 +408,8 @@ import PostgresNIO
                 #expect(try await Self.waitLive(gateway, pubkeys: 1))
                 // Bob sends a post; his client wraps a copy to himself and suppresses it first.
                 let selfCopy = try Self.wrap(to: bob, from: bob, "my own post")
-                let response = try await gateway.send(bob, .post, "/v1/suppressions", json: #"{"event_ids":["\#(selfCopy.id.hex.uppercased())"]}"#)
+                let response = try await gateway.send(
+                    bob, .post, "/v1/suppressions", json: #"{"event_ids":["\#(selfCopy.id.hex.uppercased())"]}"#)
                 #expect(response.status == .accepted)
                 #expect(response.json?["suppressed"] == 1)
                 try await Self.publish([selfCopy], to: relay)
@@ -404,7 +439,9 @@ import PostgresNIO
             }
             let many = (0...SuppressionRequest.maxEventIDs).map { _ in "\"\(Hex.encode(SecureRandom.bytes(32)))\"" }.joined(separator: ",")
             #expect(try await gateway.send(bob, .post, "/v1/suppressions", json: #"{"event_ids":[\#(many)]}"#).status == .badRequest)
-            #expect(try await gateway.send(nil, .post, "/v1/suppressions", json: #"{"event_ids":["\#(String(repeating: "a", count: 64))"]}"#).status == .unauthorized)
+            #expect(
+                try await gateway.send(nil, .post, "/v1/suppressions", json: #"{"event_ids":["\#(String(repeating: "a", count: 64))"]}"#)
+                    .status == .unauthorized)
             #expect(try await gateway.count("SELECT count(*)::int FROM push_suppressions") == 0)
         }
     }
@@ -418,15 +455,17 @@ import PostgresNIO
                 try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xB7))
                 #expect(try await Self.waitLive(gateway, pubkeys: 1))
                 relay.kill()
-                #expect(try await GatewayHarness.eventually {
-                    guard case .array(let relays)? = try await Self.watchStatus(gateway)?["relays"] else { return false }
-                    return relays.first?["state"] != "connected"
-                }, "the watcher noticed")
+                #expect(
+                    try await GatewayHarness.eventually {
+                        guard case .array(let relays)? = try await Self.watchStatus(gateway)?["relays"] else { return false }
+                        return relays.first?["state"] != "connected"
+                    }, "the watcher noticed")
                 try await relay.start()
-                #expect(try await GatewayHarness.eventually(within: 15) {
-                    guard case .array(let relays)? = try await Self.watchStatus(gateway)?["relays"] else { return false }
-                    return relays.first?["state"] == "connected" && relays.first?["connections"] == 2
-                }, "reconnected")
+                #expect(
+                    try await GatewayHarness.eventually(within: 15) {
+                        guard case .array(let relays)? = try await Self.watchStatus(gateway)?["relays"] else { return false }
+                        return relays.first?["state"] == "connected" && relays.first?["connections"] == 2
+                    }, "reconnected")
                 // The REQ is re-sent on the new connection; give it its EOSE before publishing.
                 try await Task.sleep(for: .milliseconds(300))
                 try await Self.publish([try Self.wrap(to: bob)], to: relay)
@@ -441,17 +480,21 @@ import PostgresNIO
         let bob = Keys.generate()
         try await SandboxFixture.with { sandbox in
             try await TestDatabase.with { url, database in
-                try await GatewayHarness.run(url: url, database: database, deliver: true, apns: sandbox.apns, watch: Self.settings([relay])) { gateway in
+                try await GatewayHarness.run(url: url, database: database, deliver: true, apns: sandbox.apns, watch: Self.settings([relay]))
+                { gateway in
                     try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xB8))
                     #expect(try await Self.waitLive(gateway, pubkeys: 1))
                     try await Self.publish([try Self.wrap(to: bob, "one"), try Self.wrap(to: bob, "two")], to: relay)
-                    #expect(try await GatewayHarness.eventually {
-                        Self.giftWrapDeliveries(sandbox).compactMap { try? JSONValue(parsing: $0.payload)["count"]?.integerValue }.reduce(0, +) == 2
-                    })
+                    #expect(
+                        try await GatewayHarness.eventually {
+                            Self.giftWrapDeliveries(sandbox).compactMap { try? JSONValue(parsing: $0.payload)["count"]?.integerValue }
+                                .reduce(0, +) == 2
+                        })
                 }
                 let before = sandbox.delivered().count
                 // The second run sees both wraps again as history of a new subscription.
-                try await GatewayHarness.run(url: url, database: database, deliver: true, apns: sandbox.apns, watch: Self.settings([relay])) { gateway in
+                try await GatewayHarness.run(url: url, database: database, deliver: true, apns: sandbox.apns, watch: Self.settings([relay]))
+                { gateway in
                     #expect(try await Self.waitLive(gateway, pubkeys: 1))
                     try await Task.sleep(for: .milliseconds(800))
                     #expect(sandbox.delivered().count == before, "nothing pushed twice")
@@ -478,16 +521,20 @@ import PostgresNIO
             try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: Self.settings([fast, slow])) { gateway in
                 try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xB9))
                 #expect(try await Self.waitLive(gateway, pubkeys: 1))
-                #expect(try await GatewayHarness.eventually {
-                    try await gateway.count("SELECT count(*)::int FROM seen_wraps WHERE wrap_id = '\(wrap.id.hex)' AND history_until IS NOT NULL") == 1
-                }, "claimed as the slow relay's history first")
+                #expect(
+                    try await GatewayHarness.eventually {
+                        try await gateway.count(
+                            "SELECT count(*)::int FROM seen_wraps WHERE wrap_id = '\(wrap.id.hex)' AND history_until IS NOT NULL") == 1
+                    }, "claimed as the slow relay's history first")
                 #expect(Self.giftWrapDeliveries(sandbox).isEmpty)
                 try await Self.publish([wrap], to: fast)
                 #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).count == 1 }, "pushed on the real-time copy")
                 #expect(try JSONValue(parsing: try #require(Self.giftWrapDeliveries(sandbox).first).payload)["relay"] == .string(fast.url))
                 try await Task.sleep(for: .milliseconds(500))
                 #expect(Self.giftWrapDeliveries(sandbox).count == 1, "once")
-                #expect(try await gateway.count("SELECT count(*)::int FROM seen_wraps WHERE history_until IS NOT NULL") == 0, "the claim is the push's now")
+                #expect(
+                    try await gateway.count("SELECT count(*)::int FROM seen_wraps WHERE history_until IS NOT NULL") == 0,
+                    "the claim is the push's now")
             }
         }
     }
@@ -496,18 +543,21 @@ import PostgresNIO
     /// since lost the shard) never brings back a pubkey nothing watches, and a row a lost forget
     /// left behind is swept by the maintenance prune.
     @Test func liveMarksOnlyStickForWatchedPubkeys() async throws {
-        try await GatewayHarness.run(watch: WatchSettings(relays: [], chunkSize: 500, coalesceSeconds: 0, shards: 8, leaseSeconds: 30)) { gateway in
+        try await GatewayHarness.run(watch: WatchSettings(relays: [], chunkSize: 500, coalesceSeconds: 0, shards: 8, leaseSeconds: 30)) {
+            gateway in
             let bob = Keys.generate(), carol = Keys.generate(), erased = Keys.generate()
             try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xE1))
             try await Self.registerWatching(gateway, carol, HTTP2DeliveryTests.token(0xE2), watch: false)
             let store = WatchStore(client: gateway.database, settings: gateway.configuration.watch, logger: TestDatabase.logger)
             let pubkeys = [bob, carol, erased].map(\.publicKey.hex)
             try await store.markLive(pubkeys, relay: "wss://a")
-            #expect(try await store.livePubkeys(pubkeys, relay: "wss://a") == [bob.publicKey.hex],
-                    "carol gets typed pushes only and the erased account has no device: neither is marked")
+            #expect(
+                try await store.livePubkeys(pubkeys, relay: "wss://a") == [bob.publicKey.hex],
+                "carol gets typed pushes only and the erased account has no device: neither is marked")
 
             // A row no forget removed (inserted behind the store's back, as a lost forget leaves it).
-            _ = try await gateway.count("""
+            _ = try await gateway.count(
+                """
                 WITH i AS (INSERT INTO watch_live (pubkey, relay) VALUES ('\(erased.publicKey.hex)', 'wss://a') RETURNING 1) SELECT count(*)::int FROM i
                 """)
             let gatewayStore = GatewayStore(client: gateway.database, logger: TestDatabase.logger)
@@ -519,19 +569,23 @@ import PostgresNIO
     /// What may take over a history claim, on the store: only a real-time sighting, only within
     /// `historyRaceSeconds`, and only once; a resumed replay or a stale claim never does.
     @Test func aHistoryClaimGivesWayOnlyToARealtimeSightingSoonAfter() async throws {
-        try await GatewayHarness.run(watch: WatchSettings(relays: [], chunkSize: 500, coalesceSeconds: 0, shards: 8, leaseSeconds: 30)) { gateway in
+        try await GatewayHarness.run(watch: WatchSettings(relays: [], chunkSize: 500, coalesceSeconds: 0, shards: 8, leaseSeconds: 30)) {
+            gateway in
             let bob = Keys.generate()
             try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xBA))
             let store = WatchStore(client: gateway.database, settings: gateway.configuration.watch, logger: TestDatabase.logger)
             func sight(_ wrap: String, _ phase: WrapSighting.Phase, relay: String = "wss://a") async throws -> WatchStore.RecordResult {
                 try await store.record([WrapSighting(wrapID: wrap, recipient: bob.publicKey.hex, relay: relay, phase: phase)])
             }
-            let fresh = String(repeating: "a1", count: 32), stale = String(repeating: "b2", count: 32), replayed = String(repeating: "c3", count: 32)
+            let fresh = String(repeating: "a1", count: 32), stale = String(repeating: "b2", count: 32),
+                replayed = String(repeating: "c3", count: 32)
             for wrap in [fresh, stale, replayed] {
                 let history = try await sight(wrap, .history, relay: "wss://slow")
                 #expect(history.claimed == 1 && history.jobs == 0, "history only claims")
             }
-            _ = try await gateway.count("WITH u AS (UPDATE seen_wraps SET history_until = now() - interval '1 second' WHERE wrap_id = '\(stale)' RETURNING 1) SELECT count(*)::int FROM u")
+            _ = try await gateway.count(
+                "WITH u AS (UPDATE seen_wraps SET history_until = now() - interval '1 second' WHERE wrap_id = '\(stale)' RETURNING 1) SELECT count(*)::int FROM u"
+            )
 
             let resumed = try await sight(replayed, .resumed)
             #expect(resumed.claimed == 0 && resumed.jobs == 0, "a replay after a reconnect is not news")
@@ -549,29 +603,44 @@ import PostgresNIO
     /// the claim query's index scan stops before it, while the device's coalescing window still
     /// starts now, not at the lease's end.
     @Test func aLeasedWatchJobIsDueAtItsLeaseEndAndCoalescesFromNow() async throws {
-        try await GatewayHarness.run(watch: WatchSettings(relays: [], chunkSize: 500, coalesceSeconds: 5, shards: 8, leaseSeconds: 30)) { gateway in
+        try await GatewayHarness.run(watch: WatchSettings(relays: [], chunkSize: 500, coalesceSeconds: 5, shards: 8, leaseSeconds: 30)) {
+            gateway in
             let bob = Keys.generate()
             try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xBB))
             let store = WatchStore(client: gateway.database, settings: gateway.configuration.watch, logger: TestDatabase.logger)
-            let first = try await store.record([WrapSighting(wrapID: String(repeating: "d4", count: 32), recipient: bob.publicKey.hex,
-                                                             relay: "wss://a", phase: .realtime)], leaseSeconds: 60)
+            let first = try await store.record(
+                [
+                    WrapSighting(
+                        wrapID: String(repeating: "d4", count: 32), recipient: bob.publicKey.hex,
+                        relay: "wss://a", phase: .realtime)
+                ], leaseSeconds: 60)
             #expect(first.jobs == 1 && first.leased.count == 1 && first.leased.first?.attempts == 1)
-            #expect(try await gateway.count("""
-                SELECT count(*)::int FROM push_jobs WHERE next_attempt_at = locked_until
-                  AND next_attempt_at BETWEEN now() + interval '59 seconds' AND now() + interval '61 seconds'
-                """) == 1, "due at the lease's end")
+            #expect(
+                try await gateway.count(
+                    """
+                    SELECT count(*)::int FROM push_jobs WHERE next_attempt_at = locked_until
+                      AND next_attempt_at BETWEEN now() + interval '59 seconds' AND now() + interval '61 seconds'
+                    """) == 1, "due at the lease's end")
             #expect(try await DeliveryQueue(client: gateway.database, logger: TestDatabase.logger).claim(limit: 10).isEmpty)
-            #expect(try await gateway.count("""
-                SELECT count(*)::int FROM watch_coalesce WHERE next_at BETWEEN now() + interval '4 seconds' AND now() + interval '6 seconds'
-                """) == 1, "the coalescing window runs from now")
+            #expect(
+                try await gateway.count(
+                    """
+                    SELECT count(*)::int FROM watch_coalesce WHERE next_at BETWEEN now() + interval '4 seconds' AND now() + interval '6 seconds'
+                    """) == 1, "the coalescing window runs from now")
 
-            let second = try await store.record([WrapSighting(wrapID: String(repeating: "e5", count: 32), recipient: bob.publicKey.hex,
-                                                              relay: "wss://a", phase: .realtime)], leaseSeconds: 60)
+            let second = try await store.record(
+                [
+                    WrapSighting(
+                        wrapID: String(repeating: "e5", count: 32), recipient: bob.publicKey.hex,
+                        relay: "wss://a", phase: .realtime)
+                ], leaseSeconds: 60)
             #expect(second.jobs == 1 && second.leased.isEmpty, "inside the window: queued for the window's end, not leased")
-            #expect(try await gateway.count("""
-                SELECT count(*)::int FROM push_jobs WHERE locked_until IS NULL AND attempts = 0
-                  AND next_attempt_at BETWEEN now() + interval '4 seconds' AND now() + interval '6 seconds'
-                """) == 1)
+            #expect(
+                try await gateway.count(
+                    """
+                    SELECT count(*)::int FROM push_jobs WHERE locked_until IS NULL AND attempts = 0
+                      AND next_attempt_at BETWEEN now() + interval '4 seconds' AND now() + interval '6 seconds'
+                    """) == 1)
         }
     }
 
@@ -586,7 +655,9 @@ import PostgresNIO
                 let wraps = try (0..<6).map { try Self.wrap(to: bob, "burst \($0)") }
                 try await Self.publish(wraps, to: relay)
                 let counts: @Sendable () -> [Int] = {
-                    Self.giftWrapDeliveries(sandbox).compactMap { try? JSONValue(parsing: $0.payload)["count"]?.integerValue }.map { Int($0) }
+                    Self.giftWrapDeliveries(sandbox).compactMap { try? JSONValue(parsing: $0.payload)["count"]?.integerValue }.map {
+                        Int($0)
+                    }
                 }
                 #expect(try await GatewayHarness.eventually(within: 8) { counts().reduce(0, +) == 6 })
                 // The first goes out at once, the rest wait for the 2-second window and travel as one.
@@ -608,7 +679,9 @@ import PostgresNIO
             let response = try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob, carol]))
             #expect(response.status == .accepted)
             #expect(response.json?["candidate_devices"] == 1, "carol's device only: bob's gets the relay-watch push instead")
-            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE device_token = '\(HTTP2DeliveryTests.token(0x72))'") == 1)
+            #expect(
+                try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE device_token = '\(HTTP2DeliveryTests.token(0x72))'") == 1
+            )
         }
         // Without RELAYS, a relay_watch device keeps typed pushes (nobody else would push it).
         try await GatewayHarness.run { gateway in
@@ -638,7 +711,8 @@ import PostgresNIO
     }
 
     @Test func shardOfAPubkeyMatchesTheSQLFunction() async throws {
-        let pubkeys = (0..<50).map { _ in Keys.generate().publicKey.hex } + [String(repeating: "f", count: 64), String(repeating: "0", count: 64)]
+        let pubkeys =
+            (0..<50).map { _ in Keys.generate().publicKey.hex } + [String(repeating: "f", count: 64), String(repeating: "0", count: 64)]
         try await TestDatabase.with { _, database in
             for shards in [1, 7, 64, 4096] {
                 var fromSQL: [Int] = []
@@ -656,10 +730,14 @@ import PostgresNIO
             "RELAYS": " wss://relay.damus.io , ws://127.0.0.1:7777,wss://relay.damus.io", "WATCH_CHUNK_SIZE": "100", "WATCH_SHARDS": "16",
         ])
         #expect(settings.relays == ["wss://relay.damus.io", "ws://127.0.0.1:7777"])
-        #expect(settings.enabled && settings.chunkSize == 100 && settings.shards == 16 && settings.coalesceSeconds == 5 && settings.leaseSeconds == 30)
+        #expect(
+            settings.enabled && settings.chunkSize == 100 && settings.shards == 16 && settings.coalesceSeconds == 5
+                && settings.leaseSeconds == 30)
         #expect(!(try WatchSettings.fromEnvironment([:])).enabled)
-        for (key, value) in [("RELAYS", "https://relay.example"), ("RELAYS", "ws://"), ("WATCH_CHUNK_SIZE", "0"), ("WATCH_SHARDS", "x"),
-                             ("GATEWAY_NSEC", "nsec1nope"), ("WATCH_COALESCE_SECONDS", "-1")] {
+        for (key, value) in [
+            ("RELAYS", "https://relay.example"), ("RELAYS", "ws://"), ("WATCH_CHUNK_SIZE", "0"), ("WATCH_SHARDS", "x"),
+            ("GATEWAY_NSEC", "nsec1nope"), ("WATCH_COALESCE_SECONDS", "-1"),
+        ] {
             #expect(throws: ConfigurationError.self, "\(key)=\(value)") { try WatchSettings.fromEnvironment([key: value]) }
             do { _ = try WatchSettings.fromEnvironment([key: value]) } catch { #expect(error.key == key) }
         }
@@ -679,7 +757,10 @@ import PostgresNIO
         #expect(set.relayLimits == RelayLimits(maxEventsPerSecond: nil, maxInvalid: 7), "0 turns a limit off")
         #expect(set.resubscribeSeconds == 0)
         for (key, value, meaning) in [
-            ("WATCH_RELAY_MAX_EVENTS_PER_SECOND", "-5", "messages a relay may send per second, averaged over 10 s (0: no limit): an integer in 0...1000000"),
+            (
+                "WATCH_RELAY_MAX_EVENTS_PER_SECOND", "-5",
+                "messages a relay may send per second, averaged over 10 s (0: no limit): an integer in 0...1000000"
+            ),
             ("WATCH_RELAY_MAX_INVALID", "many", "invalid events a relay may send within a minute (0: no limit): an integer in 0...1000000"),
             ("WATCH_RESUBSCRIBE_SECONDS", "61", "seconds between two REQs for one subscription chunk (0: at once): an integer in 0...60"),
         ] {
@@ -695,17 +776,23 @@ import PostgresNIO
 
     @Test func theGiftWrapPayloadStaysGenericAndSmall() throws {
         let recipient = Keys.generate().publicKey.hex
-        let notification = APNsNotification.giftWrap(wrapID: String(repeating: "a", count: 64), relay: "wss://relay.example", count: 3, recipient: recipient)
+        let notification = APNsNotification.giftWrap(
+            wrapID: String(repeating: "a", count: 64), relay: "wss://relay.example", count: 3, recipient: recipient)
         #expect(notification.collapseID == recipient)
         let payload = try JSONValue(parsing: notification.payload)
         #expect(payload["aps"]?["alert"]?["body"] == "New activity")
         #expect(payload["count"] == 3)
         // An absurd relay URL is left out instead of breaking Apple's 4096-byte limit.
-        let huge = APNsNotification.giftWrap(wrapID: "x", relay: "wss://" + String(repeating: "r", count: 5000), count: 1, recipient: recipient)
+        let huge = APNsNotification.giftWrap(
+            wrapID: "x", relay: "wss://" + String(repeating: "r", count: 5000), count: 1, recipient: recipient)
         #expect(huge.payload.utf8.count <= APNsNotification.maxPayloadBytes)
         #expect((try JSONValue(parsing: huge.payload))["relay"] == nil)
         // `POST /v1/push` cannot ask for the watcher's type.
-        #expect(throws: RequestBodyError.self) { try PushRequest.parse(Array(#"{"notification_type":"gift_wrap","event_id":"e","conversation_id":"c","recipient_pubkeys":["\#(recipient)"]}"#.utf8)) }
+        #expect(throws: RequestBodyError.self) {
+            try PushRequest.parse(
+                Array(#"{"notification_type":"gift_wrap","event_id":"e","conversation_id":"c","recipient_pubkeys":["\#(recipient)"]}"#.utf8)
+            )
+        }
     }
 
     /// The payload is written straight out (it runs once per push); it must be byte for byte what
@@ -719,7 +806,8 @@ import PostgresNIO
     func theGiftWrapPayloadIsWhatTheSerializerWrites(payloadCase: Int) throws {
         let (relay, count) = Self.payloadCases[payloadCase]
         for wrapID in [String(repeating: "f", count: 64), "quote\" back\\slash \u{7f} \u{2028}"] {
-            let notification = APNsNotification.giftWrap(wrapID: wrapID, relay: relay, count: count, recipient: String(repeating: "b", count: 64))
+            let notification = APNsNotification.giftWrap(
+                wrapID: wrapID, relay: relay, count: count, recipient: String(repeating: "b", count: 64))
             var fields: [String: JSONValue] = [
                 "aps": ["alert": ["title": "linkstr", "body": "New activity"], "sound": "default", "mutable-content": 1],
                 "type": "gift_wrap", "wrap_id": .string(wrapID), "count": .integer(Int64(count)),
@@ -736,8 +824,9 @@ import PostgresNIO
         #expect(APNsNotification.giftWrap(wrapID: "w", relay: "", count: 1, recipient: hex).collapseID == hex)
         #expect(APNsNotification(type: .newPost, eventID: hex + "d", conversationID: "c").collapseID == hex)
         // 21 three-byte characters are 63 bytes; the 22nd would pass 64 and is left out.
-        #expect(APNsNotification(type: .newPost, eventID: String(repeating: "€", count: 30), conversationID: "c").collapseID
-            == String(repeating: "€", count: 21))
+        #expect(
+            APNsNotification(type: .newPost, eventID: String(repeating: "€", count: 30), conversationID: "c").collapseID
+                == String(repeating: "€", count: 21))
         #expect(APNsNotification(type: .newPost, eventID: "", conversationID: "c").collapseID == "")
     }
 }

@@ -1,16 +1,16 @@
 import Foundation
 import HTTPTypes
+import HummingbirdTesting
 import NostrProtocol
 import PushGateway
 import Testing
-import HummingbirdTesting
 
 /// Random bodies and headers against every route: never a 5xx, and the server keeps answering.
 @Suite(.serialized) struct RouteFuzzTests {
     struct SeededGenerator: RandomNumberGenerator {
         var state: UInt64
         mutating func next() -> UInt64 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             return state
         }
     }

@@ -18,32 +18,41 @@ struct GatewayHarness: Sendable {
 
     let metrics: GatewayMetrics
 
-    static func configuration(_ url: DatabaseURL, adminToken: String? = "admin-secret", publicURL: String? = "https://push.example.com",
-                              apns: APNsConfiguration? = nil, watch: WatchSettings = WatchSettings(),
-                              rateLimits: RateLimitSettings = .disabled, deviceBudget: PushBudget? = .default) -> GatewayConfiguration {
-        GatewayConfiguration(listenHost: "127.0.0.1", listenPort: 0, database: url, publicURL: publicURL, authMaxSkewSeconds: 300,
-                             adminToken: adminToken, apns: apns ?? APNsConfiguration(disabled: true, apps: [], defaultTopic: topic),
-                             delivery: DeliverySettings(leaseSeconds: 5, batchSize: 64, loops: 2), watch: watch, rateLimits: rateLimits,
-                             deviceBudget: deviceBudget)
+    static func configuration(
+        _ url: DatabaseURL, adminToken: String? = "admin-secret", publicURL: String? = "https://push.example.com",
+        apns: APNsConfiguration? = nil, watch: WatchSettings = WatchSettings(),
+        rateLimits: RateLimitSettings = .disabled, deviceBudget: PushBudget? = .default
+    ) -> GatewayConfiguration {
+        GatewayConfiguration(
+            listenHost: "127.0.0.1", listenPort: 0, database: url, publicURL: publicURL, authMaxSkewSeconds: 300,
+            adminToken: adminToken, apns: apns ?? APNsConfiguration(disabled: true, apps: [], defaultTopic: topic),
+            delivery: DeliverySettings(leaseSeconds: 5, batchSize: 64, loops: 2), watch: watch, rateLimits: rateLimits,
+            deviceBudget: deviceBudget)
     }
 
     /// `deliver`: also run the delivery worker (with APNs disabled it logs and finishes jobs;
     /// with `apns`, for example `SandboxFixture.apns`, it sends over HTTP/2).
-    static func run(deliver: Bool = false, apns: APNsConfiguration? = nil, watch: WatchSettings = WatchSettings(),
-                    rateLimits: RateLimitSettings = .disabled, publicURL: String? = "https://push.example.com",
-                    deviceBudget: PushBudget? = .default, _ body: @Sendable (GatewayHarness) async throws -> Void) async throws {
+    static func run(
+        deliver: Bool = false, apns: APNsConfiguration? = nil, watch: WatchSettings = WatchSettings(),
+        rateLimits: RateLimitSettings = .disabled, publicURL: String? = "https://push.example.com",
+        deviceBudget: PushBudget? = .default, _ body: @Sendable (GatewayHarness) async throws -> Void
+    ) async throws {
         try await TestDatabase.with { url, database in
-            try await run(url: url, database: database, deliver: deliver, apns: apns, watch: watch, rateLimits: rateLimits, publicURL: publicURL,
-                          deviceBudget: deviceBudget, body)
+            try await run(
+                url: url, database: database, deliver: deliver, apns: apns, watch: watch, rateLimits: rateLimits, publicURL: publicURL,
+                deviceBudget: deviceBudget, body)
         }
     }
 
     /// A gateway on an existing test database (to run a second one, or one after another).
-    static func run(url: DatabaseURL, database: PostgresClient, deliver: Bool = false, apns: APNsConfiguration? = nil,
-                    watch: WatchSettings = WatchSettings(), rateLimits: RateLimitSettings = .disabled,
-                    publicURL: String? = "https://push.example.com", deviceBudget: PushBudget? = .default,
-                    _ body: @Sendable (GatewayHarness) async throws -> Void) async throws {
-        let configuration = configuration(url, publicURL: publicURL, apns: apns, watch: watch, rateLimits: rateLimits, deviceBudget: deviceBudget)
+    static func run(
+        url: DatabaseURL, database: PostgresClient, deliver: Bool = false, apns: APNsConfiguration? = nil,
+        watch: WatchSettings = WatchSettings(), rateLimits: RateLimitSettings = .disabled,
+        publicURL: String? = "https://push.example.com", deviceBudget: PushBudget? = .default,
+        _ body: @Sendable (GatewayHarness) async throws -> Void
+    ) async throws {
+        let configuration = configuration(
+            url, publicURL: publicURL, apns: apns, watch: watch, rateLimits: rateLimits, deviceBudget: deviceBudget)
         let migrator = try Migrator.load(directory: Migrator.defaultDirectory())
         let metrics = GatewayMetrics()
         let app = try GatewayApplication.build(
@@ -65,12 +74,15 @@ struct GatewayHarness: Sendable {
 
     /// A signed request (linkstr dialect, fresh nonce unless given).
     @discardableResult
-    func send(_ keys: Keys?, _ method: HTTPRequest.Method, _ path: String, json: String = "", nonce: String? = nil,
-              createdAt: Int64? = nil, headers extra: HTTPFields = [:]) async throws -> TestResponse {
+    func send(
+        _ keys: Keys?, _ method: HTTPRequest.Method, _ path: String, json: String = "", nonce: String? = nil,
+        createdAt: Int64? = nil, headers extra: HTTPFields = [:]
+    ) async throws -> TestResponse {
         var headers = extra
         if let keys {
-            let event = HTTPAuth.linkstrEvent(keys: keys, method: method.rawValue, path: path, body: Array(json.utf8), nonce: nonce,
-                                              createdAt: createdAt ?? UnixTime.now())
+            let event = HTTPAuth.linkstrEvent(
+                keys: keys, method: method.rawValue, path: path, body: Array(json.utf8), nonce: nonce,
+                createdAt: createdAt ?? UnixTime.now())
             headers[.authorization] = HTTPAuth.headerValue(for: event)
         }
         headers[.contentType] = "application/json"

@@ -1,11 +1,11 @@
 import AsyncHTTPClient
 import Foundation
-import TestSupport
-import Testing
 import NIOCore
+import NIOHTTP1
 import NostrProtocol
 import PushGateway
-import NIOHTTP1
+import TestSupport
+import Testing
 
 /// A real `linkstr-push serve` process (the binary built next to the test bundle), for tests that
 /// kill it with SIGKILL or run two of them on one database.
@@ -23,7 +23,9 @@ final class GatewayProcess: Sendable {
     }
 
     /// Starts the gateway against `database`, delivering to `sandbox`, and waits until `/readyz` is 200.
-    static func start(database: DatabaseURL, sandbox: SandboxFixture, environment extra: [String: String] = [:]) async throws -> GatewayProcess {
+    static func start(database: DatabaseURL, sandbox: SandboxFixture, environment extra: [String: String] = [:]) async throws
+        -> GatewayProcess
+    {
         // A port taken between choosing and binding it is retried on another; any other early
         // exit fails with the end of the process's log in the message, since CI keeps no files.
         var attempt = 1
@@ -41,12 +43,17 @@ final class GatewayProcess: Sendable {
         var description: String { "linkstr-push exited at start; the end of its log:\n" + log }
     }
 
-    private static func startOnce(database: DatabaseURL, sandbox: SandboxFixture, environment extra: [String: String]) async throws -> GatewayProcess {
+    private static func startOnce(database: DatabaseURL, sandbox: SandboxFixture, environment extra: [String: String]) async throws
+        -> GatewayProcess
+    {
         let port = try LoopbackPort.free()
         var environment = ProcessInfo.processInfo.environment
         let app = sandbox.apns.apps[0]
         environment.merge([
-            "LISTEN_ADDR": "127.0.0.1:\(port)", "DATABASE_URL": "postgres://\(database.username)\(database.password.map { ":" + $0 } ?? "")@\(database.host):\(database.port)/\(database.database)", "LOG_LEVEL": ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"] ?? "warning",
+            "LISTEN_ADDR": "127.0.0.1:\(port)",
+            "DATABASE_URL":
+                "postgres://\(database.username)\(database.password.map { ":" + $0 } ?? "")@\(database.host):\(database.port)/\(database.database)",
+            "LOG_LEVEL": ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"] ?? "warning",
             // Tests drive one instance hard from one address; the limits have their own tests.
             "RATE_LIMIT_IP": "0", "RATE_LIMIT_PUBKEY": "0",
             "APNS_TOPIC": app.topic, "APNS_KEY_ID": app.keyID, "APNS_TEAM_ID": app.teamID, "APNS_KEY_P8": app.privateKeyPEM,
@@ -85,7 +92,9 @@ final class GatewayProcess: Sendable {
     func stop(within seconds: Double = 15, sourceLocation: SourceLocation = #_sourceLocation) async -> Bool {
         let (exited, log) = await terminate(within: seconds)
         if !exited {
-            Issue.record("linkstr-push did not stop within \(seconds) s of SIGTERM; the end of its log:\n\(log.suffix(6_000))", sourceLocation: sourceLocation)
+            Issue.record(
+                "linkstr-push did not stop within \(seconds) s of SIGTERM; the end of its log:\n\(log.suffix(6_000))",
+                sourceLocation: sourceLocation)
         }
         return exited
     }
@@ -113,7 +122,8 @@ final class GatewayProcess: Sendable {
 
     /// A request signed in the linkstr dialect.
     func send(_ keys: Keys, _ method: String, _ path: String, json: String) async throws -> Int {
-        let event = HTTPAuth.linkstrEvent(keys: keys, method: method, path: path, body: Array(json.utf8), nonce: nil, createdAt: UnixTime.now())
+        let event = HTTPAuth.linkstrEvent(
+            keys: keys, method: method, path: path, body: Array(json.utf8), nonce: nil, createdAt: UnixTime.now())
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = .RAW(value: method)
         request.headers.add(name: "authorization", value: HTTPAuth.headerValue(for: event))

@@ -21,7 +21,8 @@ struct SandboxFixture: Sendable {
 
     /// Runs `body` with a sandbox, closing it afterwards.
     static func with<T: Sendable>(
-        maxConcurrentStreams: Int = 100, latencyMilliseconds: Int = 0, keyPEM: String? = nil, _ body: @Sendable (SandboxFixture) async throws -> T
+        maxConcurrentStreams: Int = 100, latencyMilliseconds: Int = 0, keyPEM: String? = nil,
+        _ body: @Sendable (SandboxFixture) async throws -> T
     ) async throws -> T {
         let key = try keyPEM.map { try P256.Signing.PrivateKey(pemRepresentation: $0) } ?? P256.Signing.PrivateKey()
         var configuration = SandboxConfiguration()

@@ -22,7 +22,8 @@ enum TestDatabase {
     }
 
     /// Creates a fresh database, runs `body` with its URL and a running client, drops it after.
-    static func with<T: Sendable>(migrate: Bool = true, _ body: @Sendable (DatabaseURL, PostgresClient) async throws -> T) async throws -> T {
+    static func with<T: Sendable>(migrate: Bool = true, _ body: @Sendable (DatabaseURL, PostgresClient) async throws -> T) async throws -> T
+    {
         let admin = try adminURL()
         var url = admin
         url.database = "t_" + Hex.encode(SecureRandom.bytes(8))
@@ -36,10 +37,12 @@ enum TestDatabase {
                 if migrate { try await Migrator.load(directory: Migrator.defaultDirectory()).migrate(client: client, logger: logger) }
                 let result = try await body(url, client)
                 group.cancelAll()
-                _ = try? await adminClient.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(url.database) WITH (FORCE)"), logger: logger)
+                _ = try? await adminClient.query(
+                    PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(url.database) WITH (FORCE)"), logger: logger)
                 return result
             } catch {
-                _ = try? await adminClient.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(url.database) WITH (FORCE)"), logger: logger)
+                _ = try? await adminClient.query(
+                    PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(url.database) WITH (FORCE)"), logger: logger)
                 group.cancelAll()
                 throw error
             }

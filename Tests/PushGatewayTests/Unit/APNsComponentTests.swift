@@ -1,10 +1,10 @@
 import Crypto
 import Foundation
+import GatewayWire
 import NostrProtocol
 import PushGateway
 import Synchronization
 import Testing
-import GatewayWire
 
 @Suite struct APNsTokenTests {
     static let key = P256.Signing.PrivateKey()
@@ -82,60 +82,72 @@ import GatewayWire
         #expect(policy.delay(afterAttempt: 6, random: 0.5) == 66)
     }
 
-    @Test(arguments: [
-        (200, nil, APNsOutcome.delivered),
-        (400, "BadDeviceToken", .removeDevice(reason: "BadDeviceToken", invalidSinceMilliseconds: nil)),
-        (400, "DeviceTokenNotForTopic", .removeDevice(reason: "DeviceTokenNotForTopic", invalidSinceMilliseconds: nil)),
-        (410, "Unregistered", .removeDevice(reason: "Unregistered", invalidSinceMilliseconds: 1_700_000_000_000)),
-        // The operator's topic, key or certificate is wrong: nothing about the device.
-        (400, "TopicDisallowed", .configurationError(reason: "TopicDisallowed")),
-        (400, "BadTopic", .configurationError(reason: "BadTopic")),
-        (400, "MissingTopic", .configurationError(reason: "MissingTopic")),
-        (403, "InvalidProviderToken", .configurationError(reason: "InvalidProviderToken")),
-        (403, "MissingProviderToken", .configurationError(reason: "MissingProviderToken")),
-        (403, "BadCertificate", .configurationError(reason: "BadCertificate")),
-        (403, "BadCertificateEnvironment", .configurationError(reason: "BadCertificateEnvironment")),
-        (403, "Forbidden", .configurationError(reason: "Forbidden")),
-        (403, "UnrelatedKeyIdInToken", .configurationError(reason: "UnrelatedKeyIdInToken")),
-        (403, "BadEnvironmentKeyIdInToken", .configurationError(reason: "BadEnvironmentKeyIdInToken")),
-        // A reason outside its status's list is a drop, never a removal or a configuration error.
-        (403, "BadDeviceToken", .drop(reason: "BadDeviceToken")),
-        (500, "TopicDisallowed", .retry(reason: "TopicDisallowed")),
-        (403, "ExpiredProviderToken", .refreshTokenAndRetry(reason: "ExpiredProviderToken")),
-        (429, "TooManyRequests", .retry(reason: "TooManyRequests")),
-        (500, "InternalServerError", .retry(reason: "InternalServerError")),
-        (503, "ServiceUnavailable", .retry(reason: "ServiceUnavailable")),
-        (400, "BadCollapseId", .drop(reason: "BadCollapseId")),
-        (413, "PayloadTooLarge", .drop(reason: "PayloadTooLarge")),
-        (404, nil, .drop(reason: "HTTP 404")),
-    ] as [(Int, String?, APNsOutcome)])
+    @Test(
+        arguments: [
+            (200, nil, APNsOutcome.delivered),
+            (400, "BadDeviceToken", .removeDevice(reason: "BadDeviceToken", invalidSinceMilliseconds: nil)),
+            (400, "DeviceTokenNotForTopic", .removeDevice(reason: "DeviceTokenNotForTopic", invalidSinceMilliseconds: nil)),
+            (410, "Unregistered", .removeDevice(reason: "Unregistered", invalidSinceMilliseconds: 1_700_000_000_000)),
+            // The operator's topic, key or certificate is wrong: nothing about the device.
+            (400, "TopicDisallowed", .configurationError(reason: "TopicDisallowed")),
+            (400, "BadTopic", .configurationError(reason: "BadTopic")),
+            (400, "MissingTopic", .configurationError(reason: "MissingTopic")),
+            (403, "InvalidProviderToken", .configurationError(reason: "InvalidProviderToken")),
+            (403, "MissingProviderToken", .configurationError(reason: "MissingProviderToken")),
+            (403, "BadCertificate", .configurationError(reason: "BadCertificate")),
+            (403, "BadCertificateEnvironment", .configurationError(reason: "BadCertificateEnvironment")),
+            (403, "Forbidden", .configurationError(reason: "Forbidden")),
+            (403, "UnrelatedKeyIdInToken", .configurationError(reason: "UnrelatedKeyIdInToken")),
+            (403, "BadEnvironmentKeyIdInToken", .configurationError(reason: "BadEnvironmentKeyIdInToken")),
+            // A reason outside its status's list is a drop, never a removal or a configuration error.
+            (403, "BadDeviceToken", .drop(reason: "BadDeviceToken")),
+            (500, "TopicDisallowed", .retry(reason: "TopicDisallowed")),
+            (403, "ExpiredProviderToken", .refreshTokenAndRetry(reason: "ExpiredProviderToken")),
+            (429, "TooManyRequests", .retry(reason: "TooManyRequests")),
+            (500, "InternalServerError", .retry(reason: "InternalServerError")),
+            (503, "ServiceUnavailable", .retry(reason: "ServiceUnavailable")),
+            (400, "BadCollapseId", .drop(reason: "BadCollapseId")),
+            (413, "PayloadTooLarge", .drop(reason: "PayloadTooLarge")),
+            (404, nil, .drop(reason: "HTTP 404")),
+        ] as [(Int, String?, APNsOutcome)])
     func classification(status: Int, reason: String?, expected: APNsOutcome) {
-        #expect(APNsResponseClassifier.classify(status: status, reason: reason, timestampMilliseconds: status == 410 ? 1_700_000_000_000 : nil) == expected)
+        #expect(
+            APNsResponseClassifier.classify(status: status, reason: reason, timestampMilliseconds: status == 410 ? 1_700_000_000_000 : nil)
+                == expected)
     }
 
     @Test func payloadIsExactlyWhatTheAppExpects() throws {
         let post = APNsNotification(type: .newPost, eventID: "ev1", conversationID: "C1", emoji: "x", postID: "p")
-        #expect(try JSONValue(parsing: post.payload) == [
-            "aps": ["alert": ["title": "New post in linkstr", "body": "Open linkstr to view"], "sound": "default", "thread-id": "C1"],
-            "type": "new_post", "event_id": "ev1", "conversation_id": "C1",
-        ])
+        #expect(
+            try JSONValue(parsing: post.payload) == [
+                "aps": ["alert": ["title": "New post in linkstr", "body": "Open linkstr to view"], "sound": "default", "thread-id": "C1"],
+                "type": "new_post", "event_id": "ev1", "conversation_id": "C1",
+            ])
         let reaction = APNsNotification(type: .newEmojiReaction, eventID: "ev2", conversationID: "C1", emoji: "🔥", postID: "p1")
-        #expect(try JSONValue(parsing: reaction.payload) == [
-            "aps": ["alert": ["title": "New reaction 🔥 in linkstr", "body": "Open linkstr to view"], "sound": "default", "thread-id": "C1"],
-            "type": "new_emoji_reaction", "event_id": "ev2", "conversation_id": "C1", "emoji": "🔥", "post_id": "p1",
-        ])
+        #expect(
+            try JSONValue(parsing: reaction.payload) == [
+                "aps": [
+                    "alert": ["title": "New reaction 🔥 in linkstr", "body": "Open linkstr to view"], "sound": "default", "thread-id": "C1",
+                ],
+                "type": "new_emoji_reaction", "event_id": "ev2", "conversation_id": "C1", "emoji": "🔥", "post_id": "p1",
+            ])
         let headers = Dictionary(uniqueKeysWithValues: reaction.headers(topic: "app.linkstr", expiration: 1_700_000_900))
-        #expect(headers == ["apns-topic": "app.linkstr", "apns-push-type": "alert", "apns-priority": "10",
-                            "apns-collapse-id": "ev2", "apns-expiration": "1700000900"])
+        #expect(
+            headers == [
+                "apns-topic": "app.linkstr", "apns-push-type": "alert", "apns-priority": "10",
+                "apns-collapse-id": "ev2", "apns-expiration": "1700000900",
+            ])
     }
 
     @Test func largestAcceptedRequestStaysUnder4096Bytes() {
         // PushRequest caps event_id and conversation_id at 128 bytes and emoji at 64.
-        let worst = APNsNotification(type: .newEmojiReaction, eventID: String(repeating: "e", count: 128),
-                                     conversationID: String(repeating: "\u{1F600}", count: 32), emoji: String(repeating: "\u{1F525}", count: 16),
-                                     postID: String(repeating: "p", count: 128))
+        let worst = APNsNotification(
+            type: .newEmojiReaction, eventID: String(repeating: "e", count: 128),
+            conversationID: String(repeating: "\u{1F600}", count: 32), emoji: String(repeating: "\u{1F525}", count: 16),
+            postID: String(repeating: "p", count: 128))
         #expect(worst.payload.utf8.count <= APNsNotification.maxPayloadBytes)
         #expect(worst.collapseID.utf8.count <= 64)
-        #expect(APNsNotification(type: .newPost, eventID: String(repeating: "é", count: 40), conversationID: "c").collapseID.utf8.count == 64)
+        #expect(
+            APNsNotification(type: .newPost, eventID: String(repeating: "é", count: 40), conversationID: "c").collapseID.utf8.count == 64)
     }
 }

@@ -10,12 +10,17 @@ import Testing
 @Suite struct APNsSandboxTests {
     static let token = String(repeating: "ab", count: 32)
 
-    static func request(method: String = "POST", path: String = "/3/device/\(token)", headers: [(String, String)] = [], body: String = #"{"aps":{}}"#,
-                        dropping: Set<String> = []) -> SandboxRequest {
-        var all: [(String, String)] = [("apns-topic", "app.test"), ("apns-push-type", "alert"), ("apns-priority", "10"),
-                                       ("apns-id", UUID().uuidString), ("apns-expiration", "0"), ("apns-collapse-id", "c")]
+    static func request(
+        method: String = "POST", path: String = "/3/device/\(token)", headers: [(String, String)] = [], body: String = #"{"aps":{}}"#,
+        dropping: Set<String> = []
+    ) -> SandboxRequest {
+        var all: [(String, String)] = [
+            ("apns-topic", "app.test"), ("apns-push-type", "alert"), ("apns-priority", "10"),
+            ("apns-id", UUID().uuidString), ("apns-expiration", "0"), ("apns-collapse-id", "c"),
+        ]
         all.removeAll { dropping.contains($0.0) }
-        return SandboxRequest(method: method, path: path, headers: (all + headers).map { (name: $0.0, value: $0.1) }, body: Array(body.utf8))
+        return SandboxRequest(
+            method: method, path: path, headers: (all + headers).map { (name: $0.0, value: $0.1) }, body: Array(body.utf8))
     }
 
     @Test func appleRequestChecks() {
@@ -29,14 +34,31 @@ import Testing
             (Self.request(path: "/3/device/" + String(repeating: "a", count: 63)), SandboxReply(status: 400, reason: "BadDeviceToken")),
             (Self.request(headers: [("apns-topic", "app.test")]), SandboxReply(status: 400, reason: "DuplicateHeaders")),
             (Self.request(dropping: ["apns-topic"]), SandboxReply(status: 400, reason: "MissingTopic")),
-            (Self.request(headers: [("apns-topic", "other.app")], dropping: ["apns-topic"]), SandboxReply(status: 400, reason: "TopicDisallowed")),
-            (Self.request(headers: [("apns-push-type", "shout")], dropping: ["apns-push-type"]), SandboxReply(status: 400, reason: "InvalidPushType")),
-            (Self.request(headers: [("apns-priority", "7")], dropping: ["apns-priority"]), SandboxReply(status: 400, reason: "BadPriority")),
-            (Self.request(headers: [("apns-push-type", "background")], dropping: ["apns-push-type"]), SandboxReply(status: 400, reason: "BadPriority")),
+            (
+                Self.request(headers: [("apns-topic", "other.app")], dropping: ["apns-topic"]),
+                SandboxReply(status: 400, reason: "TopicDisallowed")
+            ),
+            (
+                Self.request(headers: [("apns-push-type", "shout")], dropping: ["apns-push-type"]),
+                SandboxReply(status: 400, reason: "InvalidPushType")
+            ),
+            (
+                Self.request(headers: [("apns-priority", "7")], dropping: ["apns-priority"]),
+                SandboxReply(status: 400, reason: "BadPriority")
+            ),
+            (
+                Self.request(headers: [("apns-push-type", "background")], dropping: ["apns-push-type"]),
+                SandboxReply(status: 400, reason: "BadPriority")
+            ),
             (Self.request(headers: [("apns-id", "not-a-uuid")], dropping: ["apns-id"]), SandboxReply(status: 400, reason: "BadMessageId")),
-            (Self.request(headers: [("apns-expiration", "soon")], dropping: ["apns-expiration"]), SandboxReply(status: 400, reason: "BadExpirationDate")),
-            (Self.request(headers: [("apns-collapse-id", String(repeating: "x", count: 65))], dropping: ["apns-collapse-id"]),
-             SandboxReply(status: 400, reason: "BadCollapseId")),
+            (
+                Self.request(headers: [("apns-expiration", "soon")], dropping: ["apns-expiration"]),
+                SandboxReply(status: 400, reason: "BadExpirationDate")
+            ),
+            (
+                Self.request(headers: [("apns-collapse-id", String(repeating: "x", count: 65))], dropping: ["apns-collapse-id"]),
+                SandboxReply(status: 400, reason: "BadCollapseId")
+            ),
             (Self.request(body: ""), SandboxReply(status: 400, reason: "PayloadEmpty")),
             (Self.request(body: String(repeating: "x", count: 4097)), SandboxReply(status: 413, reason: "PayloadTooLarge")),
         ]
@@ -54,7 +76,8 @@ import Testing
         #expect(ScriptedFailure(token: "04293a") == .tooManyRequests(times: 3))
         #expect(ScriptedFailure(token: "0500fa") == .serverError(times: 15))
         #expect(ScriptedFailure(token: "abab") == nil)
-        #expect(ScriptedFailure.unregistered(secondsAgo: 3600).reply(nowMilliseconds: 10_000_000)
+        #expect(
+            ScriptedFailure.unregistered(secondsAgo: 3600).reply(nowMilliseconds: 10_000_000)
                 == SandboxReply(status: 410, reason: "Unregistered", timestampMilliseconds: 6_400_000))
     }
 
@@ -76,7 +99,9 @@ import Testing
         let nowSeconds = Int64(now.timeIntervalSince1970)
         let good = try APNsTokenSigner(app: app).token(issuedAt: now)
         #expect(verifier.verify(authorization: "bearer " + good, now: nowSeconds) == .valid(issuedAt: nowSeconds))
-        #expect(verifier.verify(authorization: "bearer " + good, now: nowSeconds + 3601) == .rejected("ExpiredProviderToken"), "cached tokens still age")
+        #expect(
+            verifier.verify(authorization: "bearer " + good, now: nowSeconds + 3601) == .rejected("ExpiredProviderToken"),
+            "cached tokens still age")
         #expect(verifier.verify(authorization: nil, now: nowSeconds) == .rejected("MissingProviderToken"))
         #expect(verifier.verify(authorization: good, now: nowSeconds) == .rejected("InvalidProviderToken"), "needs the bearer scheme")
 
@@ -84,19 +109,23 @@ import Testing
         #expect(verifier.verify(authorization: "bearer " + future, now: nowSeconds) == .rejected("InvalidProviderToken"))
         var otherTeam = app
         otherTeam.teamID = "TEAM2"
-        #expect(verifier.verify(authorization: "bearer " + (try APNsTokenSigner(app: otherTeam).token(issuedAt: now)), now: nowSeconds)
+        #expect(
+            verifier.verify(authorization: "bearer " + (try APNsTokenSigner(app: otherTeam).token(issuedAt: now)), now: nowSeconds)
                 == .rejected("InvalidProviderToken"))
         var otherKeyID = app
         otherKeyID.keyID = "KEY2"
-        #expect(verifier.verify(authorization: "bearer " + (try APNsTokenSigner(app: otherKeyID).token(issuedAt: now)), now: nowSeconds)
+        #expect(
+            verifier.verify(authorization: "bearer " + (try APNsTokenSigner(app: otherKeyID).token(issuedAt: now)), now: nowSeconds)
                 == .rejected("InvalidProviderToken"))
         var impostor = app
         impostor.privateKeyPEM = P256.Signing.PrivateKey().pemRepresentation
-        #expect(verifier.verify(authorization: "bearer " + (try APNsTokenSigner(app: impostor).token(issuedAt: now)), now: nowSeconds)
+        #expect(
+            verifier.verify(authorization: "bearer " + (try APNsTokenSigner(app: impostor).token(issuedAt: now)), now: nowSeconds)
                 == .rejected("InvalidProviderToken"), "signed by another key")
         var parts = good.split(separator: ".").map(String.init)
         parts[2] = String(parts[2].reversed())
-        #expect(verifier.verify(authorization: "bearer " + parts.joined(separator: "."), now: nowSeconds) == .rejected("InvalidProviderToken"))
+        #expect(
+            verifier.verify(authorization: "bearer " + parts.joined(separator: "."), now: nowSeconds) == .rejected("InvalidProviderToken"))
     }
 
     @Test func aConnectionMayChangeTokensOnlyEveryTwentyMinutes() {

@@ -1,6 +1,6 @@
 import PushGateway
-import Testing
 import TestSupport
+import Testing
 
 /// The batcher between producers (relay consumers) and a writer loop, as a value with no I/O.
 struct BatcherTests {

@@ -1,7 +1,7 @@
 import Foundation
 import PushGateway
-import Testing
 import TestSupport
+import Testing
 
 /// docs/configuration.md is the one reference for the gateway's settings; these hold it to the
 /// code both ways, so neither can change without the other.

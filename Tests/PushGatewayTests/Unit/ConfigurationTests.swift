@@ -1,8 +1,8 @@
 import Crypto
 import GatewayWire
+import Logging
 import PushGateway
 import Testing
-import Logging
 
 @Suite struct ConfigurationTests {
     static let base = ["DATABASE_URL": "postgres://u:p%40ss@db.local:6543/push", "APNS_DISABLE": "1"]
@@ -65,8 +65,16 @@ import Logging
         (["DATABASE_URL": "postgres://x@y/z", "APNS_TOPIC": "a"], "APNS_KEY_ID"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_TOPIC": "a", "APNS_KEY_ID": "K"], "APNS_TEAM_ID"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_TOPIC": "a", "APNS_KEY_ID": "K", "APNS_TEAM_ID": "T"], "APNS_KEY_P8"),
-        (["DATABASE_URL": "postgres://x@y/z", "APNS_TOPIC": "a", "APNS_KEY_ID": "K", "APNS_TEAM_ID": "T", "APNS_KEY_P8": "junk"], "APNS_KEY_P8"),
-        (["DATABASE_URL": "postgres://x@y/z", "APNS_TOPIC": "a", "APNS_KEY_ID": "K", "APNS_TEAM_ID": "T", "APNS_KEY_P8_PATH": "/nonexistent.p8"], "APNS_KEY_P8_PATH"),
+        (
+            ["DATABASE_URL": "postgres://x@y/z", "APNS_TOPIC": "a", "APNS_KEY_ID": "K", "APNS_TEAM_ID": "T", "APNS_KEY_P8": "junk"],
+            "APNS_KEY_P8"
+        ),
+        (
+            [
+                "DATABASE_URL": "postgres://x@y/z", "APNS_TOPIC": "a", "APNS_KEY_ID": "K", "APNS_TEAM_ID": "T",
+                "APNS_KEY_P8_PATH": "/nonexistent.p8",
+            ], "APNS_KEY_P8_PATH"
+        ),
     ])
     func missingOrBadSettingNamesTheKey(env: [String: String], key: String) {
         #expect {
@@ -86,8 +94,9 @@ import Logging
 
     @Test func databaseURLForms() throws {
         #expect(try DatabaseURL(parsing: "postgresql://a@h/d").port == 5432)
-        #expect(try DatabaseURL(parsing: "postgres://a:b@[::1]:5433/d?sslmode=require") ==
-                DatabaseURL(host: "::1", port: 5433, username: "a", password: "b", database: "d", tls: .require))
+        #expect(
+            try DatabaseURL(parsing: "postgres://a:b@[::1]:5433/d?sslmode=require")
+                == DatabaseURL(host: "::1", port: 5433, username: "a", password: "b", database: "d", tls: .require))
         #expect(throws: ConfigurationError.self) { try DatabaseURL(parsing: "postgres://h/d") }
         #expect(throws: ConfigurationError.self) { try DatabaseURL(parsing: "postgres://a@h/d?sslmode=maybe") }
     }
@@ -102,16 +111,21 @@ import Logging
 
     @Test func pushCleansRecipients() throws {
         let key = String(repeating: "a", count: 64)
-        let body = #"{"notification_type":"new_emoji_reaction","event_id":" e ","conversation_id":"c","recipient_pubkeys":["\#(key.uppercased())","","\#(key)"],"emoji":"🔥","post_id":"p"}"#
+        let body =
+            #"{"notification_type":"new_emoji_reaction","event_id":" e ","conversation_id":"c","recipient_pubkeys":["\#(key.uppercased())","","\#(key)"],"emoji":"🔥","post_id":"p"}"#
         let parsed = try PushRequest.parse(Array(body.utf8))
         #expect(parsed.recipients == [key])
         #expect(parsed.eventID == "e" && parsed.emoji == "🔥" && parsed.postID == "p")
-        let post = try PushRequest.parse(Array(#"{"notification_type":"new_post","event_id":"e","conversation_id":"c","recipient_pubkeys":["\#(key)"],"emoji":"x","post_id":"p"}"#.utf8))
+        let post = try PushRequest.parse(
+            Array(
+                #"{"notification_type":"new_post","event_id":"e","conversation_id":"c","recipient_pubkeys":["\#(key)"],"emoji":"x","post_id":"p"}"#
+                    .utf8))
         #expect(post.emoji == nil && post.postID == nil, "post_id and emoji only travel with reactions")
     }
 
     @Test func archiveDedupesAndScopes() throws {
-        let parsed = try ArchiveStateRequest.parse(Array(#"{"archived_conversation_ids":["b","a","b"," "],"known_conversation_ids":["a","b","c","a"]}"#.utf8))
+        let parsed = try ArchiveStateRequest.parse(
+            Array(#"{"archived_conversation_ids":["b","a","b"," "],"known_conversation_ids":["a","b","c","a"]}"#.utf8))
         #expect(parsed.archived == ["b", "a"])
         #expect(parsed.known == ["a", "b", "c"])
     }

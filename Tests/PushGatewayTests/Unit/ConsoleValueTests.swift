@@ -54,7 +54,9 @@ import Testing
         let session = AdminSession(adminToken: "admin-secret", secure: true)
         let now = Date(timeIntervalSince1970: 1_800_000_000)
         let setCookie = session.cookie(now: now)
-        #expect(setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Strict") && setCookie.contains("Secure") && setCookie.contains("Path=/admin"))
+        #expect(
+            setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Strict") && setCookie.contains("Secure")
+                && setCookie.contains("Path=/admin"))
         #expect(!setCookie.contains("admin-secret"), "the cookie holds no secret")
         let pair = try #require(setCookie.split(separator: ";").first.map(String.init))
         #expect(session.accepts(cookieHeader: "other=1; \(pair)", now: now))
@@ -78,15 +80,21 @@ import Testing
         var statistics = RelayStatistics()
         statistics.events = 10
         let relays = [
-            RelayWatcher.WatchedRelay(url: "wss://relay.example", state: .connected, lastEventAt: now.addingTimeInterval(-75), statistics: statistics,
-                                      livePubkeys: 4),
-            RelayWatcher.WatchedRelay(url: "wss://down.example", state: .failed(relayError), lastEventAt: nil, statistics: RelayStatistics(), livePubkeys: 0),
+            RelayWatcher.WatchedRelay(
+                url: "wss://relay.example", state: .connected, lastEventAt: now.addingTimeInterval(-75), statistics: statistics,
+                livePubkeys: 4),
+            RelayWatcher.WatchedRelay(
+                url: "wss://down.example", state: .failed(relayError), lastEventAt: nil, statistics: RelayStatistics(), livePubkeys: 0),
         ]
         return ConsoleSnapshot(
             generatedAt: now, ready: true, readinessProblem: nil, uptimeSeconds: 3725, migrationApplied: 9, migrationExpected: 9,
             queue: QueueDepth(queued: 7, due: 3, oldestJobAgeSeconds: 42.5), pushRates: rates,
             watch: RelayWatcher.Status(relays: relays, shards: [0, 3], watchedPubkeys: 12, pendingSightings: 1),
-            recentFailures: [.init(at: now.addingTimeInterval(-10), status: 410, reason: failureReason, outcome: "device_removed", redactedToken: "abcd…ef01")])
+            recentFailures: [
+                .init(
+                    at: now.addingTimeInterval(-10), status: 410, reason: failureReason, outcome: "device_removed",
+                    redactedToken: "abcd…ef01")
+            ])
     }
 
     @Test func thePageShowsEveryFigureWithItsField() {
@@ -95,7 +103,8 @@ import Testing
             #"data-field="readiness">ready<"#, #"data-field="uptime">1 h 2 m<"#, #"data-field="migration">9 of 9<"#,
             #"data-field="queue-queued">7<"#, #"data-field="queue-due">3<"#, #"data-field="queue-oldest">42 s<"#,
             #"<tr data-outcome="delivered">"#, #"data-field="pushes-total">120<"#, #"data-field="pushes-per-second">2.00<"#,
-            #"<tr data-relay="wss://relay.example">"#, #"data-field="relay-state">connected<"#, #"data-field="relay-last-event">1 m 15 s ago<"#,
+            #"<tr data-relay="wss://relay.example">"#, #"data-field="relay-state">connected<"#,
+            #"data-field="relay-last-event">1 m 15 s ago<"#,
             #"data-field="shards">0, 3<"#, "abcd…ef01", #"<meta http-equiv="refresh" content="5">"#, "<polyline",
         ] {
             #expect(html.contains(expected), "missing: \(expected)")
@@ -124,7 +133,8 @@ import Testing
         snapshot.recentFailures = []
         let html = ConsolePage.render(snapshot)
         for expected in [
-            #"data-field="readiness">not ready<"#, "not ready: database unreachable", "unknown (needs 9)", #"data-field="queue-unavailable""#,
+            #"data-field="readiness">not ready<"#, "not ready: database unreachable", "unknown (needs 9)",
+            #"data-field="queue-unavailable""#,
             #"data-field="pushes-none""#, #"data-field="watch-off""#, #"data-field="failures-none""#,
         ] {
             #expect(html.contains(expected), "missing: \(expected)")

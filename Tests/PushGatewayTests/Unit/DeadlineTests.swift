@@ -50,7 +50,10 @@ import Testing
             try await Task.sleep(for: .seconds(20))
             gate.release()
         }
-        defer { backstop.cancel(); gate.release() }
+        defer {
+            backstop.cancel()
+            gate.release()
+        }
         await #expect(throws: DeadlineExceeded.self) {
             try await withDeadline(.milliseconds(100)) {
                 await gate.wait()

@@ -26,7 +26,7 @@ import Testing
         gate.open()
         await waiter.value
         #expect(passed.value.withLock { $0 })
-        await gate.wait()  // already open: returns at once
+        await gate.wait() // already open: returns at once
         #expect(gate.isOpen)
     }
 

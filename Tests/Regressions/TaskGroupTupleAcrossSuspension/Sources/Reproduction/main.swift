@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#else
-import Darwin
-#endif
 import Relay
+
+#if canImport(Glibc)
+    import Glibc
+#else
+    import Darwin
+#endif
 
 /// `Reproduction split`: the shape `RelayPool.publish` had, the tuple split across the suspension.
 /// `Reproduction awaited`: the shape it has now, the answer awaited into a local first.
