@@ -31,6 +31,8 @@ say "Package.swift declares exactly what each target imports (scripts/lint_impor
 "$VENV/bin/python" scripts/lint_imports.py Fuzz
 say "tests live by kind: Unit/, Integration/, Support/ (scripts/test_kinds.py)"
 "$VENV/bin/python" scripts/test_kinds.py
+say "formatting (swift format lint --strict, configured by .swift-format)"
+swift format lint --strict --recursive --parallel Sources Tests Benchmarks Fuzz Package.swift
 
 export LINKSTR_STRICT=1  # warnings are errors in our own targets (see Package.swift)
 export LINKSTR_PYTHON="$VENV/bin/python"
