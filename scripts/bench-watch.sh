@@ -195,7 +195,7 @@ for round in $(seq 1 "$ROUNDS"); do
     fi
     watch_round || FAILED=$((FAILED + 1))
     # Each p99 beside its round's baseline: a round's latency is read against the machine's speed
-    # at that moment (the figure assumes ~35 µs a verification, 28,600 a second).
+    # at that moment (the 100 ms target assumes ~35 µs a verification, 28,600 a second).
     P99S+=("${ROUND_P99:-none}@${ROUND_BASELINE:-?}/s")
     if [[ -n "$ROUND_P99" ]] && awk -v p="$ROUND_P99" 'BEGIN { exit !(p < 100) }'; then UNDER=$((UNDER + 1)); fi
 done

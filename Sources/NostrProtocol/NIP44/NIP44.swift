@@ -4,7 +4,7 @@ import CryptoExtras
 /// NIP-44 version 2 encryption (ChaCha20 + HMAC-SHA256 with padding).
 ///
 /// Encryption is limited to 65535 bytes (the classic 2-byte length prefix every peer reads).
-/// Decryption also accepts the 2026 extended prefix (`00 00 ‖ u32 length`) up to
+/// Decryption also accepts the extended prefix (`00 00 ‖ u32 length`) up to
 /// `maxDecryptedLength` bytes.
 public enum NIP44 {
     public static let maxPlaintextLength = 65535
