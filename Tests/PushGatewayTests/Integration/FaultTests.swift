@@ -364,10 +364,33 @@ extension FaultTests {
                     }
                     return covered
                 }
+                let everyWrapArrived = try await GatewayHarness.eventually(within: 40) { coveredPerDevice() == expectedPerDevice }
                 #expect(
-                    try await GatewayHarness.eventually(within: 40) { coveredPerDevice() == expectedPerDevice },
+                    everyWrapArrived,
                     "every gift wrap reached its device, including those in c's shards after it died: \(coveredPerDevice()) vs \(expectedPerDevice)"
                 )
+                if !everyWrapArrived {
+                    // CI keeps no files: say which wraps went missing and what each instance logged of them.
+                    let pushed = Set(
+                        RelayWatchTests.giftWrapDeliveries(sandbox).compactMap {
+                            try? JSONValue(parsing: $0.payload)["wrap_id"]?.stringValue
+                        })
+                    for (index, wrap) in wraps.enumerated() where !pushed.contains(wrap.id.hex) {
+                        let watcher = watchers[index % watchers.count].publicKey.hex
+                        var lines: [String] = []
+                        for (name, instance) in zip(["a", "b", "c"], instances) {
+                            let log = (try? String(contentsOfFile: instance.logPath, encoding: .utf8)) ?? ""
+                            lines += log.split(separator: "\n").filter { $0.contains(wrap.id.hex) || $0.contains(watcher) }.suffix(8)
+                                .map { "\(name): \($0.prefix(300))" }
+                        }
+                        Issue.record(
+                            """
+                            not pushed (or pushed under another wrap's id): wrap \(wrap.id.hex) of round \(index / watchers.count) to \(watcher), \
+                            shard \(WatchShard.of(pubkey: watcher, shards: 6)):
+                            \(lines.joined(separator: "\n"))
+                            """)
+                    }
+                }
                 let pushedIDs = RelayWatchTests.giftWrapDeliveries(sandbox).compactMap {
                     try? JSONValue(parsing: $0.payload)["wrap_id"]?.stringValue
                 }
