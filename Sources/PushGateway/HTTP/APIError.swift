@@ -27,6 +27,8 @@ public struct APIError: Error, Sendable, Equatable, HTTPResponseError {
         return error
     }
 
+    /// Every admin route without `ADMIN_TOKEN`.
+    public static let adminDisabled = APIError(.notFound, "admin routes are disabled (set ADMIN_TOKEN)")
     public static let replayed = APIError.unauthorized("authorization was already used (replayed nonce or event)", code: "replayed")
 
     /// 429 with `Retry-After` in whole seconds (at least 1).

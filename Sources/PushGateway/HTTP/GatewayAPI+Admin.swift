@@ -20,7 +20,7 @@ extension GatewayAPI {
 
     /// Throws 404 when admin routes are off.
     func adminAccess(_ request: Request) throws -> AdminAccess {
-        guard let adminToken, let adminSession else { throw APIError(.notFound, "admin routes are disabled (set ADMIN_TOKEN)") }
+        guard let adminToken, let adminSession else { throw APIError.adminDisabled }
         if Self.constantTimeEquals(request.headers[.authorization] ?? "", "Bearer \(adminToken)") { return .bearer }
         if adminSession.accepts(cookieHeader: request.headers[.cookie], now: Date()) { return .session }
         return .none
@@ -126,7 +126,7 @@ extension GatewayAPI {
     /// every try counts against the address's sign-in limit (10 a minute), and the per-address
     /// limit of every request.
     public func signIn(_ request: inout Request, context: GatewayRequestContext) async throws -> Response {
-        guard let adminToken, let adminSession else { throw APIError(.notFound, "admin routes are disabled (set ADMIN_TOKEN)") }
+        guard let adminToken, let adminSession else { throw APIError.adminDisabled }
         let address = RateLimitMiddleware.clientAddress(request, context: context, trustForwardedFor: trustForwardedFor)
         if let wait = signInLimiter.take(address) {
             metrics.rateLimited(scope: "admin_sign_in")
@@ -150,7 +150,7 @@ extension GatewayAPI {
     /// clears it: the cookie is `SameSite=Strict`, so a form on another site posting here arrives
     /// without it and cannot sign the operator out.
     public func signOut(_ request: Request) throws -> Response {
-        guard let adminSession else { throw APIError(.notFound, "admin routes are disabled (set ADMIN_TOKEN)") }
+        guard let adminSession else { throw APIError.adminDisabled }
         var headers: HTTPFields = [.location: "/admin", .cacheControl: "no-store"]
         if adminSession.accepts(cookieHeader: request.headers[.cookie], now: Date()) { headers[.setCookie] = adminSession.clearingCookie }
         return Response(status: .seeOther, headers: headers)

@@ -73,18 +73,20 @@ public struct GatewayAPI: Sendable {
         self.pubkeyLimiter = configuration.rateLimits.perPubkey.map { RateLimiter(limit: $0) }
         self.trustForwardedFor = configuration.rateLimits.trustForwardedFor
         self.usedAuthorizations = UsedAuthorizations(window: .seconds(2 * configuration.authMaxSkewSeconds + 60))
-        self.readiness = ThrottledSnapshot { [store, watcher, metrics] in
-            metrics.readinessChecked()
+        // The metrics hold the scrape hook, which holds these snapshots: they hold the metrics
+        // weakly, or the three would keep each other alive.
+        self.readiness = ThrottledSnapshot { [store, watcher, weak metrics] in
+            metrics?.readinessChecked()
             let readiness = await Self.checkReadiness(store: store, watcher: watcher, latestMigration: latestMigration)
-            metrics.ready(readiness.0 == .ok)
+            metrics?.ready(readiness.0 == .ok)
             return readiness
         }
         let queue = DeliveryQueue(client: store.database.client, logger: store.logger)
         self.queueDepth = ThrottledSnapshot { try? await withDeadline(Self.readinessTimeout) { try await queue.depth() } }
         // Every scrape shows readiness and the queue as of the last second.
-        metrics.onScrape { [readiness, queueDepth] in
+        metrics.onScrape { [readiness, queueDepth, weak metrics] in
             _ = await readiness.value()
-            if let depth = await queueDepth.value() { metrics.queue(depth) }
+            if let depth = await queueDepth.value() { metrics?.queue(depth) }
         }
     }
 
