@@ -44,7 +44,7 @@ public actor RelayPool {
 
     private struct Member {
         let connection: RelayConnection
-        let tasks: [Task<Void, Never>]
+        var tasks: [Task<Void, Never>]
     }
 
     private let logger: Logger
@@ -73,10 +73,14 @@ public actor RelayPool {
         for entry in entries where entry.enabled && members[entry.url] == nil {
             let connection = RelayConnection(url: entry.url, configuration: configuration, logger: logger)
             statuses[entry.url] = .connecting
+            // The member is in place before the first suspension: the state task may report
+            // `.connected` while the subscriptions below are still being added, and a state from a
+            // connection that is not (or no longer) a member is dropped.
+            members[entry.url] = Member(connection: connection, tasks: [])
             var tasks: [Task<Void, Never>] = [Task { try? await connection.run() }]
             tasks.append(
                 Task { [weak self] in
-                    for await state in await connection.states() { await self?.connectionState(entry.url, state) }
+                    for await state in await connection.states() { await self?.connectionState(entry.url, state, from: connection) }
                 })
             for subscription in subscriptions {
                 let stream = await connection.subscribe(id: subscription.id, filters: subscription.filters)
@@ -85,7 +89,12 @@ public actor RelayPool {
                         for await event in stream { await onEvent(entry.url, subscription.id, event) }
                     })
             }
-            members[entry.url] = Member(connection: connection, tasks: tasks)
+            if members[entry.url]?.connection === connection {
+                members[entry.url]?.tasks = tasks
+            } else {
+                // A stop (or another start) ran while this one was suspended.
+                for task in tasks { task.cancel() }
+            }
         }
         await publishStatuses()
     }
@@ -175,8 +184,8 @@ public actor RelayPool {
 
     // MARK: Status
 
-    private func connectionState(_ url: String, _ state: RelayState) async {
-        guard members[url] != nil else { return }
+    private func connectionState(_ url: String, _ state: RelayState, from connection: RelayConnection) async {
+        guard members[url]?.connection === connection else { return }
         let status: RelayStatus
         switch state {
         case .idle, .connecting: status = .connecting
