@@ -180,28 +180,55 @@ public actor RelayConnection: Service {
         let tls: TLSConfiguration? = url.lowercased().hasPrefix("wss://") ? TLSConfiguration.makeClientConfiguration() : nil
         let maxMessageBytes = configuration.maxMessageBytes
         defer { continuation.finish() }
-        try await WebSocketClient.connect(url: url, configuration: wsConfiguration, tlsConfiguration: tls, logger: logger) {
-            inbound, writer, _ in
-            await self.connected(writer: continuation)
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    for await text in stream { try await writer.writeTextMessage(text) }
+        // What ended the exchange, as our handler threw it. After the handler, the WebSocket
+        // library runs the close handshake on the same inbound stream; when the reading task was
+        // cancelled while waiting in that stream, the stream is left cancelled and the handshake
+        // throws `CancellationError`, which then replaces our error. A limit breach would go
+        // uncounted and be retried after the short backoff instead of the breach backoff.
+        let ended = Locked<(any Error)?>(nil)
+        do {
+            try await WebSocketClient.connect(url: url, configuration: wsConfiguration, tlsConfiguration: tls, logger: logger) {
+                inbound, writer, _ in
+                await self.connected(writer: continuation)
+                do {
+                    try await Self.exchange(
+                        inbound: inbound, writer: writer, outbound: stream, maxMessageBytes: maxMessageBytes, with: self)
+                } catch {
+                    ended.withLock { $0 = $0 ?? error }
+                    throw error
                 }
-                group.addTask {
-                    // One message at a time: the next is asked for only once this one is queued
-                    // for its consumer, which is what stops the socket when consumers fall behind.
-                    for try await message in inbound.messages(maxSize: maxMessageBytes) {
-                        try await self.read(message)
-                    }
-                }
-                group.addTask {
-                    // A limit broken by what a consumer reported, while the relay is quiet.
-                    if let breach = await self.nextBreach() { throw RelayError.limitExceeded(breach) }
-                }
-                // Any of them ending ends the connection.
-                _ = try await group.next()
-                group.cancelAll()
             }
+        } catch {
+            throw ended.withLock { $0 } ?? error
+        }
+        // The handshake can also end quietly after our handler threw (an unclean TLS shutdown).
+        if let error = ended.withLock({ $0 }) { throw error }
+    }
+
+    /// Writes what is queued for the relay, reads what it sends, and watches for a limit broken by
+    /// what a consumer reported, until one of them ends or throws.
+    private static func exchange(
+        inbound: WebSocketInboundStream, writer: WebSocketOutboundWriter, outbound: AsyncStream<String>, maxMessageBytes: Int,
+        with connection: RelayConnection
+    ) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await text in outbound { try await writer.writeTextMessage(text) }
+            }
+            group.addTask {
+                // One message at a time: the next is asked for only once this one is queued
+                // for its consumer, which is what stops the socket when consumers fall behind.
+                for try await message in inbound.messages(maxSize: maxMessageBytes) {
+                    try await connection.read(message)
+                }
+            }
+            group.addTask {
+                // A limit broken by what a consumer reported, while the relay is quiet.
+                if let breach = await connection.nextBreach() { throw RelayError.limitExceeded(breach) }
+            }
+            // Any of them ending ends the connection.
+            _ = try await group.next()
+            group.cancelAll()
         }
     }
 

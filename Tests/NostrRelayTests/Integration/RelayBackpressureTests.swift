@@ -166,6 +166,37 @@ import Testing
         await relay.stop()
     }
 
+    /// A consumer that finds a flood invalid breaks the limit while the reading task is still busy
+    /// with the flood. Whatever the reading task was doing when it was stopped, the connection ends
+    /// as the breach it is: counted, and followed by the breach backoff. (The WebSocket library's
+    /// close handshake, run after the exchange, could fail with `CancellationError` and have that
+    /// taken for the reason, so that some breaches went uncounted and were retried at once.)
+    @Test(.timeLimit(.minutes(2))) func everyConnectionClosedForInvalidEventsCountsAsABreach() async throws {
+        let event = Self.note(size: 200)
+        let relay = try HostileRelay { _ in .init(flood: .init(items: [.event(event.json)])) }
+        try await relay.start()
+        var configuration = Self.configuration()
+        configuration.limits = RelayLimits(maxInvalid: 5, backoff: RelayBackoff(base: .milliseconds(20), cap: .milliseconds(20), jitter: 0))
+        let connection = RelayConnection(url: relay.url, configuration: configuration, logger: RelayConnectionTests.logger)
+        let connections = 30
+        try await RelayConnectionTests.running(connection) {
+            let stream = await connection.subscribe(id: "s", filters: [Filter(kinds: [1])])
+            // Every event is reported invalid, as a consumer checking ids would.
+            let consumer = Task {
+                for await item in stream { if case .event = item { connection.countInvalid() } }
+            }
+            #expect(await eventually(within: 60) { relay.records.count > connections }, "\(relay.records.count) connections")
+            consumer.cancel()
+        }
+        let statistics = await connection.statistics
+        let closed = relay.records.count { $0.closed != nil }
+        #expect(closed >= connections)
+        #expect(
+            statistics.limitDisconnects[.invalid] == statistics.failures,
+            "\(statistics.failures) disconnects, \(statistics.limitDisconnects[.invalid] ?? 0) of them counted as the breach")
+        await relay.stop()
+    }
+
     @Test(.timeLimit(.minutes(2))) func relayTextIsLoggedEscapedAndAtMostOncePerInterval() async throws {
         let forged = #"["NOTICE","slow down\n2026-11-24T06:00:00+0000 critical : forged line\u001b[2K"]"#
         let relay = try HostileRelay { _ in .init(flood: .init(items: [.message(forged), .closed("error: no\nmore")], total: 200)) }

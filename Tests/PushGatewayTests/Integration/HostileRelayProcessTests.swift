@@ -293,8 +293,16 @@ import Testing
         try await relay.start()
         try await TestDatabase.with { url, _ in
             try await SandboxFixture.with { sandbox in
-                let gateway = try await Self.start(url, sandbox, relay, ["WATCH_RELAY_MAX_INVALID": "10"], watching: bob)
+                // Logged at info, so that a failure below can say why each connection ended.
+                let gateway = try await Self.start(
+                    url, sandbox, relay, ["WATCH_RELAY_MAX_INVALID": "10", "LOG_LEVEL": "info"], watching: bob)
                 defer { gateway.kill() }
+                // CI keeps no files: a failure carries the relay's view and the gateway's.
+                let story = { () -> String in
+                    let log = (try? String(contentsOfFile: gateway.logPath, encoding: .utf8)) ?? ""
+                    let lines = log.split(separator: "\n").filter { $0.contains("relay") }.suffix(30).map { $0.prefix(400) }
+                    return "relay: \(relay.records)\ngateway:\n" + lines.joined(separator: "\n")
+                }
                 let signatureChecks = { try await Self.metric(gateway, "linkstr_watch_signature_checks_total", ["relay": relay.url]) }
                 let disconnects = {
                     try await Self.metric(
@@ -303,22 +311,22 @@ import Testing
                 #expect(await eventually(within: 30) { relay.subscribers.first?.closed != nil }, "the first connection was closed")
                 // The relay sees the close before the gateway has finished its close handshake.
                 #expect(try await GatewayHarness.eventually { try await Self.relayStatus(gateway)?["last_limit"] == "invalid" })
-                #expect(try await signatureChecks() == 0, "wrong ids cost no signature check")
+                #expect(try await signatureChecks() == 0, "wrong ids cost no signature check; \(story())")
                 let status = try await Self.relayStatus(gateway)
                 #expect(status?["last_limit"] == "invalid" && status?["limit_disconnects"] == 1, "\(String(describing: status))")
                 #expect((status?["invalid_events"]?.integerValue ?? 0) > 10)
                 #expect(status?["error"] == .string(RelayError.limitExceeded(.invalid).description))
 
-                #expect(await eventually(within: 60) { relay.subscribers.count >= 3 }, "reconnected twice: \(relay.records)")
+                #expect(await eventually(within: 60) { relay.subscribers.count >= 3 }, "reconnected twice: \(story())")
                 let records = relay.subscribers
                 if let first = records[0].closed, let second = records[1].closed {
                     // 5 s after the first breach, 10 s after the second (plus up to 25 % jitter).
-                    #expect(records[1].opened - first >= .milliseconds(4_500), "first wait \(records[1].opened - first)")
-                    #expect(records[2].opened - second >= .milliseconds(9_500), "second wait \(records[2].opened - second)")
+                    #expect(records[1].opened - first >= .milliseconds(4_500), "first wait \(records[1].opened - first); \(story())")
+                    #expect(records[2].opened - second >= .milliseconds(9_500), "second wait \(records[2].opened - second); \(story())")
                 }
                 let checks = try await signatureChecks()
-                #expect(checks >= 11 && checks <= 30, "forged signatures were checked, one by one, until the limit (\(checks))")
-                #expect(try await disconnects() == 2)
+                #expect(checks >= 11 && checks <= 30, "forged signatures were checked, one by one, until the limit (\(checks)); \(story())")
+                #expect(try await disconnects() == 2, "\(story())")
 
                 // The third connection behaves: its wraps are pushed.
                 #expect(try await GatewayHarness.eventually(within: 15) { try await Self.relayStatus(gateway)?["state"] == "connected" })
