@@ -289,7 +289,24 @@ extension FaultTests {
                 #expect(
                     try await GatewayHarness.eventually(within: 15) { try await TestDatabase.count(database, owners) == 3 },
                     "three instances share the shards")
-                try await Task.sleep(for: .seconds(1))
+                // Each watcher's REQ must be live before its first wrap is published: a wrap a relay
+                // already holds when the REQ arrives comes back as history, which is never pushed
+                // (its `created_at` is randomised into the past, so nothing tells it from an old
+                // one). On a loaded machine the REQs can take seconds.
+                let running = instances
+                let livePubkeys: @Sendable () async throws -> Int = {
+                    var total = 0
+                    for instance in running {
+                        let ready = try JSONValue(parsing: Array(try await instance.get("/readyz").body.utf8))
+                        guard case .array(let relays)? = ready["watch"]?["relays"] else { continue }
+                        total += relays.compactMap { $0["live_pubkeys"]?.integerValue }.reduce(0) { $0 + Int($1) }
+                    }
+                    return total
+                }
+                let watched = watchers.count
+                #expect(
+                    try await GatewayHarness.eventually(within: 30) { try await livePubkeys() == watched },
+                    "every watched pubkey is live on the relay")
 
                 // The burst: typed pushes round robin over the three; gift wraps in three rounds;
                 // c dies after the first round.
