@@ -4,7 +4,8 @@ public import NostrRelay
 
 /// The relay watcher's settings. Watching is off when `RELAYS` is empty.
 public struct WatchSettings: Sendable {
-    /// `RELAYS`: comma-separated ws:// or wss:// URLs.
+    /// `RELAYS`: comma-separated ws:// or wss:// URLs, kept in their normal form (`RelayURL`), so
+    /// two spellings of one relay are one connection.
     public var relays: [String]
     /// `WATCH_CHUNK_SIZE` (default 500): `#p` values per REQ; a registration re-issues one chunk.
     public var chunkSize: Int
@@ -31,6 +32,10 @@ public struct WatchSettings: Sendable {
     /// `WATCH_RESUBSCRIBE_SECONDS` (default 2; 0: at once): a chunk's REQ is sent again at most
     /// this often per relay; the changes in between go out together (`ResubscribeSchedule`).
     public var resubscribeSeconds: Int
+    /// `WATCH_ALLOW_PRIVATE_RELAYS=1`: relay URLs that users supply may name loopback, private,
+    /// link-local or other non-public addresses (tests, private deployments). Off, they are
+    /// refused, so that nobody can make the gateway connect into its own network.
+    public var allowPrivateRelays: Bool
 
     /// Gift wraps carry timestamps randomised up to two days into the past (NIP-59), so the
     /// subscription looks back that far and suppressions live that long.
@@ -63,7 +68,8 @@ public struct WatchSettings: Sendable {
 
     public init(
         relays: [String] = [], chunkSize: Int = 500, coalesceSeconds: Int = 5, shards: Int = 64, leaseSeconds: Int = 30,
-        gatewayKey: SecretKey? = nil, relayMaxEventsPerSecond: Int = 20_000, relayMaxInvalid: Int = 100, resubscribeSeconds: Int = 2
+        gatewayKey: SecretKey? = nil, relayMaxEventsPerSecond: Int = 20_000, relayMaxInvalid: Int = 100, resubscribeSeconds: Int = 2,
+        allowPrivateRelays: Bool = false
     ) {
         self.relays = relays
         self.chunkSize = chunkSize
@@ -74,14 +80,16 @@ public struct WatchSettings: Sendable {
         self.relayMaxEventsPerSecond = relayMaxEventsPerSecond
         self.relayMaxInvalid = relayMaxInvalid
         self.resubscribeSeconds = resubscribeSeconds
+        self.allowPrivateRelays = allowPrivateRelays
     }
 
     package static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> WatchSettings {
         var relays: [String] = []
         for item in (env["RELAYS"] ?? "").split(separator: ",") {
-            let url = item.trimmingCharacters(in: .whitespaces)
-            guard !url.isEmpty else { continue }
-            guard isRelayURL(url) else { throw ConfigurationError(key: "RELAYS", "\(url) is not a ws:// or wss:// URL with a host") }
+            let text = item.trimmingCharacters(in: .whitespaces)
+            guard !text.isEmpty else { continue }
+            let url: String
+            do { url = try RelayURL(text).description } catch { throw ConfigurationError(key: "RELAYS", "\(text) \(error)") }
             if !relays.contains(url) { relays.append(url) }
         }
         var key: SecretKey?
@@ -106,7 +114,8 @@ public struct WatchSettings: Sendable {
                 "invalid events a relay may send within a minute (0: no limit)"),
             resubscribeSeconds: try limit(
                 env, "WATCH_RESUBSCRIBE_SECONDS", 0...60, default: defaults.resubscribeSeconds,
-                "seconds between two REQs for one subscription chunk (0: at once)"))
+                "seconds between two REQs for one subscription chunk (0: at once)"),
+            allowPrivateRelays: ["1", "true", "yes"].contains(env["WATCH_ALLOW_PRIVATE_RELAYS"]?.lowercased() ?? ""))
     }
 
     /// An integer setting whose error says what it is for, not just its range.
@@ -119,19 +128,5 @@ public struct WatchSettings: Sendable {
         } catch {
             throw ConfigurationError(key: key, "\(meaning): \(error.problem)")
         }
-    }
-
-    static func isRelayURL(_ text: String) -> Bool {
-        let lower = text.lowercased()
-        let rest: Substring
-        if lower.hasPrefix("wss://") {
-            rest = lower.dropFirst(6)
-        } else if lower.hasPrefix("ws://") {
-            rest = lower.dropFirst(5)
-        } else {
-            return false
-        }
-        let host = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        return !host.isEmpty && !host.hasPrefix(":") && !host.contains(" ") && !host.contains("@")
     }
 }

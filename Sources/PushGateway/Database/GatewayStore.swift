@@ -10,6 +10,8 @@ public struct DeviceRecord: Sendable, Equatable {
     public var environment: String
     public var topic: String
     public var relayWatch: Bool
+    /// The relays the registration named, in their normal form.
+    public var relays: [String]
     public var registeredAt: Date
 }
 
@@ -144,7 +146,8 @@ public struct GatewayStore: Sendable {
         let applied = try await registrations.register(
             PendingRegistration(
                 pubkey: pubkey, replayKey: key, replayExpires: expires, deviceToken: request.deviceToken,
-                environment: request.environment.rawValue, topic: topic, relayWatch: request.relayWatch))
+                environment: request.environment.rawValue, topic: topic, relayWatch: request.relayWatch,
+                relays: request.relays.map(\.description)))
         guard applied else { throw APIError.replayed }
     }
 
@@ -291,14 +294,16 @@ public struct GatewayStore: Sendable {
         let logger = self.logger
         return try await authorized(auth) { connection in
             var records: [DeviceRecord] = []
-            for (token, environment, topic, watch, registered) in try await connection.query(
+            for (token, environment, topic, watch, relays, registered) in try await connection.query(
                 """
-                SELECT device_token, apns_environment, topic, relay_watch, registered_at FROM devices
+                SELECT device_token, apns_environment, topic, relay_watch, relays, registered_at FROM devices
                 WHERE pubkey = \(pubkey) ORDER BY registered_at, device_token
                 """, logger: logger
-            ).decode((String, String, String, Bool, Date).self) {
+            ).decode((String, String, String, Bool, [String], Date).self) {
                 records.append(
-                    DeviceRecord(deviceToken: token, environment: environment, topic: topic, relayWatch: watch, registeredAt: registered))
+                    DeviceRecord(
+                        deviceToken: token, environment: environment, topic: topic, relayWatch: watch, relays: relays,
+                        registeredAt: registered))
             }
             return records
         }

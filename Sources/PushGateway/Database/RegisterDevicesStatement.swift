@@ -17,8 +17,8 @@ import PostgresNIO
 package struct RegisterDevicesStatement: PostgresPreparedStatement {
     static let sql = """
         WITH input AS (
-            SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::bool[])
-                WITH ORDINALITY AS i(pubkey, replay_key, expires_at, device_token, apns_environment, topic, relay_watch, position)
+            SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[])
+                WITH ORDINALITY AS i(pubkey, replay_key, expires_at, device_token, apns_environment, topic, relay_watch, relays, position)
         ), replay AS (
             INSERT INTO auth_replays (pubkey, replay_key, expires_at)
             SELECT pubkey, replay_key, expires_at FROM input ORDER BY position
@@ -29,10 +29,13 @@ package struct RegisterDevicesStatement: PostgresPreparedStatement {
             SELECT d.device_token, d.pubkey AS previous_pubkey, fresh.pubkey AS new_pubkey
             FROM devices d JOIN fresh USING (device_token) ORDER BY d.device_token FOR UPDATE OF d
         ), upsert AS (
-            INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch)
-            SELECT device_token, pubkey, apns_environment, topic, relay_watch FROM fresh ORDER BY device_token
+            -- A registration's relays travel as one space-separated text (no relay URL holds a space):
+            -- unnest cannot take an array of arrays of different lengths.
+            INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch, relays)
+            SELECT device_token, pubkey, apns_environment, topic, relay_watch, string_to_array(relays, ' ')
+            FROM fresh ORDER BY device_token
             ON CONFLICT (device_token) DO UPDATE SET pubkey = EXCLUDED.pubkey, apns_environment = EXCLUDED.apns_environment,
-                topic = EXCLUDED.topic, relay_watch = EXCLUDED.relay_watch, updated_at = now()
+                topic = EXCLUDED.topic, relay_watch = EXCLUDED.relay_watch, relays = EXCLUDED.relays, updated_at = now()
         ), moved AS (
             SELECT device_token, previous_pubkey FROM previous WHERE previous_pubkey <> new_pubkey
         ), moved_jobs AS (
@@ -54,7 +57,7 @@ package struct RegisterDevicesStatement: PostgresPreparedStatement {
     var registrations: [PendingRegistration]
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 7)
+        var bindings = PostgresBindings(capacity: 8)
         bindings.append(registrations.map(\.pubkey))
         bindings.append(registrations.map(\.replayKey))
         bindings.append(registrations.map(\.replayExpires))
@@ -62,6 +65,7 @@ package struct RegisterDevicesStatement: PostgresPreparedStatement {
         bindings.append(registrations.map(\.environment))
         bindings.append(registrations.map(\.topic))
         bindings.append(registrations.map(\.relayWatch))
+        bindings.append(registrations.map { $0.relays.joined(separator: " ") })
         return bindings
     }
 

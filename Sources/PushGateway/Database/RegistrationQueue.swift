@@ -9,9 +9,12 @@ package struct PendingRegistration: Sendable, Equatable {
     var environment: String
     var topic: String
     var relayWatch: Bool
+    /// Normal-form relay URLs (`RelayURL.description`).
+    var relays: [String]
 
     package init(
-        pubkey: String, replayKey: String, replayExpires: Date, deviceToken: String, environment: String, topic: String, relayWatch: Bool
+        pubkey: String, replayKey: String, replayExpires: Date, deviceToken: String, environment: String, topic: String, relayWatch: Bool,
+        relays: [String] = []
     ) {
         self.pubkey = pubkey
         self.replayKey = replayKey
@@ -20,6 +23,7 @@ package struct PendingRegistration: Sendable, Equatable {
         self.environment = environment
         self.topic = topic
         self.relayWatch = relayWatch
+        self.relays = relays
     }
 }
 

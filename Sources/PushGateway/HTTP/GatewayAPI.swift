@@ -18,6 +18,8 @@ public struct GatewayAPI: Sendable {
     let verifier: HTTPAuthVerifier
     let defaultTopic: String
     let topics: Set<String>
+    /// Which relay URLs a registration may name (`WATCH_ALLOW_PRIVATE_RELAYS`).
+    let relayPolicy: RelayAddressPolicy
     let adminToken: String?
     /// The console's sign-in cookies; nil when admin routes are off.
     let adminSession: AdminSession?
@@ -60,6 +62,7 @@ public struct GatewayAPI: Sendable {
         self.metrics = metrics
         self.verifier = HTTPAuthVerifier(maxSkewSeconds: configuration.authMaxSkewSeconds, publicBaseURL: configuration.publicURL)
         self.defaultTopic = configuration.apns.defaultTopic
+        self.relayPolicy = RelayAddressPolicy(allowsPrivate: configuration.watch.allowPrivateRelays)
         self.topics = configuration.apns.topics
         self.adminToken = configuration.adminToken
         // Secure unless the operator says the gateway is reached over plain HTTP (browsers keep
@@ -155,6 +158,9 @@ public struct GatewayAPI: Sendable {
         try await signed(&request, parse: RegisterDeviceRequest.parse) { auth, registration in
             let topic = registration.topic ?? defaultTopic
             guard topics.contains(topic) else { throw APIError.badRequest("unknown topic") }
+            for relay in registration.relays {
+                if let refusal = relayPolicy.refusal(for: relay) { throw APIError.badRequest("relays: \(relay) \(refusal)") }
+            }
             try await store.register(registration, topic: topic, auth: auth)
             store.logger.info(
                 "device registered",
@@ -220,6 +226,7 @@ public struct GatewayAPI: Sendable {
                             .object([
                                 "device_token": .string(device.deviceToken), "apns_environment": .string(device.environment),
                                 "topic": .string(device.topic), "relay_watch": .bool(device.relayWatch),
+                                "relays": .array(device.relays.map { .string($0) }),
                                 "registered_at": .string(formatter.string(from: device.registeredAt)),
                             ])
                         })

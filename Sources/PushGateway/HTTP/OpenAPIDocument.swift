@@ -43,6 +43,14 @@ public enum OpenAPIDocument {
                 apns_environment: {type: string, description: "sandbox or production, case-insensitive"}
                 topic: {type: string}
                 relay_watch: {type: boolean, default: false}
+                relays:
+                  type: array
+                  maxItems: 10
+                  description: >-
+                    The user's inbox relays, for when the user publishes no NIP-17 relay list: ws:// or
+                    wss:// URLs, stored normalised; non-public addresses are refused unless
+                    WATCH_ALLOW_PRIVATE_RELAYS is set. Each registration replaces the token's list.
+                  items: {type: string, pattern: "^[wW][sS][sS]?://"}
             Unregister:
               type: object
               required: [device_token]
@@ -95,6 +103,7 @@ public enum OpenAPIDocument {
                       apns_environment: {type: string}
                       topic: {type: string}
                       relay_watch: {type: boolean}
+                      relays: {type: array, items: {type: string}}
                       registered_at: {type: string, format: date-time}
           responses:
             BadRequest:

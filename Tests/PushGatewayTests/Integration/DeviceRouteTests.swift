@@ -68,6 +68,65 @@ import Testing
         }
     }
 
+    /// A registration may name the user's inbox relays: stored normalised and without duplicates,
+    /// listed back, and replaced by the next registration of the token (absent: none).
+    @Test func registrationRelaysAreStoredNormalisedAndReplaced() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate()
+            let token = GatewayHarness.token(0x21)
+            let relays = #"["WSS://Inbox.Example:443/","wss://inbox.example","ws://relay.example:8080/dm"]"#
+            let body = GatewayHarness.registerBody(token, extra: #","relay_watch":true,"relays":\#(relays)"#)
+            #expect(try await gateway.send(alice, .post, "/v1/devices/register", json: body).status == .accepted)
+            let stored = try await gateway.count(
+                "SELECT count(*)::int FROM devices WHERE relays = ARRAY['wss://inbox.example', 'ws://relay.example:8080/dm']")
+            #expect(stored == 1)
+            let listed = try await gateway.send(alice, .get, "/v1/devices")
+            #expect(listed.json?["devices"]?.arrayValue?.first?["relays"] == ["wss://inbox.example", "ws://relay.example:8080/dm"])
+
+            #expect(
+                try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token)).status == .accepted)
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE relays = '{}'") == 1)
+            let relisted = try await gateway.send(alice, .get, "/v1/devices")
+            #expect(relisted.json?["devices"]?.arrayValue?.first?["relays"] == [])
+        }
+    }
+
+    /// Bad relay lists are refused with the reason, and store nothing: a malformed URL, too many,
+    /// and (unless `WATCH_ALLOW_PRIVATE_RELAYS`) one that points into the gateway's own network.
+    @Test func badRegistrationRelaysAreRefusedAndStoreNothing() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate()
+            let token = GatewayHarness.token(0x22)
+            let eleven = (0..<11).map { #""wss://r\#($0).example""# }.joined(separator: ",")
+            let cases: [(String, String)] = [
+                (#""wss://ok.example""#, "invalid json body: relays must be an array of strings"),
+                (#"[1]"#, "invalid json body: relays must be an array of strings"),
+                (#"["https://relay.example"]"#, "relays[0] must start with ws:// or wss://"),
+                (#"["wss://ok.example","wss://us:pw@relay.example"]"#, "relays[1] must not carry a user name or password"),
+                (#"["wss://relay.example:99999"]"#, "relays[0] has an invalid port"),
+                (#"["wss://127.1"]"#, "relays[0] has no valid host name or IP address"),
+                ("[\(eleven)]", "relays must hold at most 10 URLs"),
+                (#"["ws://127.0.0.1:5432"]"#, "relays: ws://127.0.0.1:5432 names a non-public address"),
+                (#"["ws://[::ffff:169.254.169.254]/latest"]"#, "relays: ws://[::ffff:a9fe:a9fe]/latest names a non-public address"),
+                (#"["wss://ok.example","ws://LOCALHOST"]"#, "relays: ws://localhost names a local host"),
+                (#"["ws://postgres:5432"]"#, "relays: ws://postgres:5432 names a local host"),
+            ]
+            for (relays, message) in cases {
+                let body = GatewayHarness.registerBody(token, extra: #","relays":\#(relays)"#)
+                let response = try await gateway.send(alice, .post, "/v1/devices/register", json: body)
+                #expect(response.status == .badRequest, "\(relays)")
+                #expect(response.errorMessage == message, "\(relays)")
+            }
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 0)
+        }
+        // A private deployment (and the tests' loopback relays) may allow them.
+        try await GatewayHarness.run(watch: WatchSettings(allowPrivateRelays: true)) { (gateway: GatewayHarness) async throws in
+            let body = GatewayHarness.registerBody(GatewayHarness.token(0x23), extra: #","relays":["ws://127.0.0.1:7777"]"#)
+            #expect(try await gateway.send(Keys.generate(), .post, "/v1/devices/register", json: body).status == .accepted)
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE relays = ARRAY['ws://127.0.0.1:7777']") == 1)
+        }
+    }
+
     @Test func tokenMovesBetweenPubkeys() async throws {
         try await GatewayHarness.run { gateway in
             let alice = Keys.generate(), bob = Keys.generate()

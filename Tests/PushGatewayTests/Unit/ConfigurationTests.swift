@@ -31,12 +31,16 @@ import Testing
         env["APNS_TOPIC"] = "app.linkstr"
         env["APNS_SANDBOX_URL"] = "https://127.0.0.1:2197/"
         env["APNS_TRANSPORT"] = "async-http-client"
-        env["RELAYS"] = "wss://relay.example"
+        env["RELAYS"] = "wss://relay.example, WSS://Relay.Example:443/,ws://127.0.0.1:7000/"
+        env["WATCH_ALLOW_PRIVATE_RELAYS"] = "1"
         env["SHUTDOWN_TIMEOUT_SECONDS"] = "9"
         let configuration = try GatewayConfiguration.fromEnvironment(env)
         #expect(configuration.shutdownTimeoutSeconds == 9)
         #expect(configuration.apns.transport == .asyncHTTPClient)
-        #expect(configuration.watch.relays == ["wss://relay.example"])
+        #expect(configuration.watch.relays == ["wss://relay.example", "ws://127.0.0.1:7000"], "normalised, each relay once")
+        #expect(configuration.watch.allowPrivateRelays)
+        let strict = try GatewayConfiguration.fromEnvironment(["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1"])
+        #expect(strict.watch.allowPrivateRelays == false)
         #expect(configuration.listenHost == "127.0.0.1" && configuration.listenPort == 9000)
         #expect(configuration.publicURL == "https://push.example.com")
         #expect(configuration.logLevel == .debug && configuration.logFormat == .json)

@@ -1,0 +1,140 @@
+/// A relay's WebSocket URL in its normal form, so that two spellings of one relay are one relay:
+/// scheme and host lowercased, the scheme's default port and a trailing slash removed
+/// (`WSS://Relay.Example:443/` is `wss://relay.example`). Two equal values name the same relay.
+///
+/// Parsing is strict, because the URL comes from someone else (a registration, a relay list) and
+/// is then connected to: `ws` or `wss` only, an ASCII host name or IP literal, no user info, no
+/// fragment, at most `maxLength` bytes.
+public struct RelayURL: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public enum Host: Sendable, Hashable {
+        /// A DNS name, lowercased (internationalised names in their `xn--` form).
+        case name(String)
+        case address(IPAddress)
+    }
+
+    public static let maxLength = 512
+
+    public let isSecure: Bool
+    public let host: Host
+    /// Nil when it is the scheme's default.
+    public let port: Int?
+    /// Empty, or from `/`, without a trailing slash; the query, if any, included.
+    public let pathAndQuery: String
+    /// The normal form.
+    public let description: String
+
+    public init(_ text: some StringProtocol) throws(RelayURLError) {
+        let text = String(text).trimmingWhitespace()
+        guard !text.isEmpty else { throw .empty }
+        guard text.utf8.count <= Self.maxLength else { throw .tooLong }
+        guard text.allSatisfy({ $0.isASCII && !$0.isWhitespace && !$0.isControlCharacter }) else { throw .notASCII }
+        guard let separator = text.firstRange(of: "://") else { throw .notWebSocket }
+        let scheme = text[..<separator.lowerBound].lowercased()
+        guard scheme == "ws" || scheme == "wss" else { throw .notWebSocket }
+        isSecure = scheme == "wss"
+        let rest = text[separator.upperBound...]
+        guard !rest.contains("#") else { throw .fragment }
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        guard !authority.contains("@") else { throw .userInfo }
+        (host, port) = try Self.parseAuthority(authority, defaultPort: isSecure ? 443 : 80)
+        var pathAndQuery = String(rest[authorityEnd...])
+        guard pathAndQuery.allSatisfy({ Self.pathCharacters.contains($0) }) else { throw .badPath }
+        if pathAndQuery.hasPrefix("?") { pathAndQuery = "/" + pathAndQuery }
+        if !pathAndQuery.contains("?"), pathAndQuery.hasSuffix("/") { pathAndQuery.removeLast() }
+        self.pathAndQuery = pathAndQuery
+        let hostText: String
+        switch host {
+        case .name(let name): hostText = name
+        case .address(.v4(let bytes)): hostText = IPAddress.v4(bytes).description
+        case .address(let address): hostText = "[\(address)]"
+        }
+        description = scheme + "://" + hostText + (port.map { ":\($0)" } ?? "") + pathAndQuery
+    }
+
+    public static func < (lhs: RelayURL, rhs: RelayURL) -> Bool { lhs.description < rhs.description }
+
+    public static func == (lhs: RelayURL, rhs: RelayURL) -> Bool { lhs.description == rhs.description }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(description) }
+
+    // RFC 3986 unreserved, sub-delims, ":", "@", "/", "?", and "%" of percent-encoding.
+    private static let pathCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@/?%")
+
+    private static func parseAuthority(_ authority: Substring, defaultPort: Int) throws(RelayURLError) -> (Host, Int?) {
+        var hostText = authority
+        var portText: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { throw .badHost }
+            hostText = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { throw .badHost }
+                portText = after.dropFirst()
+            }
+            guard case .v6? = IPAddress(hostText) else { throw .badHost }
+        } else if let colon = authority.lastIndex(of: ":") {
+            hostText = authority[..<colon]
+            portText = authority[authority.index(after: colon)...]
+        }
+        var port: Int?
+        if let portText {
+            guard (1...5).contains(portText.count), portText.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(portText),
+                (1...65_535).contains(value)
+            else { throw .badPort }
+            port = value == defaultPort ? nil : value
+        }
+        if authority.hasPrefix("[") { return (.address(IPAddress(hostText)!), port) }
+        if case .v4? = IPAddress(hostText) { return (.address(IPAddress(hostText)!), port) }
+        return (.name(try Self.hostName(hostText)), port)
+    }
+
+    /// A DNS name: labels of letters, digits and hyphens, none starting or ending with a hyphen,
+    /// at most 63 bytes each and 253 in all; one trailing dot dropped. The last label starts with
+    /// a letter, as every top-level domain does: `127.1`, `0x7f.0.0.1` or `2130706433` are no
+    /// IPv4 addresses we accept, yet resolvers read them as such.
+    private static func hostName(_ text: Substring) throws(RelayURLError) -> String {
+        var name = text.lowercased()
+        if name.hasSuffix(".") { name.removeLast() }
+        guard !name.isEmpty, name.utf8.count <= 253 else { throw .badHost }
+        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        for label in labels {
+            guard (1...63).contains(label.count), label.first != "-", label.last != "-",
+                label.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
+            else { throw .badHost }
+        }
+        guard labels.last?.first?.isLetter == true else { throw .badHost }
+        return name
+    }
+}
+
+/// Why a relay URL was refused; the description is safe to return to whoever sent it.
+public enum RelayURLError: Error, Sendable, Equatable, CustomStringConvertible {
+    case empty
+    case tooLong
+    case notASCII
+    case notWebSocket
+    case userInfo
+    case fragment
+    case badHost
+    case badPort
+    case badPath
+
+    public var description: String {
+        switch self {
+        case .empty: "is empty"
+        case .tooLong: "is longer than \(RelayURL.maxLength) bytes"
+        case .notASCII: "must be ASCII without spaces (internationalised names in their xn-- form)"
+        case .notWebSocket: "must start with ws:// or wss://"
+        case .userInfo: "must not carry a user name or password"
+        case .fragment: "must not have a fragment (#)"
+        case .badHost: "has no valid host name or IP address"
+        case .badPort: "has an invalid port"
+        case .badPath: "has characters a URL path cannot hold"
+        }
+    }
+}
+
+extension Character {
+    fileprivate var isControlCharacter: Bool { unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7f } }
+}
