@@ -40,6 +40,7 @@ let package = Package(
         fuzzTarget("nip98", [nostrProtocol]),
         fuzzTarget("linkstr-payload", [nostrProtocol, .product(name: "LinkstrWire", package: rootIdentity)]),
         fuzzTarget("gateway-requests", [nostrProtocol, .product(name: "GatewayWire", package: rootIdentity)]),
+        fuzzTarget("relay-url", [nostrProtocol]),
     ],
     swiftLanguageModes: [.v6]
 )

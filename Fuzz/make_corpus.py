@@ -294,6 +294,8 @@ BODIES = [
     (REGISTER, f'{{"device_token":"{TOKEN}","apns_environment":"sandbox"}}'),
     (REGISTER, f'{{"device_token":" {TOKEN.upper()} ","apns_environment":"SANDBOX","topic":"app.test","relay_watch":true}}'),
     (REGISTER, f'{{"device_token":"{TOKEN}","apns_environment":"production","topic":null,"relay_watch":"yes"}}'),
+    (REGISTER, f'{{"device_token":"{TOKEN}","apns_environment":"sandbox","relay_watch":true,'
+               '"relays":["WSS://Inbox.Example:443/","wss://inbox.example","ws://[::1]:7777","wss://u@x.example"]}}'),
     (REGISTER, '{"device_token":"abc","apns_environment":"sandbox"}'),
     (REGISTER, f'{{"device_token":"{TOKEN}","apns_environment":"staging"}}'),
     (UNREGISTER, f'{{"device_token":"{TOKEN}"}}'),
@@ -343,6 +345,22 @@ def gateway_request_seeds(v) -> Corpus:
     return c
 
 
+RELAY_URLS = [
+    "wss://relay.damus.io", "WSS://Relay.Example:443/", "ws://relay.example:80/inbox/", "wss://relay.example/?x=1",
+    "ws://127.0.0.1:7777", "ws://[::1]:7777/", "ws://[2001:DB8::1]", "ws://[::ffff:169.254.169.254]/latest",
+    "wss://user:pw@relay.example", "wss://relay.example/#frag", "wss://127.1", "wss://0x7f.0.0.1",
+    "wss://xn--bcher-kva.example.", "wss://relay.example:65536", "https://relay.example", "  wss://nos.lol/  ",
+    "1.2.3.4", "fe80::1", "::", "1:2:3:4:5:6:7:8", "::ffff:1.2.3.4", "1::2::3",
+]
+
+
+def relay_url_seeds(v) -> Corpus:
+    c = Corpus("relay-url")
+    for url in RELAY_URLS:
+        c.add(url, url.encode("utf-8"))
+    return c
+
+
 # libFuzzer dictionaries (-dict), one per target since a run takes one: the JSON grammar's tokens,
 # plus the keys and values each parser looks for, which random mutation would take long to spell.
 JSON_TOKENS = ["{", "}", "[", "]", ":", ",", '""', '"', "\\\\", "\\\"", "\\u", "\\ud83d\\ude00", "\\u0000",
@@ -362,8 +380,11 @@ DICTIONARIES = {
         '"conversation_id"', '"root_id"', '"kind"', '"url"', '"note"', '"timestamp"', '"session_name"', '"member_pubkeys"',
         '"emoji"', '"reaction_active"', '"root"', '"root_delete"', '"session_create"', '"session_members"',
         '"session_delete"', '"reaction"', '"https://"', '"http://"', "@", '"' + KEY + '"'],
+    "relay-url": ["ws://", "wss://", "://", "[", "]", ":", "::", "::ffff:", ".", "/", "?", "#", "@", "%2F", ":443", ":80",
+                  "xn--", "localhost", "127.0.0.1", "255", "0x", "fe80", "ffff"],
     "gateway-requests": JSON_TOKENS + [
-        '"device_token"', '"apns_environment"', '"topic"', '"relay_watch"', '"sandbox"', '"production"',
+        '"device_token"', '"apns_environment"', '"topic"', '"relay_watch"', '"sandbox"', '"production"', '"relays"',
+        '"wss://', '"ws://',
         '"archived_conversation_ids"', '"known_conversation_ids"', '"notification_type"', '"new_post"',
         '"new_emoji_reaction"', '"gift_wrap"', '"event_id"', '"conversation_id"', '"recipient_pubkeys"', '"emoji"',
         '"post_id"', '"event_ids"', '"' + KEY + '"', '"' + TOKEN + '"',
@@ -407,7 +428,7 @@ def main() -> int:
         "nip17": load(args.vectors, "nip59-nip17-spec-examples.json"),
     }
     makers = [json_seeds, event_seeds, relay_message_seeds, nip19_seeds, nip44_seeds, base64_seeds, nip98_seeds,
-              linkstr_payload_seeds, gateway_request_seeds]
+              linkstr_payload_seeds, gateway_request_seeds, relay_url_seeds]
     for make in makers:
         corpus = make(v)
         print(f"{corpus.name}: {corpus.write(args.out)} seeds")

@@ -11,7 +11,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
 cd "$REPO_ROOT"
 
-ALL_TARGETS=(json event relay-message nip19 nip44 base64 nip98 linkstr-payload gateway-requests)
+ALL_TARGETS=(json event relay-message nip19 nip44 base64 nip98 linkstr-payload gateway-requests relay-url)
 FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
 read -r -a TARGETS <<< "${FUZZ_TARGETS:-${ALL_TARGETS[*]}}"
 for target in "${TARGETS[@]}"; do

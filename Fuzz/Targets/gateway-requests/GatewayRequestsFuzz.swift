@@ -15,6 +15,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         guard let request = try? RegisterDeviceRequest.parse(body) else { return 0 }
         check(isToken(request.deviceToken), "register: bad device token \(request.deviceToken)")
         check(request.topic.map(isCleanText) ?? true, "register: topic not clean")
+        check(request.relays.count <= RegisterDeviceRequest.maxRelays, "register: \(request.relays.count) relays")
+        check(Set(request.relays).count == request.relays.count, "register: duplicate relays")
+        check(request.relays.allSatisfy { (try? RelayURL($0.description)) == $0 }, "register: a relay not in normal form")
     case 1:
         guard let request = try? UnregisterDeviceRequest.parse(body) else { return 0 }
         check(isToken(request.deviceToken), "unregister: bad device token \(request.deviceToken)")

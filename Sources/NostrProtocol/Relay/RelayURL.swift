@@ -18,7 +18,7 @@ public struct RelayURL: Sendable, Hashable, Comparable, CustomStringConvertible 
     public let host: Host
     /// Nil when it is the scheme's default.
     public let port: Int?
-    /// Empty, or from `/`, without a trailing slash; the query, if any, included.
+    /// Empty, or from `/`, without trailing slashes; the query, if any, included.
     public let pathAndQuery: String
     /// The normal form.
     public let description: String
@@ -41,7 +41,9 @@ public struct RelayURL: Sendable, Hashable, Comparable, CustomStringConvertible 
         var pathAndQuery = String(rest[authorityEnd...])
         guard pathAndQuery.allSatisfy({ Self.pathCharacters.contains($0) }) else { throw .badPath }
         if pathAndQuery.hasPrefix("?") { pathAndQuery = "/" + pathAndQuery }
-        if !pathAndQuery.contains("?"), pathAndQuery.hasSuffix("/") { pathAndQuery.removeLast() }
+        // Every trailing slash: removing one would leave `/a//` a different URL from its own
+        // normal form `/a/`.
+        while !pathAndQuery.contains("?"), pathAndQuery.hasSuffix("/") { pathAndQuery.removeLast() }
         self.pathAndQuery = pathAndQuery
         let hostText: String
         switch host {

@@ -12,7 +12,8 @@ import Testing
         ("wss://relay.example.", "wss://relay.example"), ("wss://relay.example?x=1", "wss://relay.example/?x=1"),
         ("wss://relay.example/path?x=%2F", "wss://relay.example/path?x=%2F"), ("ws://[::1]:7777", "ws://[::1]:7777"),
         ("ws://[2001:DB8::1]/", "ws://[2001:db8::1]"), ("ws://127.0.0.1:7000", "ws://127.0.0.1:7000"),
-        ("wss://xn--bcher-kva.example", "wss://xn--bcher-kva.example"),
+        ("wss://xn--bcher-kva.example", "wss://xn--bcher-kva.example"), ("ws://f.example//fe//", "ws://f.example//fe"),
+        ("wss://relay.example///", "wss://relay.example"),
     ])
     func spellingsOfOneRelayNormaliseToOne(text: String, normal: String) throws {
         let url = try RelayURL(text)
