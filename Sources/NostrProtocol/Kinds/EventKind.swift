@@ -6,6 +6,8 @@ public enum EventKind {
     public static let seal: UInt16 = 13
     public static let requestToVanish: UInt16 = 62
     public static let giftWrap: UInt16 = 1059
+    /// NIP-17: a user's DM inbox relays (replaceable).
+    public static let inboxRelays: UInt16 = 10050
     public static let relayAuth: UInt16 = 22242
     public static let httpAuth: UInt16 = 27235
     /// linkstr's application rumor (inside gift wraps).
