@@ -64,12 +64,51 @@ struct IdentityCommand: AsyncParsableCommand {
 struct RelaysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "relays", abstract: "The relay list.",
-        subcommands: [Add.self, List.self, Remove.self, Enable.self, Disable.self, Reset.self])
+        subcommands: [Add.self, List.self, Remove.self, Enable.self, Disable.self, Reset.self, Inbox.self])
 
     struct Add: AsyncParsableCommand {
         @OptionGroup var options: ClientOptions
         @Argument(help: "ws:// or wss:// URL.") var url: String
         func run() async throws { try await options.core().perform(.addRelay(url)).orThrow() }
+    }
+
+    /// The NIP-17 inbox list (kind 10050): where senders publish this account's gift wraps.
+    struct Inbox: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "The NIP-17 inbox relays (kind 10050) senders publish to.", subcommands: [List.self, Add.self, Remove.self])
+
+        struct List: AsyncParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "The inbox relays, as last synced (run `sync` to refresh).")
+            @OptionGroup var options: ClientOptions
+            func run() async throws {
+                let inbox = try await options.core().state().relays.inbox
+                if options.json {
+                    options.print(.object(["inbox_relays": .array(inbox.map { .string($0) })]))
+                } else {
+                    for url in inbox { print(url) }
+                }
+            }
+        }
+
+        struct Add: AsyncParsableCommand {
+            @OptionGroup var options: ClientOptions
+            @Argument(help: "ws:// or wss:// URL.") var url: String
+            func run() async throws {
+                let core = try await options.core(relays: true, settle: 5)
+                try await core.perform(.addInboxRelay(url)).orThrow()
+                await core.shutdown()
+            }
+        }
+
+        struct Remove: AsyncParsableCommand {
+            @OptionGroup var options: ClientOptions
+            @Argument var url: String
+            func run() async throws {
+                let core = try await options.core(relays: true, settle: 5)
+                try await core.perform(.removeInboxRelay(url)).orThrow()
+                await core.shutdown()
+            }
+        }
     }
 
     struct Remove: AsyncParsableCommand {

@@ -21,6 +21,11 @@ public enum AppAction: Sendable, Equatable {
     /// Background: stop relay connections.
     case stopRelays
 
+    /// Adds a relay to the account's NIP-17 inbox list (kind 10050) and publishes the list
+    /// (send-gated).
+    case addInboxRelay(String)
+    case removeInboxRelay(String)
+
     // Contacts
     case addContact(String, alias: String?)
     case removeContact(String)

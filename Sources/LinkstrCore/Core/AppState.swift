@@ -119,6 +119,8 @@ public struct RelaysView: Sendable, Equatable {
     public var rows: [RelayRow] = []
     public var connectedOrReadOnly = 0
     public var total = 0
+    /// The account's NIP-17 inbox relays (kind 10050), normalised, in the list's order.
+    public var inbox: [String] = []
 
     /// The header figure, `connected_or_readonly / total`.
     public var summary: String { "\(connectedOrReadOnly) / \(total)" }

@@ -8,6 +8,8 @@ public enum CoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case unknownRelay
     case blankSessionName
     case invalidMember(String)
+    /// An inbox relay change that cannot be made; the text says why.
+    case invalidInboxRelay(String)
     case unknownSession
     case notCreator
     case notActiveMember
@@ -29,6 +31,7 @@ public enum CoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unknownRelay: "that relay is not in the list"
         case .blankSessionName: "a session needs a name"
         case .invalidMember(let text): "not a valid npub or hex public key: \(text)"
+        case .invalidInboxRelay(let reason): reason
         case .unknownSession: "no such session"
         case .notCreator: "only the session's creator can do that"
         case .notActiveMember: "you are not an active member of this session"

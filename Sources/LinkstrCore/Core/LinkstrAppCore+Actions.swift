@@ -22,6 +22,8 @@ extension LinkstrAppCore {
         case .resetRelays: try saveRelays(configuration.defaultRelays.map { RelayEntry(url: $0) })
         case .startRelays: try await startRelays()
         case .stopRelays: await stopRelays()
+        case .addInboxRelay(let text): try await addInboxRelay(text)
+        case .removeInboxRelay(let text): try await removeInboxRelay(text)
         case .addContact(let text, let alias): try await addContact(text, alias: alias)
         case .removeContact(let text): try await removeContact(text)
         case .setAlias(let pubkey, let alias): try setAlias(alias, for: pubkey)
@@ -106,13 +108,14 @@ extension LinkstrAppCore {
         let accountStore = store.account(pubkey, cipher: FieldCipher(key: .init(data: dataKey), owner: pubkey))
         let ledger = try accountStore.loadLedger()
         let contacts = try accountStore.decoded(ContactBook.self, for: "contacts") ?? ContactBook()
+        let inbox = try accountStore.decoded(InboxRelayBook.self, for: "inbox_relays") ?? InboxRelayBook()
         let profiles = try accountStore.decoded(ProfileNames.self, for: "profiles") ?? ProfileNames()
         var relays = try accountStore.decoded([RelayEntry].self, for: "relays") ?? []
         if relays.isEmpty { relays = configuration.defaultRelays.map { RelayEntry(url: $0) } }
         let pushDevice = try accountStore.decoded(PushDevice.self, for: "push_device")
         let registrar = configuration.pushGateway.map { PushRegistrar(baseURL: $0, keys: keys, transport: configuration.pushTransport) }
         return Account(
-            keys: keys, store: accountStore, ledger: ledger, contacts: contacts, profiles: profiles, relays: relays,
+            keys: keys, store: accountStore, ledger: ledger, contacts: contacts, profiles: profiles, relays: relays, inbox: inbox,
             archived: try accountStore.archivedSessions(),
             registrar: registrar, pushDevice: pushDevice)
     }
@@ -172,6 +175,32 @@ extension LinkstrAppCore {
     private func stopRelays() async {
         await pool.stop()
         resetRelayRun()
+    }
+
+    // MARK: Inbox relays
+
+    private func addInboxRelay(_ text: String) async throws {
+        let account = try signedIn()
+        let list: [RelayURL]
+        do { list = try account.inbox.adding(text) } catch { throw CoreError.invalidInboxRelay(error.description) }
+        try await publishInboxList(list)
+    }
+
+    private func removeInboxRelay(_ text: String) async throws {
+        let account = try signedIn()
+        let list: [RelayURL]
+        do { list = try account.inbox.removing(text) } catch { throw CoreError.invalidInboxRelay(error.description) }
+        try await publishInboxList(list)
+    }
+
+    private func publishInboxList(_ relays: [RelayURL]) async throws {
+        let account = try signedIn()
+        let event = InboxRelayList.event(author: account.keys.publicKey, relays: relays, createdAt: account.inbox.nextCreatedAt())
+            .signed(by: account.keys)
+        try await pool.waitForWritableRelay(timeout: configuration.sendTimeout)
+        try await pool.publish([event])
+        self.account?.inbox.apply(list: event)
+        try saveInbox()
     }
 
     // MARK: Contacts
@@ -244,6 +273,11 @@ extension LinkstrAppCore {
     func saveProfiles() throws {
         guard let account else { throw CoreError.notSignedIn }
         try account.store.setEncoded(account.profiles, for: "profiles")
+    }
+
+    func saveInbox() throws {
+        guard let account else { throw CoreError.notSignedIn }
+        try account.store.setEncoded(account.inbox, for: "inbox_relays")
     }
 
     func saveContacts() throws {

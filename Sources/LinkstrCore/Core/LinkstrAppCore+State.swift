@@ -47,6 +47,7 @@ extension LinkstrAppCore {
                 status: entry.enabled ? (relayStatuses[entry.url] ?? .connecting) : .disabled)
         }
         state.relays.total = account.relays.count
+        state.relays.inbox = account.inbox.relays
         state.relays.connectedOrReadOnly = state.relays.rows.count { $0.status.isConnectedOrReadOnly }
         return state
     }

@@ -7,6 +7,7 @@ import NostrRelay
 extension LinkstrAppCore {
     static let liveSubscription = "linkstr-live"
     static let followSubscription = "linkstr-follows"
+    static let inboxSubscription = "linkstr-inbox-relays"
     /// Gift wraps are backdated up to two days (NIP-59), so a live subscription looks that far back.
     package static let wrapBackdating: Int64 = 172_800
 
@@ -29,6 +30,7 @@ extension LinkstrAppCore {
                 ]
             },
             RelayPool.Subscription(id: Self.followSubscription) { [Filter(authors: [me], kinds: [EventKind.followList], limit: 1)] },
+            RelayPool.Subscription(id: Self.inboxSubscription) { [Filter(authors: [me], kinds: [EventKind.inboxRelays], limit: 1)] },
         ]
         let inbox = inbox
         await pool.start(
@@ -53,6 +55,8 @@ extension LinkstrAppCore {
         switch (subscription, event) {
         case (Self.followSubscription, .event(let followList)):
             applyFollowList(followList)
+        case (Self.inboxSubscription, .event(let list)):
+            applyInboxList(list)
         case (let id, .event(let metadata)) where id.hasPrefix(Self.profileSubscriptionPrefix):
             if self.account?.profiles.apply(metadata) == true {
                 do { try saveProfiles() } catch { toast = "\(error)" }
@@ -279,6 +283,12 @@ extension LinkstrAppCore {
             toast = "\(error)"
             historyUnsaved = true
         }
+    }
+
+    private func applyInboxList(_ event: NostrEvent) {
+        guard let account, event.kind == EventKind.inboxRelays, event.pubkey == account.keys.publicKey, event.isValid else { return }
+        guard self.account?.inbox.apply(list: event) == true else { return }
+        do { try saveInbox() } catch { toast = "\(error)" }
     }
 
     private func applyFollowList(_ event: NostrEvent) {

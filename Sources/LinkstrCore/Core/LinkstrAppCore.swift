@@ -55,6 +55,8 @@ public actor LinkstrAppCore {
         var contacts: ContactBook
         var profiles: ProfileNames
         var relays: [RelayEntry]
+        /// The NIP-17 inbox relays (kind 10050).
+        var inbox: InboxRelayBook
         var archived: Set<String>
         var registrar: PushRegistrar?
         /// The registered device, so logout can unregister it with this account's key.

@@ -84,4 +84,44 @@ import Testing
         let sessions = try #require(try await alice.json("sessions", "list")["sessions"]?.arrayValue)
         #expect(sessions.count == 1)
     }
+
+    /// The NIP-17 inbox list through the CLI: added and removed lists are published as kind 10050
+    /// and read back on another device of the same account; bad input fails and publishes nothing.
+    @Test func inboxRelaysArePublishedAndFollowTheAccount() async throws {
+        let binary = try ChildProcess.builtProduct("linkstr")
+        let relay = try RelayFixture()
+        try await relay.start()
+        defer { relay.kill() }
+        let phone = Self.user(binary), laptop = Self.user(binary)
+        let keys = Keys.generate()
+        for user in [phone, laptop] {
+            _ = try await user.ok("identity", "import", keys.secretKey.exportNsec())
+            _ = try await user.ok("relays", "add", relay.url)
+            for url in ["wss://relay.damus.io", "wss://nos.lol", "wss://relay.primal.net"] {
+                _ = try await user.ok("relays", "remove", url)
+            }
+        }
+        _ = try await phone.ok("relays", "inbox", "add", "WSS://Inbox.Example:443/")
+        _ = try await phone.ok("relays", "inbox", "add", "wss://dm.example/inbox")
+        #expect(try await phone.json("relays", "inbox", "list")["inbox_relays"] == ["wss://inbox.example", "wss://dm.example/inbox"])
+
+        // Bad input: a clear error, a failing exit code, and no new list on the relay.
+        let duplicate = try await phone.cli(["relays", "inbox", "add", "wss://inbox.example"])
+        #expect(duplicate.code != 0 && duplicate.output.contains("already an inbox relay"), "\(duplicate.output)")
+        let notWebSocket = try await phone.cli(["relays", "inbox", "add", "https://inbox.example"])
+        #expect(notWebSocket.code != 0 && notWebSocket.output.contains("must start with ws:// or wss://"), "\(notWebSocket.output)")
+        let unknown = try await phone.cli(["relays", "inbox", "remove", "wss://never.example"])
+        #expect(unknown.code != 0 && unknown.output.contains("not an inbox relay"), "\(unknown.output)")
+
+        // The relay holds the list as NIP-17 describes it; the laptop picks it up on sync.
+        let stored = try await CoreEndToEndTests.stored(on: relay, Filter(authors: [keys.publicKey], kinds: [10050]))
+        #expect(stored.count == 1 && stored.first?.tags == [["relay", "wss://inbox.example"], ["relay", "wss://dm.example/inbox"]])
+        _ = try await laptop.json("sync", "--timeout", "2")
+        #expect(try await laptop.json("relays", "inbox", "list")["inbox_relays"] == ["wss://inbox.example", "wss://dm.example/inbox"])
+
+        // A removal on the laptop reaches the phone.
+        _ = try await laptop.ok("relays", "inbox", "remove", "wss://inbox.example/")
+        _ = try await phone.json("sync", "--timeout", "2")
+        #expect(try await phone.json("relays", "inbox", "list")["inbox_relays"] == ["wss://dm.example/inbox"])
+    }
 }
