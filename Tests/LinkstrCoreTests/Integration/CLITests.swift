@@ -23,6 +23,12 @@ import Testing
             return output
         }
 
+        /// Points the account at `relay` alone. Ours first: an empty list would be refilled with the defaults.
+        func useOnly(_ relay: RelayFixture) async throws {
+            _ = try await ok("relays", "add", relay.url)
+            for url in ["wss://relay.damus.io", "wss://nos.lol", "wss://relay.primal.net"] { _ = try await ok("relays", "remove", url) }
+        }
+
         func json(_ arguments: String...) async throws -> JSONValue {
             let (code, output) = try await cli(arguments + ["--json"])
             guard code == 0 else { throw FixtureError("linkstr \(arguments.joined(separator: " ")) exited \(code): \(output)") }
@@ -44,11 +50,7 @@ import Testing
         let alice = Self.user(binary), bob = Self.user(binary)
         for user in [alice, bob] {
             _ = try await user.ok("identity", "create")
-            // Ours first: an empty list would be refilled with the defaults.
-            _ = try await user.ok("relays", "add", relay.url)
-            for url in ["wss://relay.damus.io", "wss://nos.lol", "wss://relay.primal.net"] {
-                _ = try await user.ok("relays", "remove", url)
-            }
+            try await user.useOnly(relay)
         }
         // Bob's first sync restores an (empty) history; what arrives later is new to him.
         #expect(try await bob.json("sync", "--timeout", "1")["sessions"] == 0)
@@ -96,10 +98,7 @@ import Testing
         let keys = Keys.generate()
         for user in [phone, laptop] {
             _ = try await user.ok("identity", "import", keys.secretKey.exportNsec())
-            _ = try await user.ok("relays", "add", relay.url)
-            for url in ["wss://relay.damus.io", "wss://nos.lol", "wss://relay.primal.net"] {
-                _ = try await user.ok("relays", "remove", url)
-            }
+            try await user.useOnly(relay)
         }
         _ = try await phone.ok("relays", "inbox", "add", "WSS://Inbox.Example:443/")
         _ = try await phone.ok("relays", "inbox", "add", "wss://dm.example/inbox")
