@@ -17,8 +17,9 @@ public struct RelayAddressPolicy: Sendable, Equatable {
     static let localSuffixes = ["localhost", "local", "internal", "home.arpa", "localdomain"]
 
     /// Why `url` is refused, judged from the URL alone (an IP literal or a local name); nil when it
-    /// may be tried. A name that resolves to a non-public address is caught when it is resolved
-    /// (`refusal(resolved:)`).
+    /// may be tried. A name can still resolve to a non-public address (`127.0.0.1.nip.io`): whatever
+    /// connects to a user's relay must judge the addresses it resolved with `refusal(resolved:)`,
+    /// and connect to those very addresses, or a second lookup could answer differently.
     public func refusal(for url: RelayURL) -> String? {
         guard !allowsPrivate else { return nil }
         switch url.host {

@@ -199,6 +199,8 @@ extension LinkstrAppCore {
             .signed(by: account.keys)
         try await pool.waitForWritableRelay(timeout: configuration.sendTimeout)
         try await pool.publish([event])
+        // Applied to the account that signed it, and to no other that signed in meanwhile.
+        guard self.account?.keys.publicKey == event.pubkey else { return }
         self.account?.inbox.apply(list: event)
         try saveInbox()
     }

@@ -1,9 +1,9 @@
 public import NostrProtocol
 
 /// The account's NIP-17 inbox relays: its kind 10050 list, where senders publish the account's
-/// gift wraps. Mirrored from relays like the follow list (R13: newer wins, ties by the order
-/// rule's greater event id, the watermark persisted so a restart cannot roll back); changed only
-/// by publishing a new list and applying what was signed.
+/// gift wraps. Mirrored from relays as NIP-01 keeps a replaceable event (newer wins, of two with
+/// one timestamp the lower id, as relays keep it), the watermark persisted so a restart cannot
+/// roll back; changed only by publishing a new list and applying what was signed.
 public struct InboxRelayBook: Sendable, Equatable, Codable {
     /// NIP-17 asks for one to three; a few more are allowed, far fewer than a reader keeps
     /// (`InboxRelayList.maxRelays`), so every list this client writes is read whole.
@@ -38,11 +38,13 @@ public struct InboxRelayBook: Sendable, Equatable, Codable {
     @discardableResult
     public mutating func apply(list event: NostrEvent) -> Bool {
         guard let list = InboxRelayList(event) else { return false }
-        let order = EventOrder(createdAt: event.createdAt, eventID: event.id.hex)
-        if let at = watermarkAt, let id = watermarkID, EventOrder(createdAt: at, eventID: id) >= order { return false }
+        if let at = watermarkAt, let id = watermarkID {
+            let replaces = event.createdAt != at ? event.createdAt > at : event.id.hex < id
+            guard replaces else { return false }
+        }
         relays = list.relays.map(\.description)
-        watermarkAt = order.createdAt
-        watermarkID = order.eventID
+        watermarkAt = event.createdAt
+        watermarkID = event.id.hex
         return true
     }
 

@@ -55,6 +55,8 @@ public actor RelayPool {
     private var onEvent: EventHandler?
     private var onStatus: StatusHandler?
     private var statusWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Counts starts and stops, so a start that was suspended across another can tell.
+    private var runs = 0
 
     public init(configuration: RelayConfiguration = RelayConfiguration(), logger: Logger) {
         self.configuration = configuration
@@ -66,11 +68,16 @@ public actor RelayPool {
         entries: [RelayEntry], subscriptions: [Subscription], onEvent: @escaping EventHandler, onStatus: @escaping StatusHandler
     ) async {
         await stop()
+        // A stop or another start while this one is suspended (each subscription is an actor hop)
+        // makes it stale: it builds no further connection, and cancels the one in hand.
+        runs += 1
+        let run = runs
         self.entries = entries
         self.onEvent = onEvent
         self.onStatus = onStatus
         for entry in entries where !entry.enabled { statuses[entry.url] = .disabled }
         for entry in entries where entry.enabled && members[entry.url] == nil {
+            guard runs == run else { return }
             let connection = RelayConnection(url: entry.url, configuration: configuration, logger: logger)
             statuses[entry.url] = .connecting
             // The member is in place before the first suspension: the state task may report
@@ -89,11 +96,11 @@ public actor RelayPool {
                         for await event in stream { await onEvent(entry.url, subscription.id, event) }
                     })
             }
-            if members[entry.url]?.connection === connection {
+            if runs == run, members[entry.url]?.connection === connection {
                 members[entry.url]?.tasks = tasks
             } else {
-                // A stop (or another start) ran while this one was suspended.
                 for task in tasks { task.cancel() }
+                return
             }
         }
         await publishStatuses()
@@ -101,6 +108,7 @@ public actor RelayPool {
 
     /// Stops every connection; statuses go back to a disconnected baseline.
     public func stop() async {
+        runs += 1
         for member in members.values {
             for task in member.tasks { task.cancel() }
         }

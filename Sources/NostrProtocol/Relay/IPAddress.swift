@@ -26,6 +26,8 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
     /// compressed).
     public var description: String {
         switch self {
+        case .v4(let bytes) where bytes.count != 4, .v6(let bytes) where bytes.count != 16:
+            return "invalid(\(bytes.count) bytes)"
         case .v4(let bytes): return bytes.map(String.init).joined(separator: ".")
         case .v6(let bytes):
             let groups = stride(from: 0, to: 16, by: 2).map { UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]) }
@@ -50,7 +52,8 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
     /// The IPv4 address an IPv6 one carries (`::ffff:a.b.c.d`, mapped), else nil: a connection to
     /// it reaches that IPv4 address, so it is judged as one.
     public var mappedIPv4: IPAddress? {
-        guard case .v6(let bytes) = self, bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff else {
+        guard case .v6(let bytes) = self, bytes.count == 16, bytes[0..<10].allSatisfy({ $0 == 0 }), bytes[10] == 0xff, bytes[11] == 0xff
+        else {
             return nil
         }
         return .v4(Array(bytes[12..<16]))
@@ -62,6 +65,8 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
     public var isPublic: Bool {
         if let mapped = mappedIPv4 { return mapped.isPublic }
         switch self {
+        case .v4(let b) where b.count != 4, .v6(let b) where b.count != 16:
+            return false // built by hand with the wrong length: no address at all
         case .v4(let b):
             return
                 !(b[0] == 0 // "this network"
@@ -84,6 +89,8 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
                 || b[0..<12].allSatisfy { $0 == 0 } // IPv4-compatible (deprecated)
                 || (b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b) // NAT64: reaches an IPv4 chosen by the caller
                 || (b[0] == 0x01 && b[1] == 0x00 && b[2..<8].allSatisfy { $0 == 0 }) // discard-only
+                || (b[0..<8].allSatisfy { $0 == 0 } && b[8] == 0xff && b[9] == 0xff && b[10] == 0 && b[11] == 0) // SIIT: an IPv4 the caller chose
+                || (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0) // Teredo: an IPv4 the caller chose
                 || (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8) // documentation
                 || (b[0] == 0x20 && b[1] == 0x02) // 6to4: reaches an IPv4 chosen by the caller
                 || b[0] & 0xfe == 0xfc // unique local

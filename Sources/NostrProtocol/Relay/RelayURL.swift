@@ -3,8 +3,9 @@
 /// (`WSS://Relay.Example:443/` is `wss://relay.example`). Two equal values name the same relay.
 ///
 /// Parsing is strict, because the URL comes from someone else (a registration, a relay list) and
-/// is then connected to: `ws` or `wss` only, an ASCII host name or IP literal, no user info, no
-/// fragment, at most `maxLength` bytes.
+/// is then connected to: `ws` or `wss` only, an ASCII host name or dotted IPv4 address, no user
+/// info, no fragment, at most `maxLength` bytes. IPv6 literals (`[…]`) are refused: the WebSocket
+/// client reads a URL's host up to its first colon, so such a relay could never be reached.
 public struct RelayURL: Sendable, Hashable, Comparable, CustomStringConvertible {
     public enum Host: Sendable, Hashable {
         /// A DNS name, lowercased (internationalised names in their `xn--` form).
@@ -48,8 +49,7 @@ public struct RelayURL: Sendable, Hashable, Comparable, CustomStringConvertible 
         let hostText: String
         switch host {
         case .name(let name): hostText = name
-        case .address(.v4(let bytes)): hostText = IPAddress.v4(bytes).description
-        case .address(let address): hostText = "[\(address)]"
+        case .address(let address): hostText = address.description
         }
         description = scheme + "://" + hostText + (port.map { ":\($0)" } ?? "") + pathAndQuery
     }
@@ -67,14 +67,7 @@ public struct RelayURL: Sendable, Hashable, Comparable, CustomStringConvertible 
         var hostText = authority
         var portText: Substring?
         if authority.hasPrefix("[") {
-            guard let close = authority.firstIndex(of: "]") else { throw .badHost }
-            hostText = authority[authority.index(after: authority.startIndex)..<close]
-            let after = authority[authority.index(after: close)...]
-            if !after.isEmpty {
-                guard after.hasPrefix(":") else { throw .badHost }
-                portText = after.dropFirst()
-            }
-            guard case .v6? = IPAddress(hostText) else { throw .badHost }
+            throw .ipv6Host
         } else if let colon = authority.lastIndex(of: ":") {
             hostText = authority[..<colon]
             portText = authority[authority.index(after: colon)...]
@@ -86,8 +79,7 @@ public struct RelayURL: Sendable, Hashable, Comparable, CustomStringConvertible 
             else { throw .badPort }
             port = value == defaultPort ? nil : value
         }
-        if authority.hasPrefix("[") { return (.address(IPAddress(hostText)!), port) }
-        if case .v4? = IPAddress(hostText) { return (.address(IPAddress(hostText)!), port) }
+        if let address = IPAddress(hostText), case .v4 = address { return (.address(address), port) }
         return (.name(try Self.hostName(hostText)), port)
     }
 
@@ -119,6 +111,7 @@ public enum RelayURLError: Error, Sendable, Equatable, CustomStringConvertible {
     case userInfo
     case fragment
     case badHost
+    case ipv6Host
     case badPort
     case badPath
 
@@ -131,6 +124,7 @@ public enum RelayURLError: Error, Sendable, Equatable, CustomStringConvertible {
         case .userInfo: "must not carry a user name or password"
         case .fragment: "must not have a fragment (#)"
         case .badHost: "has no valid host name or IP address"
+        case .ipv6Host: "names an IPv6 address, which cannot be connected to; use a host name"
         case .badPort: "has an invalid port"
         case .badPath: "has characters a URL path cannot hold"
         }

@@ -25,7 +25,8 @@ import Testing
         "0.0.0.0", "10.1.2.3", "100.64.0.1", "100.127.255.255", "127.0.0.1", "169.254.169.254", "172.16.0.1", "172.31.255.255",
         "192.0.0.8", "192.0.2.1", "192.168.1.1", "198.18.0.1", "198.51.100.1", "203.0.113.1", "224.0.0.1", "239.1.1.1",
         "255.255.255.255", "::", "::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::127.0.0.1", "64:ff9b::7f00:1", "100::1",
-        "2001:db8::1", "2002:7f00:1::", "fc00::1", "fd12:3456::1", "fe80::1", "fec0::1", "ff02::1",
+        "2001:db8::1", "2002:7f00:1::", "::ffff:0:7f00:1", "2001:0:4136:e378::1", "fc00::1", "fd12:3456::1", "fe80::1", "fec0::1",
+        "ff02::1",
     ])
     func addressesThatDoNotLeadToThePublicInternetAreNotPublic(text: String) throws {
         #expect(try #require(IPAddress(text)).isPublic == false, "\(text)")
@@ -37,5 +38,10 @@ import Testing
     ])
     func publicAddressesArePublic(text: String) throws {
         #expect(try #require(IPAddress(text)).isPublic, "\(text)")
+    }
+
+    @Test func anAddressBuiltWithTheWrongLengthIsNoAddressAndDoesNotTrap() {
+        #expect(!IPAddress.v4([]).isPublic && !IPAddress.v6([0]).isPublic)
+        #expect(IPAddress.v6([1, 2]).description == "invalid(2 bytes)" && IPAddress.v6([1]).mappedIPv4 == nil)
     }
 }

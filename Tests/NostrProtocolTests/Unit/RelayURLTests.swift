@@ -10,8 +10,7 @@ import Testing
         ("ws://relay.example:443", "ws://relay.example:443"), ("wss://relay.example:80", "wss://relay.example:80"),
         ("  wss://relay.example/inbox/  ", "wss://relay.example/inbox"), ("wss://relay.example/Inbox", "wss://relay.example/Inbox"),
         ("wss://relay.example.", "wss://relay.example"), ("wss://relay.example?x=1", "wss://relay.example/?x=1"),
-        ("wss://relay.example/path?x=%2F", "wss://relay.example/path?x=%2F"), ("ws://[::1]:7777", "ws://[::1]:7777"),
-        ("ws://[2001:DB8::1]/", "ws://[2001:db8::1]"), ("ws://127.0.0.1:7000", "ws://127.0.0.1:7000"),
+        ("wss://relay.example/path?x=%2F", "wss://relay.example/path?x=%2F"), ("ws://127.0.0.1:7000", "ws://127.0.0.1:7000"),
         ("wss://xn--bcher-kva.example", "wss://xn--bcher-kva.example"), ("ws://f.example//fe//", "ws://f.example//fe"),
         ("wss://relay.example///", "wss://relay.example"),
     ])
@@ -31,8 +30,8 @@ import Testing
         ("wss:/relay.example", .notWebSocket), ("wss://user:pw@relay.example", .userInfo), ("wss://relay.example/#x", .fragment),
         ("wss://", .badHost), ("wss://:443", .badHost), ("wss://-relay.example", .badHost), ("wss://relay..example", .badHost),
         ("wss://relay_example.com", .badHost), ("wss://127.1", .badHost), ("wss://0x7f.0.0.1", .badHost),
-        ("wss://2130706433", .badHost), ("wss://[::1", .badHost), ("wss://[not:an:address]", .badHost),
-        ("wss://[::1]x", .badHost), ("wss://relay.example:0", .badPort), ("wss://relay.example:65536", .badPort),
+        ("wss://2130706433", .badHost), ("wss://[::1", .ipv6Host), ("ws://[::1]:7777", .ipv6Host),
+        ("ws://[2001:db8::1]/", .ipv6Host), ("wss://relay.example:0", .badPort), ("wss://relay.example:65536", .badPort),
         ("wss://relay.example:+443", .badPort), ("wss://relay.example:", .badPort), ("wss://relay.example/a b", .notASCII),
         ("wss://bücher.example", .notASCII), ("wss://relay.example/\u{7f}", .notASCII), ("wss://relay.example/<script>", .badPath),
         ("wss://relay.example/" + String(repeating: "a", count: 600), .tooLong),
@@ -44,7 +43,6 @@ import Testing
     @Test func theHostIsANameOrAnAddress() throws {
         #expect(try RelayURL("wss://relay.example").host == .name("relay.example"))
         #expect(try RelayURL("ws://10.0.0.1").host == .address(IPAddress("10.0.0.1")!))
-        #expect(try RelayURL("ws://[fe80::1]").host == .address(IPAddress("fe80::1")!))
         #expect(try RelayURL("wss://relay.example").isSecure && !(try RelayURL("ws://relay.example").isSecure))
     }
 }

@@ -107,7 +107,8 @@ import Testing
                 (#"["wss://127.1"]"#, "relays[0] has no valid host name or IP address"),
                 ("[\(eleven)]", "relays must hold at most 10 URLs"),
                 (#"["ws://127.0.0.1:5432"]"#, "relays: ws://127.0.0.1:5432 names a non-public address"),
-                (#"["ws://[::ffff:169.254.169.254]/latest"]"#, "relays: ws://[::ffff:a9fe:a9fe]/latest names a non-public address"),
+                (#"["ws://169.254.169.254/latest"]"#, "relays: ws://169.254.169.254/latest names a non-public address"),
+                (#"["ws://[::1]:7777"]"#, "relays[0] names an IPv6 address, which cannot be connected to; use a host name"),
                 (#"["wss://ok.example","ws://LOCALHOST"]"#, "relays: ws://localhost names a local host"),
                 (#"["ws://postgres:5432"]"#, "relays: ws://postgres:5432 names a local host"),
             ]
