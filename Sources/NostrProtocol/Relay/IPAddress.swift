@@ -89,7 +89,8 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
                 || b[0..<12].allSatisfy { $0 == 0 } // IPv4-compatible (deprecated)
                 || (b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b) // NAT64: reaches an IPv4 chosen by the caller
                 || (b[0] == 0x01 && b[1] == 0x00 && b[2..<8].allSatisfy { $0 == 0 }) // discard-only
-                || (b[0..<8].allSatisfy { $0 == 0 } && b[8] == 0xff && b[9] == 0xff && b[10] == 0 && b[11] == 0) // SIIT: an IPv4 the caller chose
+                // SIIT (::ffff:0:0/96): reaches an IPv4 chosen by the caller
+                || (b[0..<8].allSatisfy { $0 == 0 } && b[8] == 0xff && b[9] == 0xff && b[10] == 0 && b[11] == 0)
                 || (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0) // Teredo: an IPv4 the caller chose
                 || (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x0d && b[3] == 0xb8) // documentation
                 || (b[0] == 0x20 && b[1] == 0x02) // 6to4: reaches an IPv4 chosen by the caller
