@@ -38,9 +38,10 @@ public struct InboxRelayBook: Sendable, Equatable, Codable {
     @discardableResult
     public mutating func apply(list event: NostrEvent) -> Bool {
         guard let list = InboxRelayList(event) else { return false }
-        if let at = watermarkAt, let id = watermarkID {
-            let replaces = event.createdAt != at ? event.createdAt > at : event.id.hex < id
-            guard replaces else { return false }
+        if let at = watermarkAt, let id = watermarkID,
+            !InboxRelayList.replaces(createdAt: event.createdAt, id: event.id.hex, over: at, id)
+        {
+            return false
         }
         relays = list.relays.map(\.description)
         watermarkAt = event.createdAt

@@ -69,7 +69,8 @@ public actor RelayPool {
     ) async {
         await stop()
         // A stop or another start while this one is suspended (each subscription is an actor hop)
-        // makes it stale: it builds no further connection, and cancels the one in hand.
+        // makes it stale: it cancels the connection in hand and builds no further one (only the
+        // subscriptions suspend, so the check after them covers every pass).
         runs += 1
         let run = runs
         self.entries = entries
@@ -77,7 +78,6 @@ public actor RelayPool {
         self.onStatus = onStatus
         for entry in entries where !entry.enabled { statuses[entry.url] = .disabled }
         for entry in entries where entry.enabled && members[entry.url] == nil {
-            guard runs == run else { return }
             let connection = RelayConnection(url: entry.url, configuration: configuration, logger: logger)
             statuses[entry.url] = .connecting
             // The member is in place before the first suspension: the state task may report

@@ -43,6 +43,11 @@ public struct InboxRelayList: Sendable, Equatable {
     /// Whether `event` replaces `other` (NIP-01 replaceable events: the newer one, and of two
     /// with one timestamp, the lower id).
     public static func newer(_ event: NostrEvent, than other: NostrEvent) -> Bool {
-        event.createdAt != other.createdAt ? event.createdAt > other.createdAt : event.id.hex < other.id.hex
+        replaces(createdAt: event.createdAt, id: event.id.hex, over: other.createdAt, other.id.hex)
+    }
+
+    /// The same rule for a list known only by its time and id (a stored watermark).
+    public static func replaces(createdAt: Int64, id: String, over otherCreatedAt: Int64, _ otherID: String) -> Bool {
+        createdAt != otherCreatedAt ? createdAt > otherCreatedAt : id < otherID
     }
 }

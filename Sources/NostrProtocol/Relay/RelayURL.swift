@@ -28,7 +28,7 @@ public struct RelayURL: Sendable, Hashable, Comparable, CustomStringConvertible 
         let text = String(text).trimmingWhitespace()
         guard !text.isEmpty else { throw .empty }
         guard text.utf8.count <= Self.maxLength else { throw .tooLong }
-        guard text.allSatisfy({ $0.isASCII && !$0.isWhitespace && !$0.isControlCharacter }) else { throw .notASCII }
+        guard !text.containsControlCharacters, text.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else { throw .notASCII }
         guard let separator = text.firstRange(of: "://") else { throw .notWebSocket }
         let scheme = text[..<separator.lowerBound].lowercased()
         guard scheme == "ws" || scheme == "wss" else { throw .notWebSocket }
@@ -129,8 +129,4 @@ public enum RelayURLError: Error, Sendable, Equatable, CustomStringConvertible {
         case .badPath: "has characters a URL path cannot hold"
         }
     }
-}
-
-extension Character {
-    fileprivate var isControlCharacter: Bool { unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7f } }
 }

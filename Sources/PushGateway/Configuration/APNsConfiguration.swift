@@ -57,7 +57,7 @@ public struct APNsConfiguration: Sendable, Equatable {
     public var topics: Set<String> { Set(apps.map(\.topic) + [defaultTopic]) }
 
     static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> APNsConfiguration {
-        let disabled = ["1", "true", "yes"].contains(env["APNS_DISABLE"]?.lowercased() ?? "")
+        let disabled = ConfigurationError.flag(env, "APNS_DISABLE")
         // Checked even when APNs is disabled: a typo should not wait for the day it is enabled.
         let connections = try connections(env)
         let transport = try transport(env)

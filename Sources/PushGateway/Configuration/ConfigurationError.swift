@@ -12,6 +12,11 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
 }
 
 extension ConfigurationError {
+    /// `env[key]` as an on/off switch: `1`, `true` or `yes` (any case) is on; anything else off.
+    static func flag(_ env: [String: String], _ key: String) -> Bool {
+        ["1", "true", "yes"].contains(env[key]?.lowercased() ?? "")
+    }
+
     /// `env[key]` as an integer in `range`; `value` when unset or empty; otherwise an error that
     /// names the key and the range.
     static func integer(_ env: [String: String], _ key: String, _ range: ClosedRange<Int>, default value: Int) throws(ConfigurationError)

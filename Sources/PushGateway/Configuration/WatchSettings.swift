@@ -115,7 +115,7 @@ public struct WatchSettings: Sendable {
             resubscribeSeconds: try limit(
                 env, "WATCH_RESUBSCRIBE_SECONDS", 0...60, default: defaults.resubscribeSeconds,
                 "seconds between two REQs for one subscription chunk (0: at once)"),
-            allowPrivateRelays: ["1", "true", "yes"].contains(env["WATCH_ALLOW_PRIVATE_RELAYS"]?.lowercased() ?? ""))
+            allowPrivateRelays: ConfigurationError.flag(env, "WATCH_ALLOW_PRIVATE_RELAYS"))
     }
 
     /// An integer setting whose error says what it is for, not just its range.
