@@ -25,6 +25,11 @@ public struct RelayConfiguration: Sendable {
     public var relayTextLogInterval: Duration = .seconds(10)
     /// How long `publish` waits for the relay's OK.
     public var publishTimeout: Duration = .seconds(10)
+    /// When set, the relay's host is judged before every connection attempt: an IP literal as
+    /// it is, a name by every address it resolves to now (`HostResolver`). A refused relay is
+    /// not connected (the state is `refused`) and is tried again after the long backoff of
+    /// `limits`, since DNS may change. For URLs that users supply; nil for the operator's own.
+    public var addressPolicy: RelayAddressPolicy?
     /// Key answering NIP-42 AUTH challenges (nil: AUTH is not answered, the state says so).
     public var authKeys: Keys?
 

@@ -157,12 +157,20 @@ public actor RelayConnection: Service {
             } catch {
                 if Task.isCancelled || Task.isShuttingDownGracefully { break }
                 if case RelayError.limitExceeded(let broken) = error { breach = broken }
-                disconnected(error)
+                if case RelayError.refusedAddress(let reason) = error {
+                    refused(reason)
+                } else {
+                    disconnected(error)
+                }
             }
             let delay =
-                breach == nil
-                ? configuration.backoff.delay(afterFailures: consecutiveFailures)
-                : configuration.limits.backoff.delay(afterFailures: consecutiveBreaches)
+                if case .refused = state {
+                    configuration.limits.backoff.delay(afterFailures: consecutiveFailures)
+                } else if breach == nil {
+                    configuration.backoff.delay(afterFailures: consecutiveFailures)
+                } else {
+                    configuration.limits.backoff.delay(afterFailures: consecutiveBreaches)
+                }
             logger.debug("reconnecting", metadata: ["relay.delay_ms": "\(Self.milliseconds(delay))"])
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: delay) }
         }
@@ -171,6 +179,7 @@ public actor RelayConnection: Service {
     }
 
     private func connectOnce() async throws {
+        if let policy = configuration.addressPolicy { try await Self.checkAddress(url, policy) }
         let (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(configuration.outboundLimit))
         // A short close timeout: a relay that does not answer our close frame must not hold up a
         // reconnect or a shutdown.
@@ -203,6 +212,18 @@ public actor RelayConnection: Service {
         }
         // The handshake can also end quietly after our handler threw (an unclean TLS shutdown).
         if let error = ended.withLock({ $0 }) { throw error }
+    }
+
+    /// Throws `refusedAddress` when `policy` refuses where `url` leads now. The connection then
+    /// resolves the name again: a name whose answers change between the two lookups (DNS
+    /// rebinding) is not caught here.
+    private static func checkAddress(_ url: String, _ policy: RelayAddressPolicy) async throws {
+        let parsed: RelayURL
+        do { parsed = try RelayURL(url) } catch { throw RelayError.refusedAddress("is not a relay URL (\(error))") }
+        if let refusal = policy.refusal(for: parsed) { throw RelayError.refusedAddress(refusal) }
+        guard case .name(let name) = parsed.host, !policy.allowsPrivate else { return }
+        let addresses = try await HostResolver.addresses(of: name)
+        if let refusal = policy.refusal(resolved: addresses) { throw RelayError.refusedAddress(refusal) }
     }
 
     /// Writes what is queued for the relay, reads what it sends, and watches for a limit broken by
@@ -489,6 +510,14 @@ public actor RelayConnection: Service {
         pendingOKs.removeAll()
     }
 
+    /// The address policy refused the relay: nothing was connected, so nothing was lost.
+    private func refused(_ reason: String) {
+        consecutiveFailures += 1
+        counters.failures += 1
+        if state != .refused(reason) { logger.notice("relay refused by the address policy", metadata: ["relay.refusal": "\(reason)"]) }
+        setState(.refused(reason))
+    }
+
     private func stop() {
         stopped = true
         outbound = nil
@@ -559,11 +588,13 @@ public actor RelayConnection: Service {
         guard let subscription = subscriptions[id] else { return nil }
         logRelayText("relay closed a subscription", text, metadata: ["relay.subscription": "\(id)"])
         if RelayMessage.prefix(of: text) == .authRequired, configuration.authKeys == nil { setState(.authRequired) }
-        // An auth-required CLOSED is answered by re-sending the REQ once AUTH succeeds.
-        if RelayMessage.prefix(of: text) != .authRequired || configuration.authKeys == nil {
-            return Delivery(buffer: subscription.buffer, event: .closed(text), cost: cost)
-        }
-        return nil
+        // An auth-required CLOSED while our AUTH is in flight is answered by re-sending the REQ
+        // once it is accepted. One after it was accepted means our key is not the one the relay
+        // wants (a DM inbox serves only the recipient); one before any challenge, that the
+        // relay has not asked yet: both go to the subscriber, and a later accepted AUTH still
+        // re-sends the REQ.
+        if RelayMessage.prefix(of: text) == .authRequired, configuration.authKeys != nil, authEventID != nil { return nil }
+        return Delivery(buffer: subscription.buffer, event: .closed(text), cost: cost)
     }
 
     /// Our AUTH event's OK re-issues every REQ (or marks the connection auth-required); any

@@ -14,6 +14,8 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
     case limitExceeded(RelayTraffic.Breach)
     /// The connection service has stopped.
     case stopped
+    /// `RelayConfiguration.addressPolicy` refused where the URL leads (the policy's reason).
+    case refusedAddress(String)
 
     public var description: String {
         switch self {
@@ -25,6 +27,7 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
         case .limitExceeded(.flood): "the relay sent more messages than the limit allows"
         case .limitExceeded(.invalid): "the relay sent too many invalid events"
         case .stopped: "relay connection stopped"
+        case .refusedAddress(let reason): "the relay's host \(reason)"
         }
     }
 }

@@ -9,5 +9,8 @@ public enum RelayState: Sendable, Equatable {
     case authRequired
     /// The last attempt failed; the connection retries after a backoff.
     case failed(String)
+    /// The address policy refused the relay's host (`RelayConfiguration.addressPolicy`); it is
+    /// checked again after a long backoff.
+    case refused(String)
     case stopped
 }

@@ -202,7 +202,7 @@ public actor RelayPool {
             if case .readOnly = statuses[url] { return }
             status = .connected
         case .authRequired: status = .readOnly("the relay requires authentication")
-        case .failed(let reason): status = .failed(reason)
+        case .failed(let reason), .refused(let reason): status = .failed(reason)
         case .stopped: status = .failed("stopped")
         }
         guard statuses[url] != status else { return }

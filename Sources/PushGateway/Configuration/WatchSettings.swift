@@ -7,6 +7,14 @@ public struct WatchSettings: Sendable {
     /// `RELAYS`: comma-separated ws:// or wss:// URLs, kept in their normal form (`RelayURL`), so
     /// two spellings of one relay are one connection.
     public var relays: [String]
+    /// `INDEXER_RELAYS` (default `RELAYS`): where watched users' NIP-17 relay lists (kind 10050)
+    /// are looked up and followed, in normal form.
+    public var indexerRelays: [String]
+    /// `WATCH_MAX_RELAYS` (default 500): relays one instance connects to in all, `RELAYS`
+    /// included; the users' relays that most of its users list win (`RelayWatchPlan`).
+    public var maxRelays: Int
+    /// `WATCH_MAX_RELAYS_PER_USER` (default 5): relays beyond `RELAYS` watched for one user.
+    public var maxRelaysPerUser: Int
     /// `WATCH_CHUNK_SIZE` (default 500): `#p` values per REQ; a registration re-issues one chunk.
     public var chunkSize: Int
     /// `WATCH_COALESCE_SECONDS` (default 5): at most one relay-watch push per device this often.
@@ -67,11 +75,14 @@ public struct WatchSettings: Sendable {
     public var enabled: Bool { !relays.isEmpty }
 
     public init(
-        relays: [String] = [], chunkSize: Int = 500, coalesceSeconds: Int = 5, shards: Int = 64, leaseSeconds: Int = 30,
+        relays: [String] = [], indexerRelays: [String]? = nil, maxRelays: Int = 500, maxRelaysPerUser: Int = 5, chunkSize: Int = 500, coalesceSeconds: Int = 5, shards: Int = 64, leaseSeconds: Int = 30,
         gatewayKey: SecretKey? = nil, relayMaxEventsPerSecond: Int = 20_000, relayMaxInvalid: Int = 100, resubscribeSeconds: Int = 2,
         allowPrivateRelays: Bool = false
     ) {
         self.relays = relays
+        self.indexerRelays = indexerRelays ?? relays
+        self.maxRelays = maxRelays
+        self.maxRelaysPerUser = maxRelaysPerUser
         self.chunkSize = chunkSize
         self.coalesceSeconds = coalesceSeconds
         self.shards = shards
@@ -84,14 +95,8 @@ public struct WatchSettings: Sendable {
     }
 
     package static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> WatchSettings {
-        var relays: [String] = []
-        for item in (env["RELAYS"] ?? "").split(separator: ",") {
-            let text = item.trimmingCharacters(in: .whitespaces)
-            guard !text.isEmpty else { continue }
-            let url: String
-            do { url = try RelayURL(text).description } catch { throw ConfigurationError(key: "RELAYS", "\(text) \(error)") }
-            if !relays.contains(url) { relays.append(url) }
-        }
+        let relays = try relayList(env, "RELAYS")
+        let indexers = try relayList(env, "INDEXER_RELAYS")
         var key: SecretKey?
         if let text = env["GATEWAY_NSEC"], !text.isEmpty {
             do { key = try SecretKey(parsing: text) } catch {
@@ -101,6 +106,12 @@ public struct WatchSettings: Sendable {
         let defaults = WatchSettings()
         return WatchSettings(
             relays: relays,
+            indexerRelays: indexers.isEmpty ? relays : indexers,
+            maxRelays: try limit(
+                env, "WATCH_MAX_RELAYS", 1...100_000, default: defaults.maxRelays, "relays one instance watches, RELAYS included"),
+            maxRelaysPerUser: try limit(
+                env, "WATCH_MAX_RELAYS_PER_USER", 0...20, default: defaults.maxRelaysPerUser,
+                "relays beyond RELAYS watched for one user"),
             chunkSize: try ConfigurationError.integer(env, "WATCH_CHUNK_SIZE", 1...5000, default: defaults.chunkSize),
             coalesceSeconds: try ConfigurationError.integer(env, "WATCH_COALESCE_SECONDS", 0...3600, default: defaults.coalesceSeconds),
             shards: try ConfigurationError.integer(env, "WATCH_SHARDS", 1...4096, default: defaults.shards),
@@ -116,6 +127,19 @@ public struct WatchSettings: Sendable {
                 env, "WATCH_RESUBSCRIBE_SECONDS", 0...60, default: defaults.resubscribeSeconds,
                 "seconds between two REQs for one subscription chunk (0: at once)"),
             allowPrivateRelays: ConfigurationError.flag(env, "WATCH_ALLOW_PRIVATE_RELAYS"))
+    }
+
+    /// A comma-separated list of relay URLs in normal form, each once.
+    private static func relayList(_ env: [String: String], _ key: String) throws(ConfigurationError) -> [String] {
+        var relays: [String] = []
+        for item in (env[key] ?? "").split(separator: ",") {
+            let text = item.trimmingCharacters(in: .whitespaces)
+            guard !text.isEmpty else { continue }
+            let url: String
+            do { url = try RelayURL(text).description } catch { throw ConfigurationError(key: key, "\(text) \(error)") }
+            if !relays.contains(url) { relays.append(url) }
+        }
+        return relays
     }
 
     /// An integer setting whose error says what it is for, not just its range.

@@ -216,6 +216,7 @@ package enum ConsolePage {
         case .connected: ("connected", true)
         case .authRequired: ("AUTH required", false)
         case .failed(let reason): ("failed: \(reason)", false)
+        case .refused(let reason): ("refused: \(reason)", false)
         case .stopped: ("stopped", false)
         }
     }

@@ -15,6 +15,15 @@ public struct DeviceRecord: Sendable, Equatable {
     public var registeredAt: Date
 }
 
+/// `GET /v1/devices`' rows: the caller's devices and the relay watcher's view of the caller.
+public struct DeviceListing: Sendable, Equatable {
+    public var devices: [DeviceRecord] = []
+    /// The relays of the caller's stored kind 10050 list, if the watcher found one.
+    public var inboxList: [String]?
+    /// URL → state, as the watching instance last reported its relays.
+    public var relayStates: [String: String] = [:]
+}
+
 /// All SQL of the HTTP API. Every mutating call runs in one transaction that first consumes the
 /// request's single-use authorization key, so a replayed request changes nothing and a failed
 /// one leaves the key unused.
@@ -288,24 +297,36 @@ public struct GatewayStore: Sendable {
             recipientCount: first.recipients, candidateDevices: first.jobs, overBudget: first.overBudget, leased: rows.compactMap(\.leased))
     }
 
-    /// The caller's devices (read-only: the replay key is still consumed, as for every signed call).
-    public func devices(auth: VerifiedHTTPAuth) async throws -> [DeviceRecord] {
+    /// The caller's devices (read-only: the replay key is still consumed, as for every signed
+    /// call), and what the relay watcher knows of where the caller is watched: the stored inbox
+    /// list and the states reported by the instance that holds the caller's shard of `watchShards`.
+    public func devices(auth: VerifiedHTTPAuth, watchShards: Int) async throws -> DeviceListing {
         let pubkey = auth.pubkey.hex
         let logger = self.logger
         return try await authorized(auth) { connection in
-            var records: [DeviceRecord] = []
+            var listing = DeviceListing()
             for (token, environment, topic, watch, relays, registered) in try await connection.query(
                 """
                 SELECT device_token, apns_environment, topic, relay_watch, relays, registered_at FROM devices
                 WHERE pubkey = \(pubkey) ORDER BY registered_at, device_token
                 """, logger: logger
             ).decode((String, String, String, Bool, [String], Date).self) {
-                records.append(
+                listing.devices.append(
                     DeviceRecord(
                         deviceToken: token, environment: environment, topic: topic, relayWatch: watch, relays: relays,
                         registeredAt: registered))
             }
-            return records
+            guard listing.devices.contains(where: \.relayWatch) else { return listing }
+            for relays in try await connection.query(
+                "SELECT relays FROM inbox_relay_lists WHERE pubkey = \(pubkey)", logger: logger
+            ).decode([String].self) { listing.inboxList = relays }
+            for (url, state) in try await connection.query(
+                """
+                SELECT r.url, r.state FROM watch_relay_states r JOIN watch_shards s ON s.owner = r.instance_id
+                WHERE s.shard = linkstr_watch_shard(\(pubkey), \(watchShards)::int) AND s.expires_at > now()
+                """, logger: logger
+            ).decode((String, String).self) { listing.relayStates[url] = state }
+            return listing
         }
     }
 
@@ -325,6 +346,7 @@ public struct GatewayStore: Sendable {
             try await connection.query("DELETE FROM push_dedupe WHERE recipient = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM push_suppressions WHERE pubkey = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM watch_live WHERE pubkey = \(pubkey)", logger: logger)
+            try await connection.query("DELETE FROM inbox_relay_lists WHERE pubkey = \(pubkey)", logger: logger)
             return devices
         }
     }
@@ -374,6 +396,17 @@ public struct GatewayStore: Sendable {
                 """
                 DELETE FROM watch_live w
                 WHERE NOT EXISTS (SELECT 1 FROM devices d WHERE d.relay_watch AND d.pubkey = w.pubkey) RETURNING 1
+                """,
+                // Inbox lists of users nobody watches any more; a later registration finds the
+                // list again on the indexer relays.
+                """
+                DELETE FROM inbox_relay_lists l
+                WHERE NOT EXISTS (SELECT 1 FROM devices d WHERE d.relay_watch AND d.pubkey = l.pubkey) RETURNING 1
+                """,
+                // States of instances that stopped without releasing their shards.
+                """
+                DELETE FROM watch_relay_states r
+                WHERE NOT EXISTS (SELECT 1 FROM watch_instances i WHERE i.instance_id = r.instance_id) RETURNING 1
                 """,
             ] {
                 removed += try await database.query(statement, logger: logger).count

@@ -92,6 +92,7 @@ public struct WatchStore: Sendable {
     public func release(instance: String) async throws {
         try await database.query("UPDATE watch_shards SET owner = NULL, expires_at = '-infinity' WHERE owner = \(instance)", logger: logger)
         try await database.query("DELETE FROM watch_instances WHERE instance_id = \(instance)", logger: logger)
+        try await database.query("DELETE FROM watch_relay_states WHERE instance_id = \(instance)", logger: logger)
     }
 
     /// Shard → owner for `/admin/status`.
@@ -130,6 +131,80 @@ public struct WatchStore: Sendable {
         return result
     }
 
+    /// Every watched pubkey in `shards` with the relays its devices registered and its stored
+    /// inbox list (`RelayWatchPlan.UserRelays`).
+    package func watchedUsers(inShards shards: Set<Int>) async throws -> [String: RelayWatchPlan.UserRelays] {
+        guard !shards.isEmpty else { return [:] }
+        return try await watchedUsers(
+            where: "linkstr_watch_shard(pubkey, \(settings.shards)::int) = ANY(\(Array(shards)))")
+    }
+
+    /// Which of `pubkeys` are watched now, with their relays.
+    package func watchedUsers(among pubkeys: [String]) async throws -> [String: RelayWatchPlan.UserRelays] {
+        guard !pubkeys.isEmpty else { return [:] }
+        return try await watchedUsers(where: "pubkey = ANY(\(pubkeys))")
+    }
+
+    private func watchedUsers(where condition: PostgresQuery) async throws -> [String: RelayWatchPlan.UserRelays] {
+        var users: [String: RelayWatchPlan.UserRelays] = [:]
+        // Devices oldest first, so a user's registered relays keep the order they were named in.
+        let devices = PostgresQuery(
+            unsafeSQL: "SELECT pubkey, relays FROM devices WHERE relay_watch AND \(condition.sql) ORDER BY registered_at, device_token",
+            binds: condition.binds)
+        for (pubkey, relays) in try await database.query(devices, logger: logger).decode((String, [String]).self) {
+            var user = users[pubkey] ?? RelayWatchPlan.UserRelays()
+            for text in relays {
+                guard let url = try? RelayURL(text), !user.registration.contains(url) else { continue }
+                user.registration.append(url)
+            }
+            users[pubkey] = user
+        }
+        guard !users.isEmpty else { return users }
+        for (pubkey, relays) in try await database.query(
+            "SELECT pubkey, relays FROM inbox_relay_lists WHERE pubkey = ANY(\(Array(users.keys)))", logger: logger
+        ).decode((String, [String]).self) {
+            users[pubkey]?.inboxList = relays.compactMap { try? RelayURL($0) }
+        }
+        return users
+    }
+
+    // MARK: Inbox relay lists
+
+    /// Stores `list` (a verified kind 10050 event's reading) for its author when it replaces the
+    /// stored one: newer, or as old with a lower id. Returns whether it did.
+    package func storeInboxList(_ list: InboxRelayList, eventID: String) async throws -> Bool {
+        let pubkey = list.author.hex
+        let relays = list.relays.map(\.description)
+        return try await database.query(
+            """
+            INSERT INTO inbox_relay_lists AS stored (pubkey, event_id, created_at, relays)
+            VALUES (\(pubkey), \(eventID), \(list.createdAt), \(relays))
+            ON CONFLICT (pubkey) DO UPDATE SET event_id = EXCLUDED.event_id, created_at = EXCLUDED.created_at,
+                relays = EXCLUDED.relays, stored_at = now()
+            WHERE EXCLUDED.created_at > stored.created_at
+               OR (EXCLUDED.created_at = stored.created_at AND EXCLUDED.event_id < stored.event_id)
+            RETURNING 1
+            """, logger: logger
+        ).count > 0
+    }
+
+    // MARK: Relay states
+
+    /// Replaces what `instance` reports of the relays it watches beyond `RELAYS`.
+    package func recordRelayStates(_ states: [String: RelayWatchPlan.RelayState], instance: String) async throws {
+        let urls = states.keys.sorted()
+        let values = urls.map { states[$0]!.rawValue }
+        try await database.withTransaction(logger: logger) { connection in
+            try await connection.query("DELETE FROM watch_relay_states WHERE instance_id = \(instance)", logger: logger)
+            guard !urls.isEmpty else { return }
+            try await connection.query(
+                """
+                INSERT INTO watch_relay_states (instance_id, url, state)
+                SELECT \(instance), u, s FROM unnest(\(urls)::text[], \(values)::text[]) AS t(u, s)
+                """, logger: logger)
+        }
+    }
+
     // MARK: Live pubkeys per relay
 
     /// Records that `pubkeys` are served live by `relay`, those still watched only: a mark written
@@ -150,6 +225,12 @@ public struct WatchStore: Sendable {
     public func forgetLive(_ pubkeys: [String]) async throws {
         guard !pubkeys.isEmpty else { return }
         try await database.query("DELETE FROM watch_live WHERE pubkey = ANY(\(pubkeys))", logger: logger)
+    }
+
+    /// Forgets `pubkeys` on `relay` only (it left their inbox list).
+    public func forgetLive(_ pubkeys: [String], relay: String) async throws {
+        guard !pubkeys.isEmpty else { return }
+        try await database.query("DELETE FROM watch_live WHERE relay = \(relay) AND pubkey = ANY(\(pubkeys))", logger: logger)
     }
 
     /// Which of `pubkeys` some instance already served live from `relay`.

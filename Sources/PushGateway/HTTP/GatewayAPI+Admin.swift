@@ -87,6 +87,9 @@ extension GatewayAPI {
                     case .failed(let reason):
                         state = "failed"
                         error = .string(reason)
+                    case .refused(let reason):
+                        state = "refused"
+                        error = .string(reason)
                     case .stopped: state = "stopped"
                     }
                     let statistics = relay.statistics
@@ -111,6 +114,8 @@ extension GatewayAPI {
                 }),
             "shards": .array(status.shards.map { .integer(Int64($0)) }),
             "watched_pubkeys": .integer(Int64(status.watchedPubkeys)),
+            "user_relays": .object(status.userRelays.mapValues { .integer(Int64($0)) }),
+            "users_with_own_relays": .integer(Int64(status.usersWithOwnRelays)),
             "pending_wraps": .integer(Int64(status.pendingSightings)),
         ])
     }

@@ -20,6 +20,8 @@ public struct GatewayAPI: Sendable {
     let topics: Set<String>
     /// Which relay URLs a registration may name (`WATCH_ALLOW_PRIVATE_RELAYS`).
     let relayPolicy: RelayAddressPolicy
+    /// `RELAYS`, the shard count and the per-user relay limit, for `GET /v1/devices`' `watch`.
+    let watchSettings: WatchSettings
     let adminToken: String?
     /// The console's sign-in cookies; nil when admin routes are off.
     let adminSession: AdminSession?
@@ -63,6 +65,7 @@ public struct GatewayAPI: Sendable {
         self.verifier = HTTPAuthVerifier(maxSkewSeconds: configuration.authMaxSkewSeconds, publicBaseURL: configuration.publicURL)
         self.defaultTopic = configuration.apns.defaultTopic
         self.relayPolicy = RelayAddressPolicy(allowsPrivate: configuration.watch.allowPrivateRelays)
+        self.watchSettings = configuration.watch
         self.topics = configuration.apns.topics
         self.adminToken = configuration.adminToken
         // Secure unless the operator says the gateway is reached over plain HTTP (browsers keep
@@ -216,22 +219,52 @@ public struct GatewayAPI: Sendable {
 
     public func listDevices(_ request: inout Request) async throws -> Response {
         try await signed(&request, parse: Self.noBody) { auth, _ in
-            let devices = try await store.devices(auth: auth)
+            let listing = try await store.devices(auth: auth, watchShards: watchSettings.shards)
+            let devices = listing.devices
+            let watch: JSONValue? =
+                if watcher != nil { Self.watchObject(listing, settings: watchSettings, policy: relayPolicy) } else { Optional.none }
             let formatter = ISO8601DateFormatter()
             return JSONBody.response(
                 .ok,
                 [
                     "devices": .array(
                         devices.map { device in
-                            .object([
+                            var object: [String: JSONValue] = [
                                 "device_token": .string(device.deviceToken), "apns_environment": .string(device.environment),
                                 "topic": .string(device.topic), "relay_watch": .bool(device.relayWatch),
                                 "relays": .array(device.relays.map { .string($0) }),
                                 "registered_at": .string(formatter.string(from: device.registeredAt)),
-                            ])
+                            ]
+                            if device.relayWatch, let watch { object["watch"] = watch }
+                            return .object(object)
                         })
                 ])
         }
+    }
+
+    /// Where the caller's relay-watch devices are watched: the source of the relays (their kind
+    /// 10050 list, else what they registered, else `RELAYS`) and each relay's state. The plan for
+    /// this one user decides `refused` and the per-user `over-limit`; for the relays it watches,
+    /// the watching instance's report says the rest (`watching` until it reports otherwise).
+    static func watchObject(_ listing: DeviceListing, settings: WatchSettings, policy: RelayAddressPolicy) -> JSONValue {
+        var user = RelayWatchPlan.UserRelays(inboxList: listing.inboxList.map { $0.compactMap { try? RelayURL($0) } })
+        for device in listing.devices where device.relayWatch {
+            for url in device.relays.compactMap({ try? RelayURL($0) }) where !user.registration.contains(url) {
+                user.registration.append(url)
+            }
+        }
+        let plan = RelayWatchPlan(
+            users: ["caller": user], defaults: settings.relays, maxRelays: .max, maxRelaysPerUser: settings.maxRelaysPerUser,
+            policy: policy)
+        guard let watch = plan.users["caller"] else { return .null }
+        return .object([
+            "source": .string(watch.source.rawValue),
+            "relays": .array(
+                watch.relays.map { assignment in
+                    let state = assignment.state == .watching ? listing.relayStates[assignment.url] ?? "watching" : assignment.state.rawValue
+                    return .object(["url": .string(assignment.url), "state": .string(state)])
+                }),
+        ])
     }
 
     public func deleteAccount(_ request: inout Request) async throws -> Response {

@@ -186,6 +186,14 @@ public final class GatewayMetrics: Sendable {
         Gauge(label: "linkstr_watch_pending_wraps", factory: factory).record(count)
     }
 
+    /// Users' own relays (beyond `RELAYS`) by state, and the users who name any.
+    public func watchUserRelays(_ counts: [String: Int], users: Int) {
+        for (state, count) in counts {
+            Gauge(label: "linkstr_watch_user_relays", dimensions: [("state", state)], factory: factory).record(count)
+        }
+        Gauge(label: "linkstr_watch_users_with_own_relays", factory: factory).record(users)
+    }
+
     public func watchState(pubkeys: Int, shards: Int) {
         Gauge(label: "linkstr_watch_pubkeys", factory: factory).record(pubkeys)
         Gauge(label: "linkstr_watch_shards", factory: factory).record(shards)

@@ -8,12 +8,14 @@ package enum LiveWrite: Sendable, Equatable {
     case mark(relay: String, pubkeys: [String])
     /// `pubkeys` are no longer watched: forgotten on every relay.
     case forget([String])
+    /// `pubkeys` are no longer watched on `relay` (it left their inbox list): forgotten there.
+    case forgetOn(relay: String, pubkeys: [String])
 
     /// For logs: which kind of write failed.
     var kind: String {
         switch self {
         case .mark: "mark"
-        case .forget: "forget"
+        case .forget, .forgetOn: "forget"
         }
     }
 
@@ -44,6 +46,12 @@ package enum LiveWrite: Sendable, Equatable {
                 for relay in relays { gathered[relay]?.removeAll(where: forgotten.contains) }
                 flush()
                 steps.append(.forget(pubkeys))
+            case .forgetOn(let relay, let pubkeys):
+                guard !pubkeys.isEmpty else { continue }
+                let forgotten = Set(pubkeys)
+                gathered[relay]?.removeAll(where: forgotten.contains)
+                flush()
+                steps.append(.forgetOn(relay: relay, pubkeys: pubkeys))
             }
         }
         flush()

@@ -56,6 +56,13 @@ package struct RelayWatchPlan: Sendable, Equatable {
     /// Relays beyond `RELAYS`, each with the pubkeys it is watched for.
     package private(set) var extraRelays: [String: Set<String>] = [:]
     package private(set) var users: [String: UserWatch] = [:]
+    /// Users' relays that lost to the instance-wide cap: not connected, `overLimit` for every
+    /// user that lists them.
+    package private(set) var overLimitRelays: Set<String> = []
+
+    /// Nothing beyond `RELAYS`.
+    package static let empty = RelayWatchPlan(
+        users: [:], defaults: [], maxRelays: 0, maxRelaysPerUser: 0, policy: RelayAddressPolicy(allowsPrivate: false))
 
     package init(
         users input: [String: UserRelays], defaults: [String], maxRelays: Int, maxRelaysPerUser: Int, policy: RelayAddressPolicy
@@ -98,6 +105,7 @@ package struct RelayWatchPlan: Sendable, Equatable {
             if index < slots {
                 extraRelays[url] = Set(pubkeys)
             } else {
+                overLimitRelays.insert(url)
                 for pubkey in pubkeys {
                     guard var watch = users[pubkey], let at = watch.relays.firstIndex(where: { $0.url == url }) else { continue }
                     watch.relays[at].state = .overLimit

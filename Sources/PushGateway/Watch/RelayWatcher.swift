@@ -15,6 +15,13 @@ public import ServiceLifecycle
 /// - Changes: a trigger on `devices` notifies `linkstr_watch` with the pubkey concerned; the
 ///   watcher re-reads just that pubkey and re-issues the one chunk that changed (`WatchChunks`).
 ///   A full re-read every minute catches anything a dropped LISTEN connection missed.
+/// - Where: every pubkey on `RELAYS`, and each user's own relays beyond them (their NIP-17 kind
+///   10050 list, else the relays their devices registered) as `RelayWatchPlan` decides, within
+///   `WATCH_MAX_RELAYS` and `WATCH_MAX_RELAYS_PER_USER`. Each set of relays that watch the same
+///   pubkeys is a `WatchGroup`: `RELAYS` is one, each user relay another, connected only while
+///   some user's plan watches it and only to addresses the `RelayAddressPolicy` allows. The kind
+///   10050 lists are followed on `INDEXER_RELAYS` with one subscription per chunk of `RELAYS`'
+///   group (`{"kinds":[10050],"authors":[…]}`), so a new list moves the watch within seconds.
 /// - Subscriptions: one REQ per chunk per relay, `{"kinds":[1059],"#p":[…],"since":now−2d}` (the
 ///   `since` recomputed whenever the REQ is re-sent, reaching back over a lost connection's
 ///   downtime: `SubscriptionRequestContext`). A changed chunk gets a new subscription id,
@@ -36,7 +43,12 @@ public import ServiceLifecycle
 ///   PostgreSQL is down. Whatever is full makes the step before it wait, back to the relay's
 ///   socket, which then goes unread. A long pause re-sends the subscriptions from before it
 ///   (`RelayConfiguration.resubscribeAfterPause`), as a connection lost during one does.
-/// - A chunk's REQ goes out at most once per `WATCH_RESUBSCRIBE_SECONDS` (`ResubscribeSchedule`).
+/// - A chunk's REQ goes out at most once per `WATCH_RESUBSCRIBE_SECONDS` per group
+///   (`ResubscribeSchedule`).
+/// - What cannot be watched is said: a relay that closes the REQ with `auth-required:` (after the
+///   gateway's own AUTH) or `restricted:`, one that cannot be reached, one the address policy
+///   refuses and one past the instance's cap are reported per relay (`watch_relay_states`, read
+///   by `GET /v1/devices`), counted in `/admin/status` and the metrics.
 public actor RelayWatcher: Service {
     let store: WatchStore
     let settings: WatchSettings
@@ -53,11 +65,32 @@ public actor RelayWatcher: Service {
     /// nil when this instance does not deliver.
     let directDelivery: DirectDelivery?
     let batchSize = 256
+    /// Which users' relays may be connected to (`WATCH_ALLOW_PRIVATE_RELAYS`).
+    let policy: RelayAddressPolicy
 
+    /// The configuration every connection starts from (the gateway key, the limits); set by `run`.
+    private var connectionConfiguration = RelayConfiguration()
     private var connections: [String: RelayConnection] = [:]
-    private var chunks: WatchChunks
-    private var generations: [Int: Int] = [:]
+    /// Each connection's `run` and the task following its states.
+    private var connectionTasks: [String: Task<Void, Never>] = [:]
+    /// Each connection's state as last reported.
+    private var connectionStates: [String: RelayState] = [:]
+    private var shuttingDown = false
+    /// `RELAYS`' group (every held pubkey) and one group per user relay the plan watches.
+    private var groups: [WatchGroup.Scope: WatchGroup]
     private var heldShards: Set<Int> = []
+    /// The held users that name relays of their own (an inbox list or registered relays).
+    private var ownRelays: [String: RelayWatchPlan.UserRelays] = [:]
+    /// The newest inbox list applied per user this run (created_at, id), to apply only newer ones.
+    private var inboxStamps: [String: (createdAt: Int64, id: String)] = [:]
+    private var plan = RelayWatchPlan.empty
+    /// `ownRelays` changed since `plan` was made.
+    private var planStale = false
+    /// Relays that closed a REQ with `auth-required:` or `restricted:`, until one of their REQs
+    /// reaches EOSE.
+    private var relayRefusals: [String: RelayWatchPlan.RelayState] = [:]
+    /// What `watch_relay_states` holds for this instance; nil until first written.
+    private var recordedStates: [String: RelayWatchPlan.RelayState]?
     /// Per relay: pubkeys whose subscription has reached EOSE there.
     private var livePubkeys: [String: Set<String>] = [:]
     /// Written by consumers on every event, so behind a lock rather than the actor.
@@ -76,16 +109,6 @@ public actor RelayWatcher: Service {
     /// Every relay forwards the same wraps: each id's signature is checked once, not once per relay.
     private let verifiedWraps = VerifiedEventCache()
     private var resyncRequested = false
-    /// Chunks a relay closed (`CLOSED`): how often in a row (for the backoff), and when to issue
-    /// them again; `retryAt` is nil once re-issued, until an EOSE shows the relay took the chunk.
-    private struct ClosedChunk {
-        var closures: Int
-        var retryAt: ContinuousClock.Instant?
-    }
-
-    private var closedChunks: [Int: ClosedChunk] = [:]
-    /// Which changed chunks' REQs may go out when.
-    private var schedule: ResubscribeSchedule
     /// Wakes the maintenance loop when the next held-back chunk is due.
     private var dueTimer: Task<Void, Never>?
     private var dueTimerAt: ContinuousClock.Instant?
@@ -111,11 +134,17 @@ public actor RelayWatcher: Service {
         self.relayConfiguration = relayConfiguration
         self.heartbeatInterval = heartbeatInterval
         self.resyncInterval = resyncInterval
-        self.chunks = WatchChunks(size: store.settings.chunkSize)
+        self.policy = RelayAddressPolicy(allowsPrivate: store.settings.allowPrivateRelays)
+        self.groups = [
+            .defaults: WatchGroup(
+                scope: .defaults, chunkSize: store.settings.chunkSize, resubscribeInterval: .seconds(store.settings.resubscribeSeconds))
+        ]
         self.wakeMaintainer = WakeupSignal(interval: heartbeatInterval)
         self.batchers = (0..<2).map { _ in Batcher<WrapSighting>(limit: WatchSettings.sightingBufferLimit) }
-        self.schedule = ResubscribeSchedule(interval: .seconds(store.settings.resubscribeSeconds))
     }
+
+    /// Every pubkey this instance watches (`RELAYS`' group holds them all).
+    private var watched: WatchChunks { groups[.defaults]!.chunks }
 
     // MARK: Service
 
@@ -126,22 +155,17 @@ public actor RelayWatcher: Service {
         configuration.limits = settings.relayLimits
         configuration.inboundBufferBytes = WatchSettings.relayBufferBytes
         configuration.resubscribeAfterPause = WatchSettings.resubscribeAfterPause
-        for url in settings.relays {
-            connections[url] = RelayConnection(url: url, configuration: configuration, logger: logger)
-        }
-        let connections = self.connections
+        connectionConfiguration = configuration
+        for url in settings.relays + settings.indexerRelays { openConnection(url) }
         metrics.onScrape { [weak self] in await self?.exportRelayMetrics() }
         await withTaskGroup(of: Void.self) { group in
-            for (url, connection) in connections {
-                group.addTask { try? await connection.run() }
-                group.addTask { await self.countConnects(url, connection) }
-            }
             for batcher in batchers { group.addTask { await self.ingestLoop(batcher) } }
             group.addTask { await self.liveWriteLoop() }
             group.addTask { await cancelWhenGracefulShutdown { await self.maintainLoop() } }
             group.addTask { await cancelWhenGracefulShutdown { await self.listenLoop() } }
-            // Until shutdown (graceful, or the task cancelled); the connections stop themselves.
+            // Until shutdown (graceful, or the task cancelled).
             try? await gracefulShutdown()
+            await closeAllConnections()
             for consumer in consumers.values { await consumer.value }
             for batcher in batchers { batcher.close() }
             liveWrites.close()
@@ -177,10 +201,98 @@ public actor RelayWatcher: Service {
         return nil
     }
 
+    // MARK: Connections
+
+    /// `RELAYS` and `INDEXER_RELAYS` are the operator's; every other relay came from a user.
+    private func isConfigured(_ url: String) -> Bool {
+        settings.relays.contains(url) || settings.indexerRelays.contains(url)
+    }
+
+    /// Connects to `url` unless already connected. A user's relay is judged by the address
+    /// policy before every attempt (`RelayConfiguration.addressPolicy`).
+    private func openConnection(_ url: String) {
+        guard connections[url] == nil, !shuttingDown else { return }
+        var configuration = connectionConfiguration
+        let configured = isConfigured(url)
+        if !configured { configuration.addressPolicy = policy }
+        let connection = RelayConnection(url: url, configuration: configuration, logger: logger)
+        connections[url] = connection
+        connectionTasks[url] = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { try? await connection.run() }
+                group.addTask { await self.followStates(url, connection, configured: configured) }
+            }
+        }
+    }
+
+    /// Stops the connection to `url`; its subscriptions' streams end, and with them their consumers.
+    private func closeConnection(_ url: String) {
+        connections[url] = nil
+        connectionStates[url] = nil
+        livePubkeys[url] = nil
+        relayRefusals[url] = nil
+        connectionTasks.removeValue(forKey: url)?.cancel()
+    }
+
+    private func closeAllConnections() async {
+        shuttingDown = true
+        let tasks = Array(connectionTasks.values)
+        for url in Array(connections.keys) { closeConnection(url) }
+        for task in tasks { await task.value }
+    }
+
+    private nonisolated func followStates(_ url: String, _ connection: RelayConnection, configured: Bool) async {
+        for await state in await connection.states() {
+            if configured, state == .connected { metrics.watchRelayConnected(relay: url) }
+            await noteState(url, state, of: connection)
+        }
+    }
+
+    private func noteState(_ url: String, _ state: RelayState, of connection: RelayConnection) {
+        guard connections[url] === connection else { return }
+        connectionStates[url] = state
+    }
+
+    /// What a user is told of `url`: what its REQs were answered, else what its connection says.
+    /// A relay still connecting for the first time counts as watched; one that failed stays
+    /// unreachable until it connects.
+    private func reportedState(_ url: String, previous: RelayWatchPlan.RelayState?) -> RelayWatchPlan.RelayState {
+        if let refusal = relayRefusals[url] { return refusal }
+        switch connectionStates[url] {
+        case .connected?: return .watching
+        case .failed?: return .unreachable
+        case .refused?: return .refused
+        case .authRequired?: return .authRequired
+        case .idle?, .connecting?, .stopped?, nil: return previous ?? .watching
+        }
+    }
+
+    /// Every relay this instance connects to for users or has to turn down, with its state.
+    private func relayStates() -> [String: RelayWatchPlan.RelayState] {
+        var states: [String: RelayWatchPlan.RelayState] = [:]
+        for url in settings.relays { states[url] = reportedState(url, previous: recordedStates?[url]) }
+        for url in plan.extraRelays.keys { states[url] = reportedState(url, previous: recordedStates?[url]) }
+        for url in plan.overLimitRelays { states[url] = .overLimit }
+        return states
+    }
+
+    /// Writes the relay states for `GET /v1/devices` when they changed; a failed write is tried
+    /// again with the next maintenance round.
+    private func recordRelayStates() async {
+        let states = relayStates()
+        guard states != recordedStates else { return }
+        do {
+            try await store.recordRelayStates(states, instance: instanceID)
+            recordedStates = states
+        } catch {
+            logger.warning("could not record relay states", metadata: Self.errorMetadata(error))
+        }
+    }
+
     // MARK: Keeping the watched set current
 
-    /// Heartbeats, pending notifications and periodic full re-reads, one at a time, so chunk
-    /// changes never interleave.
+    /// Heartbeats, pending notifications, periodic full re-reads and new plans, one at a time, so
+    /// chunk changes never interleave.
     private func maintainLoop() async {
         var lastHeartbeat = ContinuousClock.now - heartbeatInterval
         var lastResync = ContinuousClock.now
@@ -196,8 +308,10 @@ public actor RelayWatcher: Service {
                     try await resync()
                 }
                 try await applyNotifications()
+                if planStale { await replan() }
                 reissueClosedChunks()
                 await sendDueChunks()
+                await recordRelayStates()
             } catch {
                 logger.warning("relay watcher maintenance failed", metadata: Self.errorMetadata(error))
             }
@@ -211,27 +325,26 @@ public actor RelayWatcher: Service {
         let gained = held.subtracting(heldShards)
         let lost = heldShards.subtracting(held)
         guard !gained.isEmpty || !lost.isEmpty else { return }
-        let added = try await store.watchedPubkeys(inShards: gained)
-        let removed = chunks.chunks.flatMap { $0 }.filter { lost.contains(WatchShard.of(pubkey: $0, shards: settings.shards)) }
+        let added = try await store.watchedUsers(inShards: gained)
+        let removed = watched.chunks.flatMap { $0 }.filter { lost.contains(WatchShard.of(pubkey: $0, shards: settings.shards)) }
         // Pubkeys another instance (or an earlier run) already served live: what nobody claimed
         // for them arrived while the shard was unwatched, and is pushed rather than taken for
-        // history.
+        // history. (Users' own relays are read as their pubkeys join them, in `replan`.)
         for url in settings.relays {
-            let live = try await store.livePubkeys(Array(added), relay: url)
+            let live = try await store.livePubkeys(Array(added.keys), relay: url)
             livePubkeys[url, default: []].formUnion(live)
         }
         heldShards = held
         logger.info(
             "watch shards changed",
             metadata: ["watch.gained": "\(gained.count)", "watch.lost": "\(lost.count)", "watch.held": "\(held.count)"])
-        await apply(inserted: added, removed: removed)
+        await applyUsers(watched: added, unwatched: removed)
     }
 
     private func resync() async throws {
-        let watched = try await store.watchedPubkeys(inShards: heldShards)
-        let current = Set(chunks.chunks.flatMap { $0 })
-        let unwatched = current.subtracting(watched)
-        await apply(inserted: watched.subtracting(current), removed: unwatched)
+        let users = try await store.watchedUsers(inShards: heldShards)
+        let unwatched = watched.chunks.flatMap { $0 }.filter { users[$0] == nil }
+        await applyUsers(watched: users, unwatched: unwatched)
         forgetLive(unwatched)
     }
 
@@ -246,11 +359,126 @@ public actor RelayWatcher: Service {
         let mine = changedPubkeys.filter { heldShards.contains(WatchShard.of(pubkey: $0, shards: settings.shards)) }
         changedPubkeys.removeAll()
         guard !mine.isEmpty else { return }
-        let watched = try await store.watchedSubset(of: Array(mine))
-        let unwatched = mine.filter { !watched.contains($0) }
-        await apply(inserted: watched.filter { !chunks.contains($0) }, removed: unwatched.filter { chunks.contains($0) })
+        let users = try await store.watchedUsers(among: Array(mine))
+        let unwatched = mine.filter { users[$0] == nil }
+        await applyUsers(watched: users, unwatched: unwatched)
         // No longer watched at all: a later registration starts from history again.
         forgetLive(unwatched)
+    }
+
+    /// `users` are watched, with these relays; `unwatched` are not (any longer).
+    private func applyUsers(watched users: [String: RelayWatchPlan.UserRelays], unwatched: some Collection<String>) async {
+        for (pubkey, user) in users {
+            if user.inboxList?.isEmpty == false || !user.registration.isEmpty {
+                if ownRelays[pubkey] != user {
+                    ownRelays[pubkey] = user
+                    planStale = true
+                }
+            } else if ownRelays.removeValue(forKey: pubkey) != nil {
+                planStale = true
+            }
+        }
+        for pubkey in unwatched {
+            if ownRelays.removeValue(forKey: pubkey) != nil { planStale = true }
+            inboxStamps[pubkey] = nil
+        }
+        let current = watched
+        await apply(.defaults, inserted: users.keys.filter { !current.contains($0) }, removed: unwatched.filter(current.contains))
+        if planStale { await replan() }
+    }
+
+    /// Brings the users' relay groups in line with a new plan: new relays are connected, changed
+    /// ones re-issue the chunks that changed, relays no user's plan watches any more are closed.
+    private func replan() async {
+        planStale = false
+        let next = RelayWatchPlan(
+            users: ownRelays, defaults: settings.relays, maxRelays: settings.maxRelays, maxRelaysPerUser: settings.maxRelaysPerUser,
+            policy: policy)
+        let before = plan.extraRelays
+        plan = next
+        for (url, old) in before where next.extraRelays[url] == nil {
+            await dropGroup(.inbox(url))
+            liveWrites.add(.forgetOn(relay: url, pubkeys: Array(old)))
+        }
+        for (url, pubkeys) in next.extraRelays.sorted(by: { $0.key < $1.key }) {
+            let old = before[url] ?? []
+            let inserted = pubkeys.subtracting(old)
+            let removed = old.subtracting(pubkeys)
+            if groups[.inbox(url)] == nil {
+                groups[.inbox(url)] = WatchGroup(
+                    scope: .inbox(url), chunkSize: settings.chunkSize, resubscribeInterval: .seconds(settings.resubscribeSeconds))
+                openConnection(url)
+            }
+            if !inserted.isEmpty {
+                // As for a gained shard: pubkeys already served live there before.
+                do {
+                    livePubkeys[url, default: []].formUnion(try await store.livePubkeys(Array(inserted), relay: url))
+                } catch {
+                    logger.notice("could not read live pubkeys; their unseen wraps count as history", metadata: Self.errorMetadata(error))
+                }
+            }
+            await apply(.inbox(url), inserted: inserted, removed: removed)
+            if !removed.isEmpty { liveWrites.add(.forgetOn(relay: url, pubkeys: Array(removed))) }
+        }
+        if before.keys.sorted() != next.extraRelays.keys.sorted() {
+            logger.info(
+                "watched user relays changed",
+                metadata: [
+                    "watch.user_relays": "\(next.extraRelays.count)", "watch.over_limit": "\(next.overLimitRelays.count)",
+                    "watch.users_with_relays": "\(ownRelays.count)",
+                ])
+        }
+    }
+
+    /// A user relay no plan watches any more: its subscriptions end and its connection closes,
+    /// unless the operator listed it too (as an indexer).
+    private func dropGroup(_ scope: WatchGroup.Scope) async {
+        guard case .inbox(let url) = scope, let group = groups.removeValue(forKey: scope) else { return }
+        if isConfigured(url) {
+            for id in group.subscriptionIDs { await connections[url]?.unsubscribe(id: id) }
+            livePubkeys[url] = nil
+            relayRefusals[url] = nil
+        } else {
+            closeConnection(url)
+        }
+    }
+
+    /// A verified kind 10050 list from an indexer relay: stored and applied when it replaces the
+    /// one known (newer, or as old with a lower id); the plan follows with the next round.
+    private func noteInboxList(_ list: InboxRelayList, eventID: String) async {
+        let pubkey = list.author.hex
+        guard watched.contains(pubkey) else { return }
+        if let stamp = inboxStamps[pubkey],
+            !InboxRelayList.replaces(createdAt: list.createdAt, id: eventID, over: stamp.createdAt, stamp.id)
+        {
+            return
+        }
+        // Claimed before the write, so the same list from a second indexer is not written twice.
+        inboxStamps[pubkey] = (list.createdAt, eventID)
+        let stored: Bool
+        do {
+            stored = try await store.storeInboxList(list, eventID: eventID)
+        } catch {
+            logger.warning("could not store an inbox relay list", metadata: Self.errorMetadata(error))
+            if inboxStamps[pubkey]?.id == eventID { inboxStamps[pubkey] = nil }
+            return
+        }
+        // A newer list may have claimed the user meanwhile; the database may hold a newer one.
+        guard inboxStamps[pubkey]?.id == eventID, watched.contains(pubkey) else { return }
+        guard stored else {
+            inboxStamps[pubkey] = nil
+            return
+        }
+        var user = ownRelays[pubkey] ?? RelayWatchPlan.UserRelays()
+        user.inboxList = list.relays
+        if user.inboxList?.isEmpty != false, user.registration.isEmpty {
+            ownRelays[pubkey] = nil
+        } else {
+            ownRelays[pubkey] = user
+        }
+        planStale = true
+        logger.debug("inbox relay list applied", metadata: ["nostr.pubkey": "\(pubkey)", "watch.relays": "\(list.relays.count)"])
+        wakeMaintainer.signal()
     }
 
     private func listenLoop() async {
@@ -281,26 +509,45 @@ public actor RelayWatcher: Service {
 
     // MARK: Subscriptions
 
-    private func apply(inserted: some Collection<String>, removed: some Collection<String>) async {
-        guard !inserted.isEmpty || !removed.isEmpty else { return }
-        let changed = chunks.apply(inserted: inserted, removed: removed)
-        for pubkey in removed {
-            for relay in livePubkeys.keys { livePubkeys[relay]?.remove(pubkey) }
+    /// The relays a group's REQs go to.
+    private func relays(of scope: WatchGroup.Scope) -> [String] {
+        switch scope {
+        case .defaults: settings.relays
+        case .inbox(let url): [url]
         }
-        schedule.note(changed)
+    }
+
+    private func apply(_ scope: WatchGroup.Scope, inserted: some Collection<String>, removed: some Collection<String>) async {
+        guard !inserted.isEmpty || !removed.isEmpty, var group = groups[scope] else { return }
+        let changed = group.chunks.apply(inserted: inserted, removed: removed)
+        group.schedule.note(changed)
+        groups[scope] = group
+        for pubkey in removed {
+            for relay in relays(of: scope) { livePubkeys[relay]?.remove(pubkey) }
+        }
         await sendDueChunks()
-        metrics.watchState(pubkeys: chunks.count, shards: heldShards.count)
+        metrics.watchState(pubkeys: watched.count, shards: heldShards.count)
         logger.debug(
             "watched set changed",
             metadata: [
-                "watch.added": "\(inserted.count)", "watch.removed": "\(removed.count)", "watch.pubkeys": "\(chunks.count)",
+                "watch.group": "\(scope)", "watch.added": "\(inserted.count)", "watch.removed": "\(removed.count)",
+                "watch.pubkeys": "\(group.chunks.count)",
             ])
     }
 
-    /// Issues the changed chunks whose interval is over, and sets the wake-up for the next one.
+    /// Issues the changed chunks whose interval is over, in every group, and sets the wake-up for
+    /// the next one.
     private func sendDueChunks() async {
-        for chunk in schedule.takeDue(at: .now) where chunk < chunks.chunks.count { await resubscribe(chunk) }
-        guard let due = schedule.nextDue(now: .now), due != dueTimerAt else { return }
+        let now = ContinuousClock.now
+        var next: ContinuousClock.Instant?
+        for scope in Array(groups.keys) {
+            guard var group = groups[scope] else { continue }
+            let due = group.schedule.takeDue(at: now)
+            groups[scope] = group
+            for chunk in due where chunk < group.chunks.chunks.count { await resubscribe(scope, chunk) }
+            if let due = groups[scope]?.schedule.nextDue(now: now) { next = min(next ?? due, due) }
+        }
+        guard let due = next, due != dueTimerAt else { return }
         dueTimer?.cancel()
         dueTimerAt = due
         let wake = wakeMaintainer
@@ -310,13 +557,17 @@ public actor RelayWatcher: Service {
         }
     }
 
-    private func resubscribe(_ chunk: Int) async {
-        let previous = generations[chunk].map { "w\(chunk).\($0)" }
-        let generation = (generations[chunk] ?? 0) + 1
-        generations[chunk] = generation
-        let id = "w\(chunk).\(generation)"
-        let pubkeys = chunks.chunks[chunk].sorted()
-        for (url, connection) in connections {
+    private func resubscribe(_ scope: WatchGroup.Scope, _ chunk: Int) async {
+        guard var group = groups[scope] else { return }
+        let previous = group.subscriptionID(chunk)
+        let previousLists = group.subscriptionID(chunk, prefix: "i")
+        let generation = (group.generations[chunk] ?? 0) + 1
+        group.generations[chunk] = generation
+        groups[scope] = group
+        let id = "\(scope.prefix)\(chunk).\(generation)"
+        let pubkeys = group.chunks.chunks[chunk].sorted()
+        for url in relays(of: scope) {
+            guard let connection = connections[url] else { continue }
             if let previous { await connection.unsubscribe(id: previous) }
             guard !pubkeys.isEmpty else { continue }
             let window = WatchSettings.windowSeconds
@@ -328,13 +579,30 @@ public actor RelayWatcher: Service {
             let alreadyLive = livePubkeys[url, default: []].intersection(pubkeys)
             let key = "\(url) \(id)"
             let context = ConsumerContext(
-                chunk: chunk, generation: generation, relay: url, connection: connection, subscriptionID: id,
+                scope: scope, chunk: chunk, generation: generation, relay: url, connection: connection, subscriptionID: id,
                 pubkeys: Set(pubkeys), alreadyLive: alreadyLive)
             consumers[key] = Task { await self.consume(stream, context) }
+        }
+        guard scope == .defaults else { return }
+        // The same chunk's inbox lists, on the indexers: the newest list of each author, then
+        // whatever each publishes next.
+        let authors = pubkeys.compactMap { try? PublicKey(hex: $0) }
+        let listsID = "i\(chunk).\(generation)"
+        for url in settings.indexerRelays {
+            guard let connection = connections[url] else { continue }
+            if let previousLists { await connection.unsubscribe(id: previousLists) }
+            guard !authors.isEmpty else { continue }
+            let stream = await connection.subscribe(id: listsID, filters: [Filter(authors: authors, kinds: [EventKind.inboxRelays])])
+            let key = "\(url) \(listsID)"
+            let context = ConsumerContext(
+                scope: scope, chunk: chunk, generation: generation, relay: url, connection: connection, subscriptionID: listsID,
+                pubkeys: Set(pubkeys), alreadyLive: [])
+            consumers[key] = Task { await self.consumeLists(stream, context) }
         }
     }
 
     struct ConsumerContext: Sendable {
+        let scope: WatchGroup.Scope
         let chunk: Int
         let generation: Int
         let relay: String
@@ -348,7 +616,8 @@ public actor RelayWatcher: Service {
     /// for room in a full batcher is what makes the connection stop reading the relay.
     private nonisolated func consume(_ stream: SubscriptionStream, _ context: ConsumerContext) async {
         var reachedEOSE = false
-        let counters = metrics.watchRelayCounters(relay: context.relay)
+        // Users' relays share one label: their URLs come from users, and there may be hundreds.
+        let counters = metrics.watchRelayCounters(relay: context.scope == .defaults ? context.relay : "user-relays")
         for await item in stream {
             switch item {
             case .event(let event):
@@ -384,32 +653,63 @@ public actor RelayWatcher: Service {
                     reachedEOSE = true
                     await markLive(context)
                 }
-            case .closed:
+            case .closed(let text):
                 // The connection logged the relay's text (escaped, throttled); it is not repeated here.
-                await chunkClosed(context.chunk, generation: context.generation)
+                await chunkClosed(context, reason: RelayMessage.prefix(of: text))
             }
         }
         await consumerEnded("\(context.relay) \(context.subscriptionID)")
     }
 
-    /// A relay refused or ended a chunk's subscription (rate limit, too many subscriptions): the
-    /// chunk is issued again after 5 s, doubling up to 5 minutes while it keeps happening.
-    private func chunkClosed(_ chunk: Int, generation: Int) {
-        guard generations[chunk] == generation else { return }
-        let closures = (closedChunks[chunk]?.closures ?? 0) + 1
+    /// Reads one chunk's kind 10050 subscription on an indexer relay until it is closed.
+    private nonisolated func consumeLists(_ stream: SubscriptionStream, _ context: ConsumerContext) async {
+        for await item in stream {
+            guard case .event(let event) = item else { continue }
+            guard event.kind == EventKind.inboxRelays, context.pubkeys.contains(event.pubkey.hex) else {
+                context.connection.countInvalid()
+                continue
+            }
+            do { try event.verify() } catch {
+                context.connection.countInvalid()
+                continue
+            }
+            guard let list = InboxRelayList(event) else { continue }
+            await noteInboxList(list, eventID: event.id.hex)
+        }
+        // A CLOSED list subscription is looked up again with the chunk's next REQ.
+        await consumerEnded("\(context.relay) \(context.subscriptionID)")
+    }
+
+    /// A relay refused or ended a chunk's subscription (rate limit, too many subscriptions,
+    /// AUTH): the chunk is issued again after 5 s, doubling up to 5 minutes while it keeps
+    /// happening. `auth-required:` (after the gateway's own AUTH) and `restricted:` also mark the
+    /// relay as not watchable, until one of its REQs reaches EOSE.
+    private func chunkClosed(_ context: ConsumerContext, reason: MachineReadablePrefix?) {
+        guard var group = groups[context.scope], group.generations[context.chunk] == context.generation else { return }
+        let closures = (group.closedChunks[context.chunk]?.closures ?? 0) + 1
         let delay = Duration.seconds(min(300, 5 << min(closures - 1, 6)))
-        closedChunks[chunk] = ClosedChunk(closures: closures, retryAt: .now + delay)
+        group.closedChunks[context.chunk] = WatchGroup.ClosedChunk(closures: closures, retryAt: .now + delay)
+        groups[context.scope] = group
+        switch reason {
+        case .authRequired?: relayRefusals[context.relay] = .authRequired
+        case .restricted?: relayRefusals[context.relay] = .refused
+        default: break
+        }
         metrics.watchSubscriptionClosed()
     }
 
-    /// Closed chunks whose retry is due join the schedule, so a retry never makes a chunk's REQ
-    /// go out more often than any other change would.
+    /// Closed chunks whose retry is due join their group's schedule, so a retry never makes a
+    /// chunk's REQ go out more often than any other change would.
     private func reissueClosedChunks() {
         let now = ContinuousClock.now
-        let due = closedChunks.filter { $0.value.retryAt.map { $0 <= now } ?? false }.map(\.key)
-        for chunk in due where chunk < chunks.chunks.count {
-            closedChunks[chunk]?.retryAt = nil
-            schedule.note([chunk])
+        for scope in Array(groups.keys) {
+            guard var group = groups[scope] else { continue }
+            let due = group.closedChunks.filter { $0.value.retryAt.map { $0 <= now } ?? false }.map(\.key)
+            for chunk in due where chunk < group.chunks.chunks.count {
+                group.closedChunks[chunk]?.retryAt = nil
+                group.schedule.note([chunk])
+            }
+            groups[scope] = group
         }
     }
 
@@ -417,15 +717,18 @@ public actor RelayWatcher: Service {
     /// database learns it from `liveWriteLoop`, so the consumer goes on with the events after EOSE
     /// at once.
     private func markLive(_ context: ConsumerContext) {
-        if let closed = closedChunks[context.chunk], closed.retryAt == nil { closedChunks[context.chunk] = nil }
-        let live = context.pubkeys.filter(chunks.contains)
+        guard var group = groups[context.scope], connections[context.relay] === context.connection else { return }
+        if let closed = group.closedChunks[context.chunk], closed.retryAt == nil { group.closedChunks[context.chunk] = nil }
+        groups[context.scope] = group
+        relayRefusals[context.relay] = nil
+        let live = context.pubkeys.filter(group.chunks.contains)
         livePubkeys[context.relay, default: []].formUnion(live)
         if !live.isEmpty { liveWrites.add(.mark(relay: context.relay, pubkeys: Array(live))) }
     }
 
     /// `pubkeys` are no longer watched: queued behind any mark still waiting for them. Callers
-    /// queue it after `apply` took the pubkeys out of `chunks`: `markLive` only marks pubkeys in
-    /// `chunks`, so no mark for them can be queued behind it (until a later read of the database
+    /// queue it after `apply` took the pubkeys out of the groups: `markLive` only marks pubkeys in
+    /// a group, so no mark for them can be queued behind it (until a later read of the database
     /// adds them back, watched again).
     private func forgetLive(_ pubkeys: some Collection<String>) {
         if !pubkeys.isEmpty { liveWrites.add(.forget(Array(pubkeys))) }
@@ -451,6 +754,7 @@ public actor RelayWatcher: Service {
                         switch step {
                         case .mark(let relay, let pubkeys): try await store.markLive(pubkeys, relay: relay)
                         case .forget(let pubkeys): try await store.forgetLive(pubkeys)
+                        case .forgetOn(let relay, let pubkeys): try await store.forgetLive(pubkeys, relay: relay)
                         }
                         break retry
                     } catch {
@@ -468,13 +772,8 @@ public actor RelayWatcher: Service {
         }
     }
 
-    private func consumerEnded(_ key: String) { consumers[key] = nil }
 
-    private nonisolated func countConnects(_ url: String, _ connection: RelayConnection) async {
-        for await state in await connection.states() where state == .connected {
-            metrics.watchRelayConnected(relay: url)
-        }
-    }
+    private func consumerEnded(_ key: String) { consumers[key] = nil }
 
     // MARK: Recording
 
@@ -547,6 +846,7 @@ public actor RelayWatcher: Service {
         return metadata
     }
 
+
     // MARK: Status
 
     /// One watched relay as operators see it.
@@ -568,21 +868,43 @@ public actor RelayWatcher: Service {
     }
 
     public struct Status: Sendable, Equatable {
+        /// `RELAYS`, each in detail.
         public var relays: [WatchedRelay]
         public var shards: [Int]
         public var watchedPubkeys: Int
         public var pendingSightings: Int
+        /// Users' own relays by state (`watching`, `auth-required`, `refused`, `unreachable`,
+        /// `over-limit`).
+        public var userRelays: [String: Int]
+        /// Held users whose relays go beyond `RELAYS`.
+        public var usersWithOwnRelays: Int
 
-        package init(relays: [WatchedRelay], shards: [Int], watchedPubkeys: Int, pendingSightings: Int) {
+        package init(
+            relays: [WatchedRelay], shards: [Int], watchedPubkeys: Int, pendingSightings: Int, userRelays: [String: Int] = [:],
+            usersWithOwnRelays: Int = 0
+        ) {
             self.relays = relays
             self.shards = shards
             self.watchedPubkeys = watchedPubkeys
             self.pendingSightings = pendingSightings
+            self.userRelays = userRelays
+            self.usersWithOwnRelays = usersWithOwnRelays
         }
     }
 
+    /// Users' relays (not `RELAYS`) by state.
+    private func userRelayCounts() -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for state in [RelayWatchPlan.RelayState.watching, .authRequired, .refused, .unreachable, .overLimit] {
+            counts[state.rawValue] = 0
+        }
+        for (url, state) in relayStates() where !settings.relays.contains(url) { counts[state.rawValue, default: 0] += 1 }
+        return counts
+    }
+
     /// Per-relay gauges and counters from each connection's statistics, at scrape time: the
-    /// connections live in `NostrRelay`, which knows nothing of metrics.
+    /// connections live in `NostrRelay`, which knows nothing of metrics. Users' relays are
+    /// counted by state, not labelled one by one.
     func exportRelayMetrics() async {
         // Two scrapes at once would count the same difference twice.
         guard !exporting else { return }
@@ -612,6 +934,7 @@ public actor RelayWatcher: Service {
                 resubscribed: now.resubscribedAfterPause - before.resubscribedAfterPause,
                 suppressedLogLines: now.suppressedLogLines - before.suppressedLogLines)
         }
+        metrics.watchUserRelays(userRelayCounts(), users: ownRelays.count)
         metrics.watchPendingWraps(batchers.reduce(0) { $0 + $1.count })
     }
 
@@ -629,7 +952,7 @@ public actor RelayWatcher: Service {
                     livePubkeys: livePubkeys[url]?.count ?? 0))
         }
         return Status(
-            relays: relays, shards: heldShards.sorted(), watchedPubkeys: chunks.count,
-            pendingSightings: batchers.reduce(0) { $0 + $1.count })
+            relays: relays, shards: heldShards.sorted(), watchedPubkeys: watched.count,
+            pendingSightings: batchers.reduce(0) { $0 + $1.count }, userRelays: userRelayCounts(), usersWithOwnRelays: ownRelays.count)
     }
 }

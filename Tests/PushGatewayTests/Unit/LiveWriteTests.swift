@@ -23,6 +23,21 @@ struct LiveWriteTests {
         #expect(steps == [.mark(relay: "wss://a", pubkeys: ["carol"]), .forget(["bob"])])
     }
 
+    @Test func aForgetOnOneRelayDropsOnlyThatRelaysMarks() {
+        // Bob took relay a out of his inbox list: his mark there is not written, his mark on b
+        // and carol's on a are, before the forget.
+        let steps = LiveWrite.plan([
+            .mark(relay: "wss://a", pubkeys: ["bob", "carol"]),
+            .mark(relay: "wss://b", pubkeys: ["bob"]),
+            .forgetOn(relay: "wss://a", pubkeys: ["bob"]),
+        ])
+        #expect(
+            steps == [
+                .mark(relay: "wss://a", pubkeys: ["carol"]), .mark(relay: "wss://b", pubkeys: ["bob"]),
+                .forgetOn(relay: "wss://a", pubkeys: ["bob"]),
+            ])
+    }
+
     @Test func aMarkAfterAForgetIsWrittenAfterIt() {
         // Bob stopped being watched, registered again and reached EOSE, all within one batch.
         let steps = LiveWrite.plan([
