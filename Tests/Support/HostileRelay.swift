@@ -99,8 +99,16 @@ public final class HostileRelay: Sendable {
     private let state = Locked(State())
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
-    public init(script: @escaping @Sendable (_ subscriber: Int) -> Script = { _ in Script() }) throws {
+    /// Behaves as a NIP-17 DM inbox: every connection is sent an AUTH challenge, and a REQ for
+    /// gift wraps is served only to a connection authenticated as the one pubkey its `#p` names;
+    /// any other is answered `CLOSED "auth-required: …"`.
+    public let servesOnlyRecipients: Bool
+
+    public init(
+        servesOnlyRecipients: Bool = false, script: @escaping @Sendable (_ subscriber: Int) -> Script = { _ in Script() }
+    ) throws {
         self.script = script
+        self.servesOnlyRecipients = servesOnlyRecipients
         port = try LoopbackPort.free()
     }
 
@@ -240,6 +248,10 @@ public final class HostileRelay: Sendable {
         var unwritableSince: NIODeadline?
         var ticking = false
         var requested = false
+        let challenge = String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        var challenged = false
+        /// The pubkey an accepted AUTH proved (`servesOnlyRecipients`).
+        var authenticated: String?
 
         init(relay: HostileRelay, number: Int) {
             self.relay = relay
@@ -280,11 +292,23 @@ public final class HostileRelay: Sendable {
 
         private func receive(_ text: String) {
             guard let context, let message = try? ClientMessage(json: text) else { return }
+            // The challenge goes out with the first answer, so it never races the upgrade.
+            if relay.servesOnlyRecipients, !challenged {
+                challenged = true
+                send(#"["AUTH",\#(quoted(challenge))]"#)
+            }
             switch message {
             case .req(let id, let filters):
                 let first = !requested
                 requested = true
                 relay.update(number) { $0.requests += 1 }
+                if relay.servesOnlyRecipients, let authenticated = authenticated.map({ [$0] }) ?? .some([]),
+                    filters.contains(where: { $0.kinds?.contains(EventKind.giftWrap) == true && $0.tags["p"] != authenticated })
+                {
+                    send(#"["CLOSED",\#(quoted(id)),"auth-required: this inbox serves gift wraps only to their recipient"]"#)
+                    context.flush()
+                    return
+                }
                 subscriptions[id] = filters
                 latest = id
                 for event in relay.stored(matching: filters) { send(#"["EVENT",\#(quoted(id)),\#(event.json)]"#) }
@@ -302,8 +326,12 @@ public final class HostileRelay: Sendable {
                 send(#"["OK",\#(quoted(event.id.hex)),true,""]"#)
                 context.flush()
                 relay.publish(event)
-            case .auth:
-                break
+            case .auth(let event):
+                let answersChallenge = event.kind == 22242 && event.tags.contains { $0.count >= 2 && $0[0] == "challenge" && $0[1] == challenge }
+                let valid = answersChallenge && (try? event.verify()) != nil
+                if valid { authenticated = event.pubkey.hex }
+                send(#"["OK",\#(quoted(event.id.hex)),\#(valid),\#(valid ? "\"\"" : "\"invalid: bad AUTH\"")]"#)
+                context.flush()
             }
         }
 
