@@ -327,7 +327,8 @@ public final class HostileRelay: Sendable {
                 context.flush()
                 relay.publish(event)
             case .auth(let event):
-                let answersChallenge = event.kind == 22242 && event.tags.contains { $0.count >= 2 && $0[0] == "challenge" && $0[1] == challenge }
+                let answersChallenge =
+                    event.kind == 22242 && event.tags.contains { $0.count >= 2 && $0[0] == "challenge" && $0[1] == challenge }
                 let valid = answersChallenge && (try? event.verify()) != nil
                 if valid { authenticated = event.pubkey.hex }
                 send(#"["OK",\#(quoted(event.id.hex)),\#(valid),\#(valid ? "\"\"" : "\"invalid: bad AUTH\"")]"#)

@@ -75,7 +75,8 @@ public struct WatchSettings: Sendable {
     public var enabled: Bool { !relays.isEmpty }
 
     public init(
-        relays: [String] = [], indexerRelays: [String]? = nil, maxRelays: Int = 500, maxRelaysPerUser: Int = 5, chunkSize: Int = 500, coalesceSeconds: Int = 5, shards: Int = 64, leaseSeconds: Int = 30,
+        relays: [String] = [], indexerRelays: [String]? = nil, maxRelays: Int = 500, maxRelaysPerUser: Int = 5, chunkSize: Int = 500,
+        coalesceSeconds: Int = 5, shards: Int = 64, leaseSeconds: Int = 30,
         gatewayKey: SecretKey? = nil, relayMaxEventsPerSecond: Int = 20_000, relayMaxInvalid: Int = 100, resubscribeSeconds: Int = 2,
         allowPrivateRelays: Bool = false
     ) {

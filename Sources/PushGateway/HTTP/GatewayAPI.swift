@@ -261,7 +261,8 @@ public struct GatewayAPI: Sendable {
             "source": .string(watch.source.rawValue),
             "relays": .array(
                 watch.relays.map { assignment in
-                    let state = assignment.state == .watching ? listing.relayStates[assignment.url] ?? "watching" : assignment.state.rawValue
+                    let state =
+                        assignment.state == .watching ? listing.relayStates[assignment.url] ?? "watching" : assignment.state.rawValue
                     return .object(["url": .string(assignment.url), "state": .string(state)])
                 }),
         ])

@@ -105,6 +105,28 @@ public enum OpenAPIDocument {
                       relay_watch: {type: boolean}
                       relays: {type: array, items: {type: string}}
                       registered_at: {type: string, format: date-time}
+                      watch:
+                        type: object
+                        description: >-
+                          Relay-watch devices only, while the gateway watches relays: where the
+                          user's gift wraps are looked for. `source` says where the relays came
+                          from: the user's NIP-17 relay list (kind 10050), else the `relays` the
+                          user's devices registered, else the gateway's own RELAYS. Each relay's
+                          `state`: `watching`, `auth-required` (the relay serves gift wraps only
+                          to their recipient after NIP-42 AUTH), `refused` (the relay refused the
+                          REQ, or its address is not public), `unreachable`, or `over-limit`
+                          (beyond the per-user or per-instance relay limits).
+                        required: [source, relays]
+                        properties:
+                          source: {type: string, enum: ["10050", registration, default]}
+                          relays:
+                            type: array
+                            items:
+                              type: object
+                              required: [url, state]
+                              properties:
+                                url: {type: string}
+                                state: {type: string, enum: [watching, auth-required, refused, unreachable, over-limit]}
           responses:
             BadRequest:
               description: Invalid body

@@ -398,7 +398,7 @@ public actor RelayWatcher: Service {
         plan = next
         for (url, old) in before where next.extraRelays[url] == nil {
             await dropGroup(.inbox(url))
-            liveWrites.add(.forgetOn(relay: url, pubkeys: Array(old)))
+            forgetLive(old, on: url)
         }
         for (url, pubkeys) in next.extraRelays.sorted(by: { $0.key < $1.key }) {
             let old = before[url] ?? []
@@ -418,7 +418,7 @@ public actor RelayWatcher: Service {
                 }
             }
             await apply(.inbox(url), inserted: inserted, removed: removed)
-            if !removed.isEmpty { liveWrites.add(.forgetOn(relay: url, pubkeys: Array(removed))) }
+            forgetLive(removed, on: url)
         }
         if before.keys.sorted() != next.extraRelays.keys.sorted() {
             logger.info(
@@ -566,33 +566,37 @@ public actor RelayWatcher: Service {
         groups[scope] = group
         let id = "\(scope.prefix)\(chunk).\(generation)"
         let pubkeys = group.chunks.chunks[chunk].sorted()
+        // The chunk's inbox lists (kind 10050) on the indexers: the newest list of each author,
+        // then whatever each publishes next. On an indexer that is also one of `RELAYS` they ride
+        // in the chunk's own REQ as a second filter, which saves the relay a subscription.
+        let authors = scope == .defaults ? pubkeys.compactMap { try? PublicKey(hex: $0) } : []
+        let listsFilter = Filter(authors: authors, kinds: [EventKind.inboxRelays])
         for url in relays(of: scope) {
             guard let connection = connections[url] else { continue }
             if let previous { await connection.unsubscribe(id: previous) }
             guard !pubkeys.isEmpty else { continue }
             let window = WatchSettings.windowSeconds
+            let withLists = !authors.isEmpty && settings.indexerRelays.contains(url)
             // A REQ re-sent after a lost connection reaches back over the time it was down, so
             // wraps published meanwhile but dated back past `now − window` are not skipped.
             let stream = await connection.subscribe(id: id) { (context: SubscriptionRequestContext) in
                 [Filter(kinds: [EventKind.giftWrap], tags: ["p": pubkeys], since: context.since(window: window, now: UnixTime.now()))]
+                    + (withLists ? [listsFilter] : [])
             }
             let alreadyLive = livePubkeys[url, default: []].intersection(pubkeys)
             let key = "\(url) \(id)"
             let context = ConsumerContext(
                 scope: scope, chunk: chunk, generation: generation, relay: url, connection: connection, subscriptionID: id,
-                pubkeys: Set(pubkeys), alreadyLive: alreadyLive)
+                pubkeys: Set(pubkeys), alreadyLive: alreadyLive, carriesLists: withLists)
             consumers[key] = Task { await self.consume(stream, context) }
         }
         guard scope == .defaults else { return }
-        // The same chunk's inbox lists, on the indexers: the newest list of each author, then
-        // whatever each publishes next.
-        let authors = pubkeys.compactMap { try? PublicKey(hex: $0) }
         let listsID = "i\(chunk).\(generation)"
-        for url in settings.indexerRelays {
+        for url in settings.indexerRelays where !settings.relays.contains(url) {
             guard let connection = connections[url] else { continue }
             if let previousLists { await connection.unsubscribe(id: previousLists) }
             guard !authors.isEmpty else { continue }
-            let stream = await connection.subscribe(id: listsID, filters: [Filter(authors: authors, kinds: [EventKind.inboxRelays])])
+            let stream = await connection.subscribe(id: listsID, filters: [listsFilter])
             let key = "\(url) \(listsID)"
             let context = ConsumerContext(
                 scope: scope, chunk: chunk, generation: generation, relay: url, connection: connection, subscriptionID: listsID,
@@ -610,6 +614,8 @@ public actor RelayWatcher: Service {
         let subscriptionID: String
         let pubkeys: Set<String>
         let alreadyLive: Set<String>
+        /// The REQ also asks for the pubkeys' kind 10050 lists.
+        var carriesLists = false
     }
 
     /// Reads one subscription until it is closed. Verification runs here, off the actor. Waiting
@@ -620,6 +626,8 @@ public actor RelayWatcher: Service {
         let counters = metrics.watchRelayCounters(relay: context.scope == .defaults ? context.relay : "user-relays")
         for await item in stream {
             switch item {
+            case .event(let event) where context.carriesLists && event.kind == EventKind.inboxRelays:
+                await readList(event, context)
             case .event(let event):
                 counters.events.increment()
                 // Cheap checks before the signature: a wrap to exactly one pubkey this chunk
@@ -665,19 +673,21 @@ public actor RelayWatcher: Service {
     private nonisolated func consumeLists(_ stream: SubscriptionStream, _ context: ConsumerContext) async {
         for await item in stream {
             guard case .event(let event) = item else { continue }
-            guard event.kind == EventKind.inboxRelays, context.pubkeys.contains(event.pubkey.hex) else {
-                context.connection.countInvalid()
-                continue
-            }
-            do { try event.verify() } catch {
-                context.connection.countInvalid()
-                continue
-            }
-            guard let list = InboxRelayList(event) else { continue }
-            await noteInboxList(list, eventID: event.id.hex)
+            await readList(event, context)
         }
         // A CLOSED list subscription is looked up again with the chunk's next REQ.
         await consumerEnded("\(context.relay) \(context.subscriptionID)")
+    }
+
+    /// A kind 10050 event an indexer sent for the chunk: by one of its pubkeys and signed, or the
+    /// relay is counted for sending junk.
+    private nonisolated func readList(_ event: NostrEvent, _ context: ConsumerContext) async {
+        guard event.kind == EventKind.inboxRelays, context.pubkeys.contains(event.pubkey.hex), (try? event.verify()) != nil else {
+            context.connection.countInvalid()
+            return
+        }
+        guard let list = InboxRelayList(event) else { return }
+        await noteInboxList(list, eventID: event.id.hex)
     }
 
     /// A relay refused or ended a chunk's subscription (rate limit, too many subscriptions,
@@ -734,6 +744,15 @@ public actor RelayWatcher: Service {
         if !pubkeys.isEmpty { liveWrites.add(.forget(Array(pubkeys))) }
     }
 
+    /// `pubkeys` left `url`'s group. Those this instance still watches dropped the relay from
+    /// their list, and are forgotten there, so a later list naming it again starts from history.
+    /// The others were unregistered (forgotten everywhere by the caller) or moved with their shard
+    /// to another instance, which needs their marks to push what arrives meanwhile.
+    private func forgetLive(_ pubkeys: Set<String>, on url: String) {
+        let dropped = pubkeys.filter(watched.contains)
+        if !dropped.isEmpty { liveWrites.add(.forgetOn(relay: url, pubkeys: Array(dropped))) }
+    }
+
     /// Writes the live marks and forgets in batches, in order. A gateway that starts or
     /// re-subscribes gets one EOSE per chunk and relay almost at once (200 for 100,000 pubkeys on
     /// one relay); as one insert each, awaited by its consumer, they ran alongside the first live
@@ -771,7 +790,6 @@ public actor RelayWatcher: Service {
             }
         }
     }
-
 
     private func consumerEnded(_ key: String) { consumers[key] = nil }
 
@@ -845,7 +863,6 @@ public actor RelayWatcher: Service {
         }
         return metadata
     }
-
 
     // MARK: Status
 

@@ -376,10 +376,7 @@ import Testing
         try await relay.start()
         let users = (0..<40).map { _ in Keys.generate() }
         try await SandboxFixture.with { sandbox in
-            // No inbox-list lookups on this relay: their REQs follow the same schedule, and would
-            // only double the count.
-            let settings = WatchSettings(
-                relays: [relay.url], indexerRelays: [], chunkSize: 500, coalesceSeconds: 0, shards: 8, leaseSeconds: 30)
+            let settings = WatchSettings(relays: [relay.url], chunkSize: 500, coalesceSeconds: 0, shards: 8, leaseSeconds: 30)
             try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: settings) { gateway in
                 let started = ContinuousClock.now
                 for (index, keys) in users.enumerated() {

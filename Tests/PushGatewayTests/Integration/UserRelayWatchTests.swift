@@ -153,9 +153,9 @@ import Testing
         try await GatewayHarness.run(watch: Self.settings(relay, allowPrivate: false)) { gateway in
             // The registration route refuses the address outright; a list is the user's own
             // event, so the watcher has to judge it.
-            let refused = try await gateway.send(
-                bob, .post, "/v1/devices/register",
-                json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(0xB4), extra: #","relay_watch":true,"relays":["\#(inside.url)"]"#))
+            let body = GatewayHarness.registerBody(
+                HTTP2DeliveryTests.token(0xB4), extra: #","relay_watch":true,"relays":["\#(inside.url)"]"#)
+            let refused = try await gateway.send(bob, .post, "/v1/devices/register", json: body)
             #expect(refused.status == .badRequest)
             try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xB4))
             try await Self.publishInboxList(bob, [inside.url], to: relay)

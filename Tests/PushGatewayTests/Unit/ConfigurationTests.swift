@@ -33,14 +33,24 @@ import Testing
         env["APNS_TRANSPORT"] = "async-http-client"
         env["RELAYS"] = "wss://relay.example, WSS://Relay.Example:443/,ws://127.0.0.1:7000/"
         env["WATCH_ALLOW_PRIVATE_RELAYS"] = "1"
+        env["INDEXER_RELAYS"] = "wss://Purplepag.es/"
+        env["WATCH_MAX_RELAYS"] = "50"
+        env["WATCH_MAX_RELAYS_PER_USER"] = "3"
         env["SHUTDOWN_TIMEOUT_SECONDS"] = "9"
         let configuration = try GatewayConfiguration.fromEnvironment(env)
         #expect(configuration.shutdownTimeoutSeconds == 9)
         #expect(configuration.apns.transport == .asyncHTTPClient)
         #expect(configuration.watch.relays == ["wss://relay.example", "ws://127.0.0.1:7000"], "normalised, each relay once")
         #expect(configuration.watch.allowPrivateRelays)
+        #expect(configuration.watch.indexerRelays == ["wss://purplepag.es"])
+        #expect(configuration.watch.maxRelays == 50 && configuration.watch.maxRelaysPerUser == 3)
         let strict = try GatewayConfiguration.fromEnvironment(["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1"])
         #expect(strict.watch.allowPrivateRelays == false)
+        #expect(strict.watch.maxRelays == 500 && strict.watch.maxRelaysPerUser == 5)
+        let indexedByRelays = try GatewayConfiguration.fromEnvironment([
+            "DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "RELAYS": "wss://relay.example",
+        ])
+        #expect(indexedByRelays.watch.indexerRelays == ["wss://relay.example"], "INDEXER_RELAYS defaults to RELAYS")
         #expect(configuration.listenHost == "127.0.0.1" && configuration.listenPort == 9000)
         #expect(configuration.publicURL == "https://push.example.com")
         #expect(configuration.logLevel == .debug && configuration.logFormat == .json)
@@ -64,6 +74,9 @@ import Testing
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "SHUTDOWN_TIMEOUT_SECONDS": "3601"], "SHUTDOWN_TIMEOUT_SECONDS"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "APNS_TRANSPORT": "carrier-pigeon"], "APNS_TRANSPORT"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "RELAYS": "http://relay.example"], "RELAYS"),
+        (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "INDEXER_RELAYS": "wss://"], "INDEXER_RELAYS"),
+        (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "WATCH_MAX_RELAYS": "0"], "WATCH_MAX_RELAYS"),
+        (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "WATCH_MAX_RELAYS_PER_USER": "21"], "WATCH_MAX_RELAYS_PER_USER"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_DISABLE": "1", "ADMIN_TOKEN": "CHANGE-ME"], "ADMIN_TOKEN"),
         (["DATABASE_URL": "postgres://x@y/z"], "APNS_TOPIC"),
         (["DATABASE_URL": "postgres://x@y/z", "APNS_TOPIC": "a"], "APNS_KEY_ID"),

@@ -74,6 +74,7 @@ import Testing
         #expect(plan.extraRelays == ["wss://popular.example": ["a", "b", "c"], "wss://a-only.example": ["a"]])
         #expect(Self.states(plan, "b")["wss://b-only.example"] == .overLimit)
         #expect(Self.states(plan, "a")["wss://a-only.example"] == .watching)
+        #expect(plan.overLimitRelays == ["wss://b-only.example"], "reported over the limit, not connected")
         let none = Self.plan(["a": .init(inboxList: Self.urls("wss://a.example"))], maxRelays: 1)
         #expect(none.extraRelays.isEmpty && Self.states(none, "a")["wss://a.example"] == .overLimit, "RELAYS fill the cap")
     }
