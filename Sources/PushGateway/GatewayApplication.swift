@@ -58,9 +58,15 @@ public enum GatewayApplication {
                 metrics: metrics, logger: logger,
                 wakeup: wakeup, directDelivery: direct)
         }
+        let inbox =
+            configuration.inbox.enabled
+            ? InboxRelay(
+                settings: configuration.inbox, client: client, watch: configuration.watch, deviceBudget: configuration.deviceBudget,
+                metrics: metrics, logger: logger, wakeup: wakeup, directDelivery: direct)
+            : nil
         let api = GatewayAPI(
             store: store, configuration: configuration, latestMigration: migrator.latestVersion, metrics: metrics, watcher: watcher,
-            wakeup: wakeup, directDelivery: direct)
+            inbox: inbox, wakeup: wakeup, directDelivery: direct)
         // The services that query our tables start once the migrations are in (see StartGate);
         // the PostgreSQL client and the APNs connections run from the start.
         let migrated = StartGate()
@@ -68,6 +74,7 @@ public enum GatewayApplication {
         services.append(StartsAfterGate(gate: migrated, service: MaintenanceService(store: store, queue: queue, logger: logger)))
         if let worker { services.append(StartsAfterGate(gate: migrated, service: worker)) }
         if let watcher { services.append(StartsAfterGate(gate: migrated, service: watcher)) }
+        if let inbox { services.append(StartsAfterGate(gate: migrated, service: inbox)) }
         var app = application(router: buildRouter(api: api), configuration: configuration, services: services, logger: logger)
         if migrateOnStart {
             app.beforeServerStarts {

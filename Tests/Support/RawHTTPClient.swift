@@ -60,6 +60,18 @@ public final class RawHTTPClient: Sendable {
         return status
     }
 
+    /// Reads until the server closes the connection (the whole of a `Connection: close` response).
+    public func readToEnd() throws -> [UInt8] {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            if count == 0 { return received }
+            guard count > 0 else { throw FixtureError("recv: \(String(cString: strerror(errno)))") }
+            received += buffer[..<count]
+        }
+    }
+
     /// Reads whatever has arrived without waiting; `closed` once the server closed the connection.
     public func drain() -> (closed: Bool, received: [UInt8]) {
         var received: [UInt8] = []

@@ -1,5 +1,6 @@
 import Foundation
 public import Logging
+import NostrProtocol
 
 /// Everything `linkstr-push` reads from its environment (and an optional `.env` file).
 /// docs/configuration.md documents every key and default; `ConfigurationReferenceTests` holds it
@@ -34,6 +35,8 @@ public struct GatewayConfiguration: Sendable {
     public var deviceBudget: PushBudget?
     /// Timeouts for slow clients and the connection cap.
     public var http: HTTPServerSettings
+    /// The inbox relay (`INBOX_RELAY`); off by default.
+    public var inbox: InboxRelaySettings
 
     /// The defaults this type holds itself, each written once: the initializer and
     /// `fromEnvironment` both use them.
@@ -52,7 +55,7 @@ public struct GatewayConfiguration: Sendable {
         watch: WatchSettings = WatchSettings(), rateLimits: RateLimitSettings = .disabled,
         shutdownTimeoutSeconds: Int = defaultShutdownTimeoutSeconds,
         maxDevicesPerPubkey: Int = GatewayStore.defaultMaxDevicesPerPubkey, deviceBudget: PushBudget? = .default,
-        http: HTTPServerSettings = HTTPServerSettings()
+        http: HTTPServerSettings = HTTPServerSettings(), inbox: InboxRelaySettings = InboxRelaySettings()
     ) {
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -70,6 +73,7 @@ public struct GatewayConfiguration: Sendable {
         self.maxDevicesPerPubkey = maxDevicesPerPubkey
         self.deviceBudget = deviceBudget
         self.http = http
+        self.inbox = inbox
     }
 
     /// Reads the configuration; the first problem found stops start-up with the key it concerns.
@@ -134,7 +138,33 @@ public struct GatewayConfiguration: Sendable {
             apns: try APNsConfiguration.fromEnvironment(env), delivery: try DeliverySettings.fromEnvironment(env),
             watch: try WatchSettings.fromEnvironment(env), rateLimits: try RateLimitSettings.fromEnvironment(env),
             shutdownTimeoutSeconds: shutdownTimeout, maxDevicesPerPubkey: maxDevices, deviceBudget: try PushBudget.fromEnvironment(env),
-            http: try HTTPServerSettings.fromEnvironment(env))
+            http: try HTTPServerSettings.fromEnvironment(env), inbox: try inboxSettings(env, publicURL: publicURL))
+    }
+
+    /// The inbox relay's settings; `INBOX_RELAY=1` needs `PUBLIC_URL`, which names the relay.
+    static func inboxSettings(_ env: [String: String], publicURL: String?) throws(ConfigurationError) -> InboxRelaySettings {
+        let defaults = InboxRelaySettings()
+        let (host, port): (String, Int)
+        do {
+            (host, port) = try parseListenAddress(env["INBOX_LISTEN_ADDR"] ?? "\(defaults.listenHost):\(defaults.listenPort)")
+        } catch {
+            throw ConfigurationError(key: "INBOX_LISTEN_ADDR", "expected [host]:port, for example :8788")
+        }
+        let enabled = ConfigurationError.flag(env, "INBOX_RELAY")
+        var relayURL: RelayURL?
+        if enabled {
+            guard let publicURL, let url = InboxRelaySettings.relayURL(publicURL: publicURL) else {
+                throw ConfigurationError(key: "INBOX_RELAY", "needs PUBLIC_URL, which names the relay (https://host → wss://host/relay)")
+            }
+            relayURL = url
+        }
+        return InboxRelaySettings(
+            enabled: enabled, listenHost: host, listenPort: port, relayURL: relayURL,
+            retentionDays: try ConfigurationError.integer(env, "INBOX_RETENTION_DAYS", 1...3650, default: defaults.retentionDays),
+            maxConnectionsPerAddress: try ConfigurationError.integer(
+                env, "INBOX_MAX_CONNECTIONS_PER_IP", 1...100_000, default: defaults.maxConnectionsPerAddress),
+            maxSubscriptions: try ConfigurationError.integer(env, "INBOX_MAX_SUBSCRIPTIONS", 1...1_000, default: defaults.maxSubscriptions),
+            eventsPerSecond: try ConfigurationError.integer(env, "INBOX_EVENTS_PER_SECOND", 1...100_000, default: defaults.eventsPerSecond))
     }
 
     /// `:8787`, `127.0.0.1:8787`, `[::1]:8787`.

@@ -347,6 +347,7 @@ public struct GatewayStore: Sendable {
             try await connection.query("DELETE FROM push_suppressions WHERE pubkey = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM watch_live WHERE pubkey = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM inbox_relay_lists WHERE pubkey = \(pubkey)", logger: logger)
+            try await connection.query("DELETE FROM inbox_wraps WHERE recipient = \(pubkey)", logger: logger)
             return devices
         }
     }
@@ -419,10 +420,16 @@ public struct GatewayStore: Sendable {
         logger.error("storage failure", metadata: ["db.code": "\(error.serverInfo?[.sqlState] ?? "none")", "db.error": "\(error.code)"])
     }
 
+    /// The pubkey's last device went: its archive state and the wraps the inbox relay kept for it go too.
     static func dropOrphanedArchive(_ pubkey: String, _ connection: DatabaseConnection, _ logger: Logger) async throws {
         try await connection.query(
             """
             DELETE FROM archived_conversations WHERE pubkey = \(pubkey)
+            AND NOT EXISTS (SELECT 1 FROM devices WHERE pubkey = \(pubkey))
+            """, logger: logger)
+        try await connection.query(
+            """
+            DELETE FROM inbox_wraps WHERE recipient = \(pubkey)
             AND NOT EXISTS (SELECT 1 FROM devices WHERE pubkey = \(pubkey))
             """, logger: logger)
     }

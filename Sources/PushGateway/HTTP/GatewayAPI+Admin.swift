@@ -56,10 +56,17 @@ extension GatewayAPI {
         }
         var watch: JSONValue = .null
         if let watcher { watch = Self.watchStatus(await watcher.status()) }
+        var inboxStatus: JSONValue = .null
+        if let inbox {
+            let counts = inbox.status
+            inboxStatus = .object([
+                "connections": .integer(Int64(counts.connections)), "subscriptions": .integer(Int64(counts.subscriptions)),
+            ])
+        }
         var response = JSONBody.response(
             .ok,
             [
-                "watch": watch,
+                "watch": watch, "inbox": inboxStatus,
                 "status": "ok", "uptime_seconds": .integer(Int64(Date().timeIntervalSince(startedAt))),
                 "devices": .integer(Int64(devices)), "relay_watch_devices": .integer(Int64(watching)),
                 "queue": queue,

@@ -35,6 +35,8 @@ public struct GatewayAPI: Sendable {
     /// The relay watcher, when `RELAYS` is set: typed pushes then skip relay-watch devices, and
     /// `/readyz` and `/admin/status` report it.
     let watcher: RelayWatcher?
+    /// The inbox relay, when `INBOX_RELAY=1`: `/admin/status` counts its connections.
+    let inbox: InboxRelay?
     let wakeup: WakeupSignal?
     /// Sends the jobs a push queues already claimed, skipping the claim round trip; nil when this
     /// instance does not deliver (or `DELIVERY_DIRECT_LIMIT=0`).
@@ -55,12 +57,14 @@ public struct GatewayAPI: Sendable {
     /// `store` should be built with `configuration.authMaxSkewSeconds` as its replay window.
     public init(
         store: GatewayStore, configuration: GatewayConfiguration, latestMigration: Int, metrics: GatewayMetrics = GatewayMetrics(),
-        watcher: RelayWatcher? = nil, wakeup: WakeupSignal? = nil, directDelivery: DirectDelivery? = nil, startedAt: Date = Date()
+        watcher: RelayWatcher? = nil, inbox: InboxRelay? = nil, wakeup: WakeupSignal? = nil, directDelivery: DirectDelivery? = nil,
+        startedAt: Date = Date()
     ) {
         self.store = store
         self.wakeup = wakeup
         self.directDelivery = directDelivery
         self.watcher = watcher
+        self.inbox = inbox
         self.metrics = metrics
         self.verifier = HTTPAuthVerifier(maxSkewSeconds: configuration.authMaxSkewSeconds, publicBaseURL: configuration.publicURL)
         self.defaultTopic = configuration.apns.defaultTopic

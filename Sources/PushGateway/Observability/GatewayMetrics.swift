@@ -194,6 +194,23 @@ public final class GatewayMetrics: Sendable {
         Gauge(label: "linkstr_watch_users_with_own_relays", factory: factory).record(users)
     }
 
+    /// The inbox relay's open connections and subscriptions on this instance.
+    public func inboxOpen(connections: Int, subscriptions: Int) {
+        Gauge(label: "linkstr_inbox_connections", factory: factory).record(connections)
+        Gauge(label: "linkstr_inbox_subscriptions", factory: factory).record(subscriptions)
+    }
+
+    /// What became of an EVENT sent to the inbox relay: stored, duplicate, unregistered, invalid,
+    /// rate_limited, vanish.
+    public func inboxEvent(outcome: String) {
+        Counter(label: "linkstr_inbox_events_total", dimensions: [("outcome", outcome)], factory: factory).increment()
+    }
+
+    /// Connections refused because their address had `INBOX_MAX_CONNECTIONS_PER_IP` open.
+    public func inboxConnectionRefused() {
+        Counter(label: "linkstr_inbox_connections_refused_total", factory: factory).increment()
+    }
+
     public func watchState(pubkeys: Int, shards: Int) {
         Gauge(label: "linkstr_watch_pubkeys", factory: factory).record(pubkeys)
         Gauge(label: "linkstr_watch_shards", factory: factory).record(shards)

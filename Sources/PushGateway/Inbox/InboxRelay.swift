@@ -1,0 +1,203 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import NostrProtocol
+import PostgresNIO
+public import ServiceLifecycle
+
+/// The gateway as a NIP-17 inbox relay (`INBOX_RELAY=1`): a NIP-01 relay at `/relay` on its own
+/// listener that accepts gift wraps to registered recipients, keeps them for
+/// `INBOX_RETENTION_DAYS`, pushes each recipient's relay-watch devices once per wrap (through the
+/// watcher's pipeline: the same claim, coalescing and budget), and serves the wraps only to their
+/// recipient after NIP-42 AUTH. NIP-11 answers at the same URL.
+///
+/// - Live delivery crosses instances: storing a wrap NOTIFYs `linkstr_inbox`, and every instance
+///   forwards it to its own connections authenticated as the recipient.
+/// - Limits: connections per client address, subscriptions per connection, EVENTs per second per
+///   connection, message size; a client that stops reading is disconnected.
+public struct InboxRelay: Service {
+    let settings: InboxRelaySettings
+    let store: InboxStore
+    let watchStore: WatchStore
+    let subscribers = InboxSubscribers()
+    let metrics: GatewayMetrics
+    let logger: Logger
+    let wakeup: WakeupSignal?
+    let directDelivery: DirectDelivery?
+    let perAddress: ConnectionsPerAddress
+    /// Open connections and subscriptions on this instance, for `/admin/status` and the gauges.
+    let counts = Locked(Counts())
+
+    public struct Counts: Sendable, Equatable {
+        public var connections = 0
+        public var subscriptions = 0
+    }
+
+    public var status: Counts { counts.withLock { $0 } }
+
+    func count(connections change: Int = 0, subscriptions subscriptionChange: Int = 0) {
+        let now = counts.withLock { counts in
+            counts.connections += change
+            counts.subscriptions += subscriptionChange
+            return counts
+        }
+        metrics.inboxOpen(connections: now.connections, subscriptions: now.subscriptions)
+    }
+
+    init(
+        settings: InboxRelaySettings, client: PostgresClient, watch: WatchSettings, deviceBudget: PushBudget?, metrics: GatewayMetrics,
+        logger: Logger, wakeup: WakeupSignal?, directDelivery: DirectDelivery?
+    ) {
+        self.settings = settings
+        var logger = logger
+        logger[metadataKey: "inbox"] = "relay"
+        self.logger = logger
+        self.store = InboxStore(database: Database(client), logger: logger)
+        self.watchStore = WatchStore(client: client, settings: watch, deviceBudget: deviceBudget, logger: logger)
+        self.metrics = metrics
+        self.wakeup = wakeup
+        self.directDelivery = directDelivery
+        self.perAddress = ConnectionsPerAddress(limit: settings.maxConnectionsPerAddress)
+    }
+
+    public func run() async throws {
+        let app = application()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await app.run() }
+            group.addTask { await cancelWhenGracefulShutdown { await self.listenLoop() } }
+            group.addTask { await cancelWhenGracefulShutdown { await self.pruneLoop() } }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    // MARK: Listener
+
+    private func application() -> some ApplicationProtocol {
+        let router = Router()
+        let relayURL = settings.relayURL?.description ?? ""
+        router.get("/relay") { request, _ -> Response in
+            guard request.headers[.accept]?.contains("application/nostr+json") == true else {
+                return Response(
+                    status: .ok, headers: [.contentType: "text/plain; charset=utf-8"],
+                    body: .init(byteBuffer: ByteBuffer(string: "This is a Nostr relay: connect with a Nostr client to \(relayURL)\n")))
+            }
+            return Response(
+                status: .ok, headers: [.contentType: "application/nostr+json", .accessControlAllowOrigin: "*"],
+                body: .init(byteBuffer: ByteBuffer(string: Self.information(settings).serialized)))
+        }
+        let relay = self
+        return Application(
+            router: router,
+            server: .http1WebSocketUpgrade(
+                configuration: .init(ws: .init(maxFrameSize: InboxRelaySettings.maxMessageBytes))
+            ) { request, channel, _ in
+                guard request.path == "/relay" else { return .dontUpgrade }
+                let peer = channel.remoteAddress?.ipAddress ?? "unknown"
+                let address = ClientAddress.limiterKey(peer) ?? peer
+                return .upgrade([:]) { inbound, outbound, _ in
+                    try await relay.serve(inbound: inbound, outbound: outbound, address: address)
+                }
+            },
+            configuration: .init(address: .hostname(settings.listenHost, port: settings.listenPort), serverName: "linkstr-push-inbox"),
+            logger: logger)
+    }
+
+    private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, address: String) async throws {
+        guard perAddress.admit(address) else {
+            metrics.inboxConnectionRefused()
+            try await outbound.writeTextMessage(RelayMessage.notice("rate-limited: too many connections from your address").json)
+            return
+        }
+        defer { perAddress.release(address) }
+        count(connections: 1)
+        defer { count(connections: -1) }
+        let session = InboxRelaySession(relay: self)
+        do {
+            try await session.serve(inbound: inbound, writer: outbound)
+        } catch {
+            logger.debug("inbox connection ended", metadata: ["error.type": "\(type(of: error))"])
+        }
+    }
+
+    /// NIP-11: what the relay is and what it accepts.
+    static func information(_ settings: InboxRelaySettings) -> JSONValue {
+        .object([
+            "name": "linkstr-push inbox",
+            "description": .string(
+                "A NIP-17 inbox: gift wraps (kind 1059) to registered recipients, served only to their recipient after NIP-42 AUTH."),
+            "supported_nips": .array([1, 11, 17, 42, 59, 62].map { .integer($0) }),
+            "software": "https://github.com/linkstr/linkstr-push",
+            "limitation": .object([
+                "max_message_length": .integer(Int64(InboxRelaySettings.maxMessageBytes)),
+                "max_subscriptions": .integer(Int64(settings.maxSubscriptions)),
+                "max_limit": .integer(Int64(InboxRelaySettings.maxLimit)),
+                "auth_required": .bool(false), "restricted_writes": .bool(true),
+                "created_at_lower_limit": .integer(InboxRelaySettings.maxAgeSeconds),
+                "created_at_upper_limit": .integer(InboxRelaySettings.maxFutureSeconds),
+            ]),
+            "retention": .array([.object(["kinds": .array([.integer(1059)]), "time": .integer(Int64(settings.retentionDays) * 86_400)])]),
+        ])
+    }
+
+    // MARK: Pushes
+
+    /// A wrap this relay stored: claimed and queued for the recipient's relay-watch devices as a
+    /// live sighting, so a copy the watcher sees on another relay is pushed once in all.
+    func push(wrapID: String, recipient: String) async {
+        let relay = settings.relayURL?.description ?? "inbox"
+        let sighting = WrapSighting(wrapID: wrapID, recipient: recipient, relay: relay, phase: .realtime, receivedAt: .now)
+        do {
+            let result = try await watchStore.record([sighting], leaseSeconds: directDelivery?.lease())
+            directDelivery?.start(result.leased)
+            if result.jobs > result.leased.count { wakeup?.signal() }
+            metrics.watchRecorded(duplicates: 1 - result.claimed, queued: result.jobs, coalesced: result.merged)
+        } catch {
+            logger.warning("could not queue the push for an inbox wrap", metadata: RelayWatcher.errorMetadata(error))
+        }
+    }
+
+    // MARK: Live delivery and retention
+
+    /// Forwards every stored wrap (NOTIFY from any instance) to this instance's connections
+    /// authenticated as its recipient.
+    private func listenLoop() async {
+        while !Task.isCancelled {
+            do {
+                try await store.database.withConnection { connection in
+                    try await connection.underlying.listen(on: InboxStore.channel) { notifications in
+                        for try await notification in notifications { await self.forward(notification.payload) }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.notice("inbox LISTEN connection lost; reconnecting", metadata: ["error.type": "\(type(of: error))"])
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    private func forward(_ payload: String) async {
+        let parts = payload.split(separator: " ", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { return }
+        let connections = subscribers.connections(of: parts[0])
+        guard !connections.isEmpty else { return }
+        guard let wrap = try? await store.wrap(id: parts[1]) else { return }
+        for deliver in connections { deliver(parts[1], wrap.createdAt, wrap.event) }
+    }
+
+    private func pruneLoop() async {
+        while !Task.isCancelled {
+            do {
+                let removed = try await store.prune(retentionDays: settings.retentionDays)
+                if removed > 0 { logger.info("inbox wraps pruned", metadata: ["inbox.wraps": "\(removed)"]) }
+            } catch {
+                logger.warning("inbox prune failed", metadata: ["error.type": "\(type(of: error))"])
+            }
+            try? await Task.sleep(for: .seconds(60))
+        }
+    }
+}

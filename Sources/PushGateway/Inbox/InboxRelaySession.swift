@@ -1,0 +1,223 @@
+import Foundation
+import Logging
+import NostrProtocol
+import WSCore
+
+/// One client connection to the inbox relay: a NIP-42 challenge on connect, EVENTs judged and
+/// stored (and pushed), REQs served from storage then live to the recipient who proved their key,
+/// within the connection's limits. Messages are handled one at a time in arrival order; what the
+/// relay sends goes through one bounded queue, and a client that lets it fill is disconnected.
+final class InboxRelaySession: Sendable {
+    struct State {
+        var authenticated: String?
+        var subscriptions: [String: InboxQuery] = [:]
+        /// Token bucket for EVENTs.
+        var tokens: Double
+        var refilledAt = ContinuousClock.now
+    }
+
+    let relay: InboxRelay
+    let challenge = Hex.encode((0..<16).map { _ in UInt8.random(in: 0...255) })
+    let token = UUID()
+    let state: Locked<State>
+    let outbound: AsyncStream<String>.Continuation
+    private let queued: AsyncStream<String>
+    /// Set when the client stopped reading and the queue overflowed.
+    let overflowed = Locked(false)
+
+    /// Messages waiting to be written before the client counts as not reading.
+    static let outboundLimit = 1_000
+
+    init(relay: InboxRelay) {
+        self.relay = relay
+        self.state = Locked(State(tokens: Double(relay.settings.eventsPerSecond) * 2))
+        (queued, outbound) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(Self.outboundLimit))
+    }
+
+    /// Serves the connection until the client leaves, breaks a limit, or the service stops.
+    func serve(inbound: WebSocketInboundStream, writer: WebSocketOutboundWriter) async throws {
+        defer {
+            outbound.finish()
+            if let recipient = state.withLock({ $0.authenticated }) { relay.subscribers.remove(recipient, token) }
+            relay.count(subscriptions: -state.withLock { $0.subscriptions.count })
+        }
+        send(RelayMessage.auth(challenge: challenge).json)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            let queued = self.queued
+            group.addTask {
+                for await text in queued { try await writer.writeTextMessage(text) }
+            }
+            group.addTask {
+                for try await message in inbound.messages(maxSize: InboxRelaySettings.maxMessageBytes) {
+                    guard case .text(let text) = message else {
+                        self.send(RelayMessage.notice("invalid: binary messages are not Nostr").json)
+                        continue
+                    }
+                    try await self.handle(text)
+                }
+            }
+            _ = try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Queues `text` for the client; a full queue ends the connection.
+    func send(_ text: String) {
+        if case .dropped = outbound.yield(text) {
+            overflowed.withLock { $0 = true }
+            outbound.finish()
+        }
+    }
+
+    private func handle(_ text: String) async throws {
+        if overflowed.withLock({ $0 }) { throw InboxSessionError.slowReader }
+        let message: ClientMessage
+        do { message = try ClientMessage(json: text) } catch {
+            send(RelayMessage.notice("invalid: not a Nostr client message").json)
+            return
+        }
+        switch message {
+        case .event(let event): await receive(event, size: text.utf8.count)
+        case .req(let id, let filters): await subscribe(id, filters)
+        case .close(let id):
+            let removed = state.withLock { $0.subscriptions.removeValue(forKey: id) != nil }
+            if removed { relay.count(subscriptions: -1) }
+        case .auth(let event): authenticate(event)
+        }
+    }
+
+    private func authenticate(_ event: NostrEvent) {
+        guard let relayURL = relay.settings.relayURL else { return }
+        if let refusal = RelayAuthEvent.refusal(of: event, challenge: challenge, relayURL: relayURL) {
+            send(RelayMessage.ok(eventID: event.id, accepted: false, message: "auth-required: \(refusal)").json)
+            return
+        }
+        let pubkey = event.pubkey.hex
+        let previous = state.withLock { state in
+            defer { state.authenticated = pubkey }
+            return state.authenticated
+        }
+        if let previous, previous != pubkey {
+            relay.subscribers.remove(previous, token)
+            let dropped = state.withLock { state in
+                defer { state.subscriptions.removeAll() }
+                return state.subscriptions.count
+            }
+            relay.count(subscriptions: -dropped)
+        }
+        relay.subscribers.add(pubkey, token) { [weak self] id, createdAt, json in self?.deliverLive(id, createdAt, json) }
+        send(RelayMessage.ok(eventID: event.id, accepted: true, message: "").json)
+    }
+
+    private func receive(_ event: NostrEvent, size: Int) async {
+        guard takeToken() else {
+            relay.metrics.inboxEvent(outcome: "rate_limited")
+            send(RelayMessage.ok(eventID: event.id, accepted: false, message: "rate-limited: slow down").json)
+            return
+        }
+        guard let relayURL = relay.settings.relayURL else { return }
+        switch InboxEventCheck.judge(event, size: size, relayURL: relayURL) {
+        case .refuse(let reason):
+            relay.metrics.inboxEvent(outcome: "invalid")
+            send(RelayMessage.ok(eventID: event.id, accepted: false, message: reason).json)
+        case .vanish(let pubkey):
+            do {
+                let removed = try await relay.store.vanish(pubkey)
+                relay.metrics.inboxEvent(outcome: "vanish")
+                relay.logger.info("inbox recipient vanished", metadata: ["nostr.pubkey": "\(pubkey)", "inbox.wraps": "\(removed)"])
+                send(RelayMessage.ok(eventID: event.id, accepted: true, message: "").json)
+            } catch {
+                send(RelayMessage.ok(eventID: event.id, accepted: false, message: "error: could not delete, try again").json)
+            }
+        case .wrap(let recipient):
+            await store(event, recipient: recipient)
+        }
+    }
+
+    private func store(_ event: NostrEvent, recipient: String) async {
+        let outcome: InboxStore.StoreOutcome
+        do { outcome = try await relay.store.store(event, recipient: recipient) } catch {
+            relay.logger.warning("could not store an inbox wrap", metadata: ["error.type": "\(type(of: error))"])
+            send(RelayMessage.ok(eventID: event.id, accepted: false, message: "error: could not store, try again").json)
+            return
+        }
+        switch outcome {
+        case .unregistered:
+            relay.metrics.inboxEvent(outcome: "unregistered")
+            send(
+                RelayMessage.ok(eventID: event.id, accepted: false, message: "restricted: no device is registered for this recipient").json)
+        case .duplicate:
+            relay.metrics.inboxEvent(outcome: "duplicate")
+            send(RelayMessage.ok(eventID: event.id, accepted: true, message: "duplicate: already have this event").json)
+        case .stored:
+            relay.metrics.inboxEvent(outcome: "stored")
+            send(RelayMessage.ok(eventID: event.id, accepted: true, message: "").json)
+            await relay.push(wrapID: event.id.hex, recipient: recipient)
+        }
+    }
+
+    private func subscribe(_ id: String, _ filters: [Filter]) async {
+        let (authenticated, count, exists) = state.withLock { ($0.authenticated, $0.subscriptions.count, $0.subscriptions[id] != nil) }
+        guard id.utf8.count <= 64 else {
+            send(RelayMessage.closed(subscriptionID: String(id.prefix(64)), message: "invalid: subscription ids are at most 64 bytes").json)
+            return
+        }
+        guard exists || count < relay.settings.maxSubscriptions else {
+            send(
+                RelayMessage.closed(
+                    subscriptionID: id, message: "rate-limited: at most \(relay.settings.maxSubscriptions) subscriptions per connection"
+                ).json)
+            return
+        }
+        let query: InboxQuery
+        switch InboxQuery.parse(filters, authenticated: authenticated) {
+        case .failure(let refusal):
+            if exists { closeSubscription(id) }
+            send(RelayMessage.closed(subscriptionID: id, message: refusal.message).json)
+            return
+        case .success(let parsed): query = parsed
+        }
+        // Live from now on, before the stored ones are read: a wrap stored meanwhile may come
+        // twice (clients drop a duplicate id), never not at all.
+        state.withLock { $0.subscriptions[id] = query }
+        if !exists { relay.count(subscriptions: 1) }
+        do {
+            for event in try await relay.store.wraps(query) { send(#"["EVENT",\#(JSONValue.string(id).serialized),\#(event)]"#) }
+            send(RelayMessage.eose(subscriptionID: id).json)
+        } catch {
+            closeSubscription(id)
+            send(RelayMessage.closed(subscriptionID: id, message: "error: could not read stored events, try again").json)
+        }
+    }
+
+    private func closeSubscription(_ id: String) {
+        if state.withLock({ $0.subscriptions.removeValue(forKey: id) != nil }) { relay.count(subscriptions: -1) }
+    }
+
+    /// A wrap stored for the authenticated recipient: sent to every subscription it matches.
+    private func deliverLive(_ id: String, _ createdAt: Int64, _ json: String) {
+        let matching = state.withLock { state in
+            state.subscriptions.filter { $0.value.matches(id: id, recipient: state.authenticated ?? "", createdAt: createdAt) }.keys
+        }
+        for subscription in matching { send(#"["EVENT",\#(JSONValue.string(subscription).serialized),\#(json)]"#) }
+    }
+
+    private func takeToken() -> Bool {
+        let rate = Double(relay.settings.eventsPerSecond)
+        return state.withLock { state in
+            let now = ContinuousClock.now
+            let elapsed = now - state.refilledAt
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            state.tokens = min(rate * 2, state.tokens + seconds * rate)
+            state.refilledAt = now
+            guard state.tokens >= 1 else { return false }
+            state.tokens -= 1
+            return true
+        }
+    }
+}
+
+enum InboxSessionError: Error {
+    /// The client let the relay's queue to it fill.
+    case slowReader
+}

@@ -1,0 +1,28 @@
+import Foundation
+import NostrProtocol
+
+/// The inbox relay's authenticated connections on this instance, by the recipient each proved,
+/// so that a wrap stored by any instance (announced by NOTIFY) reaches the connections that may
+/// read it.
+final class InboxSubscribers: Sendable {
+    /// Hands a stored wrap (id, `created_at`, JSON) to one connection, which sends it to the
+    /// subscriptions it matches.
+    typealias Deliver = @Sendable (_ id: String, _ createdAt: Int64, _ event: String) -> Void
+
+    private let byRecipient = Locked<[String: [UUID: Deliver]]>([:])
+
+    func add(_ recipient: String, _ token: UUID, _ deliver: @escaping Deliver) {
+        byRecipient.withLock { $0[recipient, default: [:]][token] = deliver }
+    }
+
+    func remove(_ recipient: String, _ token: UUID) {
+        byRecipient.withLock { all in
+            all[recipient]?[token] = nil
+            if all[recipient]?.isEmpty == true { all[recipient] = nil }
+        }
+    }
+
+    func connections(of recipient: String) -> [Deliver] {
+        byRecipient.withLock { $0[recipient].map { Array($0.values) } ?? [] }
+    }
+}

@@ -1,0 +1,215 @@
+import APNsSandbox
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import Logging
+import NostrProtocol
+import NostrRelay
+import PushGateway
+import TestSupport
+import Testing
+
+/// The gateway as an inbox relay (`INBOX_RELAY=1`), spoken to by the project's own relay client
+/// over a real WebSocket, on a real PostgreSQL, pushes counted in the APNs sandbox.
+@Suite(.serialized) struct InboxRelayTests {
+    /// Runs a gateway whose inbox listens on a free loopback port; its relay URL (what AUTH must
+    /// name) is `ws://127.0.0.1:<port>/relay`.
+    static func withInbox(
+        deliver: Bool = false, apns: APNsConfiguration? = nil, eventsPerSecond: Int = 10,
+        _ body: @Sendable (GatewayHarness, String) async throws -> Void
+    ) async throws {
+        let port = try LoopbackPort.free()
+        let publicURL = "http://127.0.0.1:\(port)"
+        let relayURL = try RelayURL("ws://127.0.0.1:\(port)/relay")
+        let settings = InboxRelaySettings(
+            enabled: true, listenHost: "127.0.0.1", listenPort: port, relayURL: relayURL, eventsPerSecond: eventsPerSecond)
+        try await GatewayHarness.run(deliver: deliver, apns: apns, publicURL: publicURL, inbox: settings) { gateway in
+            // The inbox starts with the other services, once migrations are in.
+            let ready = try await GatewayHarness.eventually {
+                (try? RawHTTPClient.status(port: port, method: "GET", path: "/relay")) == 200
+            }
+            try #require(ready, "the inbox relay listens")
+            try await body(gateway, relayURL.description)
+        }
+    }
+
+    static func connection(_ url: String, keys: Keys? = nil) -> RelayConnection {
+        var configuration = RelayConfiguration(authKeys: keys)
+        configuration.publishTimeout = .seconds(10)
+        return RelayConnection(url: url, configuration: configuration, logger: TestDatabase.logger)
+    }
+
+    /// Runs `connection` for the duration of `body`.
+    static func using<T: Sendable>(_ connection: RelayConnection, _ body: @Sendable () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                try await connection.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await body()
+        }
+    }
+
+    /// Publishes `event` through a fresh connection and returns the relay's answer.
+    static func publish(_ event: NostrEvent, to url: String) async throws -> PublishResult {
+        let sender = connection(url)
+        return try await using(sender) { try await sender.publish(event) }
+    }
+
+    /// The items of `stream` up to and including the first `until` (EOSE or CLOSED), within 10 s.
+    static func collect(
+        _ stream: SubscriptionStream, until stop: @escaping @Sendable (SubscriptionEvent) -> Bool
+    ) async -> [SubscriptionEvent] {
+        await withTaskGroup(of: [SubscriptionEvent]?.self) { group in
+            group.addTask {
+                var items: [SubscriptionEvent] = []
+                for await item in stream {
+                    items.append(item)
+                    if stop(item) { break }
+                }
+                return items
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(10))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? []
+        }
+    }
+
+    static func inboxFilter(_ recipient: Keys) -> Filter {
+        Filter(kinds: [EventKind.giftWrap], tags: ["p": [recipient.publicKey.hex]])
+    }
+
+    @Test func aWrapToARegisteredPubkeyIsStoredOnceAndPushedOnce() async throws {
+        try await SandboxFixture.with { sandbox in
+            try await Self.withInbox(deliver: true, apns: sandbox.apns) { gateway, url in
+                let bob = Keys.generate()
+                try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xD1))
+                let wrap = try RelayWatchTests.wrap(to: bob)
+                let sender = Self.connection(url)
+                try await Self.using(sender) {
+                    let first = try await sender.publish(wrap)
+                    #expect(first.accepted, "\(first.message)")
+                    let again = try await sender.publish(wrap)
+                    #expect(again.accepted && again.message.hasPrefix("duplicate:"), "\(again.message)")
+                }
+                #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps") == 1)
+                #expect(try await GatewayHarness.eventually { RelayWatchTests.giftWrapDeliveries(sandbox).count == 1 })
+                try await Task.sleep(for: .milliseconds(500))
+                #expect(RelayWatchTests.giftWrapDeliveries(sandbox).count == 1, "one push for the wrap sent twice")
+            }
+        }
+    }
+
+    @Test func badEventsAreRefusedWithTheirReasonAndStoreNothing() async throws {
+        try await Self.withInbox { gateway, url in
+            let bob = Keys.generate(), stranger = Keys.generate()
+            try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xD2))
+            let note = stranger.sign(kind: 1, tags: [["p", bob.publicKey.hex]], content: "hi")
+            // Shaped like a wrap, dated four days back (the relay does not open wraps).
+            let old = stranger.sign(
+                kind: EventKind.giftWrap, tags: [["p", bob.publicKey.hex]], content: "x", createdAt: UnixTime.now() - 4 * 86_400)
+            let toNobody = try RelayWatchTests.wrap(to: stranger)
+            let sender = Self.connection(url)
+            try await Self.using(sender) {
+                for (event, prefix) in [(note, "restricted:"), (old, "invalid:"), (toNobody, "restricted:")] {
+                    let result = try await sender.publish(event)
+                    #expect(!result.accepted && result.message.hasPrefix(prefix), "kind \(event.kind): \(result.message)")
+                }
+            }
+            #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps") == 0)
+        }
+    }
+
+    @Test func onlyTheRecipientReadsStoredThenLiveWraps() async throws {
+        try await Self.withInbox { gateway, url in
+            let bob = Keys.generate(), mallory = Keys.generate()
+            try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xD3))
+            let stored = try RelayWatchTests.wrap(to: bob, "stored")
+            #expect(try await Self.publish(stored, to: url).accepted)
+
+            // No AUTH: closed.
+            let anonymous = Self.connection(url)
+            let anonymousItems = try await Self.using(anonymous) {
+                await Self.collect(anonymous.subscribe(id: "a", filters: [Self.inboxFilter(bob)])) { $0 != .endOfStoredEvents }
+            }
+            #expect(anonymousItems.contains { if case .closed(let text) = $0 { text.hasPrefix("auth-required:") } else { false } })
+
+            // AUTH as another key: asking for bob's wraps is refused, nothing is read.
+            let other = Self.connection(url, keys: mallory)
+            let otherItems = try await Self.using(other) {
+                await Self.collect(other.subscribe(id: "m", filters: [Self.inboxFilter(bob)])) { item in
+                    if case .closed(let text) = item { !text.hasPrefix("auth-required:") } else { item == .endOfStoredEvents }
+                }
+            }
+            #expect(!otherItems.contains { if case .event = $0 { true } else { false } }, "\(otherItems)")
+            #expect(otherItems.contains { if case .closed(let text) = $0 { text.hasPrefix("restricted:") } else { false } })
+
+            // AUTH as bob: the stored wrap, EOSE, then one published now.
+            let reader = Self.connection(url, keys: bob)
+            try await Self.using(reader) {
+                let stream = await reader.subscribe(id: "b", filters: [Self.inboxFilter(bob)])
+                let history = await Self.collect(stream) { $0 == .endOfStoredEvents }
+                #expect(history == [.event(stored), .endOfStoredEvents])
+                let live = try RelayWatchTests.wrap(to: bob, "live")
+                #expect(try await Self.publish(live, to: url).accepted)
+                let next = await Self.collect(stream) { if case .event = $0 { true } else { false } }
+                #expect(next == [.event(live)])
+            }
+        }
+    }
+
+    @Test func vanishRetentionAndTheLastDeviceDeleteTheWraps() async throws {
+        try await Self.withInbox { gateway, url in
+            let bob = Keys.generate(), carol = Keys.generate()
+            let bobToken = HTTP2DeliveryTests.token(0xD4)
+            try await RelayWatchTests.registerWatching(gateway, bob, bobToken)
+            try await RelayWatchTests.registerWatching(gateway, carol, HTTP2DeliveryTests.token(0xD5))
+            let sender = Self.connection(url)
+            try await Self.using(sender) {
+                for recipient in [bob, bob, carol] {
+                    let result = try await sender.publish(try RelayWatchTests.wrap(to: recipient))
+                    #expect(result.accepted)
+                }
+                // Carol asks this relay to forget her; a request naming another relay is refused.
+                let elsewhere = carol.sign(kind: EventKind.requestToVanish, tags: [["relay", "wss://other.example"]], content: "")
+                let refused = try await sender.publish(elsewhere)
+                #expect(refused.accepted == false)
+                #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps") == 3)
+                let vanish = carol.sign(kind: EventKind.requestToVanish, tags: [["relay", url]], content: "")
+                let vanished = try await sender.publish(vanish)
+                #expect(vanished.accepted)
+            }
+            #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps WHERE recipient = '\(carol.publicKey.hex)'") == 0)
+            #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps") == 2)
+
+            // Retention: nothing is due yet; fifteen days on, everything is.
+            let store = InboxStore(database: Database(gateway.database), logger: TestDatabase.logger)
+            #expect(try await store.prune(retentionDays: 14) == 0)
+            let unregister = #"{"device_token":"\#(bobToken)"}"#
+            #expect(try await gateway.send(bob, .post, "/v1/devices/unregister", json: unregister).status == .accepted)
+            #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps") == 0, "bob's last device took his wraps")
+            try await RelayWatchTests.registerWatching(gateway, bob, bobToken)
+            #expect(try await Self.publish(try RelayWatchTests.wrap(to: bob), to: url).accepted)
+            #expect(try await store.prune(retentionDays: 14, now: Date().addingTimeInterval(15 * 86_400)) == 1)
+        }
+    }
+
+    @Test func nip11DescribesTheInbox() async throws {
+        try await Self.withInbox { _, url in
+            let port = try #require(Int(url.split(separator: ":").last?.split(separator: "/").first ?? ""))
+            let client = try RawHTTPClient(port: port)
+            try client.write("GET /relay HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/nostr+json\r\nConnection: close\r\n\r\n")
+            let response = String(decoding: try client.readToEnd(), as: UTF8.self)
+            #expect(response.hasPrefix("HTTP/1.1 200"))
+            let body = try #require(response.range(of: "\r\n\r\n").map { String(response[$0.upperBound...]) })
+            let information = try JSONValue(parsing: Array(body.utf8))
+            #expect(information["supported_nips"]?.arrayValue?.contains(42) == true)
+            #expect(information["limitation"]?["restricted_writes"] == true)
+        }
+    }
+}
