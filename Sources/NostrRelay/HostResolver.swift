@@ -8,15 +8,37 @@ public import NostrProtocol
 #endif
 
 /// Looks a host name up with the system resolver (`getaddrinfo`), off the caller's thread: the
-/// call blocks for as long as DNS takes.
+/// call blocks for as long as DNS takes, so the caller waits at most `timeout` and no longer than
+/// it is not cancelled (the lookup itself cannot be stopped, and finishes on its own thread).
 public enum HostResolver {
     /// Every address `host` resolves to (IPv4 and IPv6, each once); empty when it resolves to none.
-    public static func addresses(of host: String) async throws(HostResolverError) -> [IPAddress] {
-        let result: Result<[IPAddress], HostResolverError> = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: lookUp(host)) }
+    public static func addresses(of host: String, timeout: Duration = .seconds(5)) async throws(HostResolverError) -> [IPAddress] {
+        let answered = Locked(false)
+        let result: Result<[IPAddress], HostResolverError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                // Whichever comes first answers: the lookup, the timeout, or the cancellation.
+                let answer: @Sendable (Result<[IPAddress], HostResolverError>) -> Void = { result in
+                    let first = answered.withLock { done in
+                        defer { done = true }
+                        return !done
+                    }
+                    if first { continuation.resume(returning: result) }
+                }
+                cancellations.withLock { $0[ObjectIdentifier(answered)] = { answer(.failure(.cancelled)) } }
+                if Task.isCancelled { answer(.failure(.cancelled)) }
+                DispatchQueue.global().async { answer(lookUp(host)) }
+                let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+                DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { answer(.failure(.timedOut)) }
+            }
+        } onCancel: {
+            cancellations.withLock { $0[ObjectIdentifier(answered)] }?()
         }
+        cancellations.withLock { $0[ObjectIdentifier(answered)] = nil }
         return try result.get()
     }
+
+    /// How to answer each lookup in flight when its task is cancelled.
+    private static let cancellations = Locked<[ObjectIdentifier: @Sendable () -> Void]>([:])
 
     private static func lookUp(_ host: String) -> Result<[IPAddress], HostResolverError> {
         var hints = addrinfo()
@@ -31,7 +53,7 @@ public enum HostResolver {
         guard status == 0 else {
             // "No such name" is an answer (no addresses); anything else is a failed lookup.
             if status == EAI_NONAME { return .success([]) }
-            return .failure(HostResolverError(code: status))
+            return .failure(.lookUp(status))
         }
         defer { freeaddrinfo(list) }
         var addresses: [IPAddress] = []
@@ -62,11 +84,13 @@ public enum HostResolver {
 
 /// A name lookup that failed (not one that found no address).
 public struct HostResolverError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The `getaddrinfo` status.
-    public let code: Int32
+    public let description: String
 
-    public var description: String {
-        guard let text = gai_strerror(code) else { return "name lookup failed (\(code))" }
-        return "name lookup failed: \(String(cString: text))"
+    static func lookUp(_ status: Int32) -> HostResolverError {
+        guard let text = gai_strerror(status) else { return HostResolverError(description: "name lookup failed (\(status))") }
+        return HostResolverError(description: "name lookup failed: \(String(cString: text))")
     }
+
+    static let timedOut = HostResolverError(description: "name lookup timed out")
+    static let cancelled = HostResolverError(description: "name lookup cancelled")
 }

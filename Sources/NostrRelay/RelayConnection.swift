@@ -223,6 +223,8 @@ public actor RelayConnection: Service {
         if let refusal = policy.refusal(for: parsed) { throw RelayError.refusedAddress(refusal) }
         guard case .name(let name) = parsed.host, !policy.allowsPrivate else { return }
         let addresses = try await HostResolver.addresses(of: name)
+        // A name with no address is unreachable, not refused: it may be a typo, or not yet set up.
+        guard !addresses.isEmpty else { throw RelayError.noAddress }
         if let refusal = policy.refusal(resolved: addresses) { throw RelayError.refusedAddress(refusal) }
     }
 

@@ -14,6 +14,8 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
     case limitExceeded(RelayTraffic.Breach)
     /// The connection service has stopped.
     case stopped
+    /// The relay's host name resolves to no address (checked for an address policy).
+    case noAddress
     /// `RelayConfiguration.addressPolicy` refused where the URL leads (the policy's reason).
     case refusedAddress(String)
 
@@ -27,6 +29,7 @@ public enum RelayError: Error, Sendable, Equatable, CustomStringConvertible {
         case .limitExceeded(.flood): "the relay sent more messages than the limit allows"
         case .limitExceeded(.invalid): "the relay sent too many invalid events"
         case .stopped: "relay connection stopped"
+        case .noAddress: "the relay's host name has no address"
         case .refusedAddress(let reason): "the relay's host \(reason)"
         }
     }

@@ -31,6 +31,33 @@ public enum RustNostrPeer {
         }
     }
 
+    /// Runs `scripts/interop/<script>` with `arguments` (a script that talks to relays over the
+    /// network as a rust-nostr client) and returns the JSON object it prints.
+    public static func script(_ script: String, _ arguments: [String]) async throws -> JSONValue {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(
+                    with: Result {
+                        let process = Process()
+                        process.executableURL = URL(fileURLWithPath: python)
+                        process.arguments = [repositoryRoot.appendingPathComponent("scripts/interop/\(script)").path] + arguments
+                        let output = Pipe(), errors = Pipe()
+                        process.standardOutput = output
+                        process.standardError = errors
+                        try process.run()
+                        let stdout = output.fileHandleForReading.readDataToEndOfFile()
+                        let stderr = errors.fileHandleForReading.readDataToEndOfFile()
+                        process.waitUntilExit()
+                        guard process.terminationStatus == 0 else {
+                            let message = String(decoding: stderr, as: UTF8.self)
+                            throw PeerError(description: "\(script) exited \(process.terminationStatus): \(message)")
+                        }
+                        return try JSONValue(parsing: [UInt8](stdout))
+                    })
+            }.start()
+        }
+    }
+
     private static func runBlocking(_ requests: [JSONValue]) throws -> [Result<JSONValue, PeerError>] {
         guard FileManager.default.isExecutableFile(atPath: python) else {
             throw PeerError(description: "rust-nostr peer needs \(python); run scripts/test.sh (it creates .venv with nostr-sdk)")

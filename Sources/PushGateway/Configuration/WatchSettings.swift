@@ -65,6 +65,14 @@ public struct WatchSettings: Sendable {
     /// what it could not send meanwhile.
     public static let resubscribeAfterPause: Duration = .seconds(5)
 
+    /// What a user's relay may send: it carries the wraps of the few users who list it, so far less
+    /// than `RELAYS`, and its URL came from a user. Each holds at most `userRelayBufferBytes` unread.
+    public var userRelayLimits: RelayLimits {
+        RelayLimits(maxEventsPerSecond: min(relayLimits.maxEventsPerSecond ?? 500, 500), maxInvalid: min(relayLimits.maxInvalid ?? 20, 20))
+    }
+
+    public static let userRelayBufferBytes = 256 << 10
+
     /// The limits each relay connection applies.
     public var relayLimits: RelayLimits {
         RelayLimits(

@@ -190,17 +190,29 @@ public struct WatchStore: Sendable {
 
     // MARK: Relay states
 
-    /// Replaces what `instance` reports of the relays it watches beyond `RELAYS`.
-    package func recordRelayStates(_ states: [String: RelayWatchPlan.RelayState], instance: String) async throws {
-        let urls = states.keys.sorted()
-        let values = urls.map { states[$0]!.rawValue }
+    /// Brings what `instance` reports of its relays from `old` to `new`, writing only the rows
+    /// that changed (nil `old`: nothing is known of what is stored, so all of it is replaced).
+    package func recordRelayStates(
+        _ new: [String: RelayWatchPlan.RelayState], replacing old: [String: RelayWatchPlan.RelayState]?, instance: String
+    ) async throws {
+        let changed = new.filter { old?[$0.key] != $0.value }.sorted { $0.key < $1.key }
+        let gone = old.map { $0.keys.filter { new[$0] == nil }.sorted() }
+        let urls = changed.map(\.key), values = changed.map(\.value.rawValue)
         try await database.withTransaction(logger: logger) { connection in
-            try await connection.query("DELETE FROM watch_relay_states WHERE instance_id = \(instance)", logger: logger)
+            if let gone {
+                if !gone.isEmpty {
+                    try await connection.query(
+                        "DELETE FROM watch_relay_states WHERE instance_id = \(instance) AND url = ANY(\(gone))", logger: logger)
+                }
+            } else {
+                try await connection.query("DELETE FROM watch_relay_states WHERE instance_id = \(instance)", logger: logger)
+            }
             guard !urls.isEmpty else { return }
             try await connection.query(
                 """
                 INSERT INTO watch_relay_states (instance_id, url, state)
                 SELECT \(instance), u, s FROM unnest(\(urls)::text[], \(values)::text[]) AS t(u, s)
+                ON CONFLICT (instance_id, url) DO UPDATE SET state = EXCLUDED.state, updated_at = now()
                 """, logger: logger)
         }
     }

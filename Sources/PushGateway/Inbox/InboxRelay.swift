@@ -28,6 +28,8 @@ public struct InboxRelay: Service {
     let wakeup: WakeupSignal?
     let directDelivery: DirectDelivery?
     let perAddress: ConnectionsPerAddress
+    /// EVENTs per client address across its connections: twice one connection's rate.
+    let eventsPerAddress: RateLimiter
     /// Open connections and subscriptions on this instance, for `/admin/status` and the gauges.
     let counts = Locked(Counts())
 
@@ -61,6 +63,8 @@ public struct InboxRelay: Service {
         self.wakeup = wakeup
         self.directDelivery = directDelivery
         self.perAddress = ConnectionsPerAddress(limit: settings.maxConnectionsPerAddress)
+        self.eventsPerAddress = RateLimiter(
+            limit: .init(perSecond: Double(settings.eventsPerSecond * 2), burst: Double(settings.eventsPerSecond * 4)))
     }
 
     public func run() async throws {
@@ -115,7 +119,7 @@ public struct InboxRelay: Service {
         defer { perAddress.release(address) }
         count(connections: 1)
         defer { count(connections: -1) }
-        let session = InboxRelaySession(relay: self)
+        let session = InboxRelaySession(relay: self, address: address)
         do {
             try await session.serve(inbound: inbound, writer: outbound)
         } catch {

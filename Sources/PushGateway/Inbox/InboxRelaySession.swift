@@ -17,6 +17,8 @@ final class InboxRelaySession: Sendable {
     }
 
     let relay: InboxRelay
+    /// The client's address key (an IPv6 client by its /64), for the per-address EVENT limit.
+    let address: String
     let challenge = Hex.encode((0..<16).map { _ in UInt8.random(in: 0...255) })
     let token = UUID()
     let state: Locked<State>
@@ -24,12 +26,18 @@ final class InboxRelaySession: Sendable {
     private let queued: AsyncStream<String>
     /// Set when the client stopped reading and the queue overflowed.
     let overflowed = Locked(false)
+    /// Bytes queued for the client and not yet written.
+    let pendingBytes = Locked(0)
 
     /// Messages waiting to be written before the client counts as not reading.
     static let outboundLimit = 1_000
+    /// Bytes waiting to be written before the client counts as not reading. Stored events are
+    /// queued only while less than half of it waits, so a reader of a full inbox is paced, not cut.
+    static let outboundBytes = 4 << 20
 
-    init(relay: InboxRelay) {
+    init(relay: InboxRelay, address: String) {
         self.relay = relay
+        self.address = address
         self.state = Locked(State(tokens: Double(relay.settings.eventsPerSecond) * 2))
         (queued, outbound) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(Self.outboundLimit))
     }
@@ -45,7 +53,10 @@ final class InboxRelaySession: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             let queued = self.queued
             group.addTask {
-                for await text in queued { try await writer.writeTextMessage(text) }
+                for await text in queued {
+                    try await writer.writeTextMessage(text)
+                    self.pendingBytes.withLock { $0 -= text.utf8.count }
+                }
             }
             group.addTask {
                 for try await message in inbound.messages(maxSize: InboxRelaySettings.maxMessageBytes) {
@@ -63,9 +74,26 @@ final class InboxRelaySession: Sendable {
 
     /// Queues `text` for the client; a full queue ends the connection.
     func send(_ text: String) {
-        if case .dropped = outbound.yield(text) {
-            overflowed.withLock { $0 = true }
-            outbound.finish()
+        let pending = pendingBytes.withLock { pending in
+            pending += text.utf8.count
+            return pending
+        }
+        if pending > Self.outboundBytes {
+            overflow()
+            return
+        }
+        if case .dropped = outbound.yield(text) { overflow() }
+    }
+
+    private func overflow() {
+        overflowed.withLock { $0 = true }
+        outbound.finish()
+    }
+
+    /// Waits until less than half the byte budget is queued (or the connection is over).
+    private func waitForRoom() async {
+        while pendingBytes.withLock({ $0 }) > Self.outboundBytes / 2, !overflowed.withLock({ $0 }), !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(5))
         }
     }
 
@@ -110,7 +138,7 @@ final class InboxRelaySession: Sendable {
     }
 
     private func receive(_ event: NostrEvent, size: Int) async {
-        guard takeToken() else {
+        guard takeToken(), relay.eventsPerAddress.take(address) == nil else {
             relay.metrics.inboxEvent(outcome: "rate_limited")
             send(RelayMessage.ok(eventID: event.id, accepted: false, message: "rate-limited: slow down").json)
             return
@@ -182,7 +210,10 @@ final class InboxRelaySession: Sendable {
         state.withLock { $0.subscriptions[id] = query }
         if !exists { relay.count(subscriptions: 1) }
         do {
-            for event in try await relay.store.wraps(query) { send(#"["EVENT",\#(JSONValue.string(id).serialized),\#(event)]"#) }
+            for event in try await relay.store.wraps(query) {
+                await waitForRoom()
+                send(#"["EVENT",\#(JSONValue.string(id).serialized),\#(event)]"#)
+            }
             send(RelayMessage.eose(subscriptionID: id).json)
         } catch {
             closeSubscription(id)

@@ -109,6 +109,8 @@ public actor RelayWatcher: Service {
     /// Every relay forwards the same wraps: each id's signature is checked once, not once per relay.
     private let verifiedWraps = VerifiedEventCache()
     private var resyncRequested = false
+    /// The last REQ generation handed out, in any group.
+    private var generationCounter = 0
     /// Wakes the maintenance loop when the next held-back chunk is due.
     private var dueTimer: Task<Void, Never>?
     private var dueTimerAt: ContinuousClock.Instant?
@@ -214,7 +216,11 @@ public actor RelayWatcher: Service {
         guard connections[url] == nil, !shuttingDown else { return }
         var configuration = connectionConfiguration
         let configured = isConfigured(url)
-        if !configured { configuration.addressPolicy = policy }
+        if !configured {
+            configuration.addressPolicy = policy
+            configuration.limits = settings.userRelayLimits
+            configuration.inboundBufferBytes = WatchSettings.userRelayBufferBytes
+        }
         let connection = RelayConnection(url: url, configuration: configuration, logger: logger)
         connections[url] = connection
         connectionTasks[url] = Task {
@@ -231,11 +237,13 @@ public actor RelayWatcher: Service {
         connectionStates[url] = nil
         livePubkeys[url] = nil
         relayRefusals[url] = nil
+        lastEventAt.withLock { $0[url] = nil }
         connectionTasks.removeValue(forKey: url)?.cancel()
     }
 
     private func closeAllConnections() async {
         shuttingDown = true
+        dueTimer?.cancel()
         let tasks = Array(connectionTasks.values)
         for url in Array(connections.keys) { closeConnection(url) }
         for task in tasks { await task.value }
@@ -250,7 +258,11 @@ public actor RelayWatcher: Service {
 
     private func noteState(_ url: String, _ state: RelayState, of connection: RelayConnection) {
         guard connections[url] === connection else { return }
-        connectionStates[url] = state
+        // A failed or refused relay stays so while it tries again, until it connects.
+        switch (connectionStates[url], state) {
+        case (.failed?, .connecting), (.refused?, .connecting): return
+        default: connectionStates[url] = state
+        }
     }
 
     /// What a user is told of `url`: what its REQs were answered, else what its connection says.
@@ -282,7 +294,7 @@ public actor RelayWatcher: Service {
         let states = relayStates()
         guard states != recordedStates else { return }
         do {
-            try await store.recordRelayStates(states, instance: instanceID)
+            try await store.recordRelayStates(states, replacing: recordedStates, instance: instanceID)
             recordedStates = states
         } catch {
             logger.warning("could not record relay states", metadata: Self.errorMetadata(error))
@@ -368,7 +380,11 @@ public actor RelayWatcher: Service {
 
     /// `users` are watched, with these relays; `unwatched` are not (any longer).
     private func applyUsers(watched users: [String: RelayWatchPlan.UserRelays], unwatched: some Collection<String>) async {
-        for (pubkey, user) in users {
+        for (pubkey, read) in users {
+            var user = read
+            // A list applied this run is at least as new as what the database said when it was
+            // read: that read may have started before the list was stored.
+            if inboxStamps[pubkey] != nil { user.inboxList = ownRelays[pubkey]?.inboxList ?? [] }
             if user.inboxList?.isEmpty == false || !user.registration.isEmpty {
                 if ownRelays[pubkey] != user {
                     ownRelays[pubkey] = user
@@ -463,12 +479,10 @@ public actor RelayWatcher: Service {
             if inboxStamps[pubkey]?.id == eventID { inboxStamps[pubkey] = nil }
             return
         }
-        // A newer list may have claimed the user meanwhile; the database may hold a newer one.
-        guard inboxStamps[pubkey]?.id == eventID, watched.contains(pubkey) else { return }
-        guard stored else {
-            inboxStamps[pubkey] = nil
-            return
-        }
+        // A newer list may have claimed the user meanwhile. Not stored: the database holds this
+        // list or a newer one, which the user's relays were read with; the stamp stays, so the
+        // same list is not written again with every REQ.
+        guard stored, inboxStamps[pubkey]?.id == eventID, watched.contains(pubkey) else { return }
         var user = ownRelays[pubkey] ?? RelayWatchPlan.UserRelays()
         user.inboxList = list.relays
         if user.inboxList?.isEmpty != false, user.registration.isEmpty {
@@ -561,7 +575,10 @@ public actor RelayWatcher: Service {
         guard var group = groups[scope] else { return }
         let previous = group.subscriptionID(chunk)
         let previousLists = group.subscriptionID(chunk, prefix: "i")
-        let generation = (group.generations[chunk] ?? 0) + 1
+        // One counter for every group: a group dropped and made again never reuses an id, so a
+        // late EOSE or CLOSED of an old REQ cannot pass for the new one's.
+        generationCounter += 1
+        let generation = generationCounter
         group.generations[chunk] = generation
         groups[scope] = group
         let id = "\(scope.prefix)\(chunk).\(generation)"
@@ -622,6 +639,10 @@ public actor RelayWatcher: Service {
     /// for room in a full batcher is what makes the connection stop reading the relay.
     private nonisolated func consume(_ stream: SubscriptionStream, _ context: ConsumerContext) async {
         var reachedEOSE = false
+        // On a user's relay, ids this subscription already handed on are dropped before they cost
+        // a statement each: such a relay could otherwise replay one valid wrap without end. (A
+        // reconnect's replay repeats ids legitimately; they were claimed the first time.)
+        var handedOn: Set<EventID>? = context.scope == .defaults ? nil : []
         // Users' relays share one label: their URLs come from users, and there may be hundreds.
         let counters = metrics.watchRelayCounters(relay: context.scope == .defaults ? context.relay : "user-relays")
         for await item in stream {
@@ -649,6 +670,10 @@ public actor RelayWatcher: Service {
                     context.connection.countInvalid()
                     continue
                 }
+                if handedOn != nil {
+                    if handedOn!.count >= 1_024 { handedOn!.removeAll(keepingCapacity: true) }
+                    guard handedOn!.insert(event.id).inserted else { continue }
+                }
                 let phase: WrapSighting.Phase = reachedEOSE ? .realtime : context.alreadyLive.contains(recipient) ? .resumed : .history
                 let batcher = batchers[Int(UInt(bitPattern: recipient.hashValue) % UInt(batchers.count))]
                 guard
@@ -672,10 +697,13 @@ public actor RelayWatcher: Service {
     /// Reads one chunk's kind 10050 subscription on an indexer relay until it is closed.
     private nonisolated func consumeLists(_ stream: SubscriptionStream, _ context: ConsumerContext) async {
         for await item in stream {
-            guard case .event(let event) = item else { continue }
-            await readList(event, context)
+            switch item {
+            case .event(let event): await readList(event, context)
+            case .endOfStoredEvents: break
+            // The chunk is issued again after the backoff, its list lookup with it.
+            case .closed(let text): await chunkClosed(context, reason: RelayMessage.prefix(of: text), listsOnly: true)
+            }
         }
-        // A CLOSED list subscription is looked up again with the chunk's next REQ.
         await consumerEnded("\(context.relay) \(context.subscriptionID)")
     }
 
@@ -694,12 +722,16 @@ public actor RelayWatcher: Service {
     /// AUTH): the chunk is issued again after 5 s, doubling up to 5 minutes while it keeps
     /// happening. `auth-required:` (after the gateway's own AUTH) and `restricted:` also mark the
     /// relay as not watchable, until one of its REQs reaches EOSE.
-    private func chunkClosed(_ context: ConsumerContext, reason: MachineReadablePrefix?) {
-        guard var group = groups[context.scope], group.generations[context.chunk] == context.generation else { return }
+    private func chunkClosed(_ context: ConsumerContext, reason: MachineReadablePrefix?, listsOnly: Bool = false) {
+        guard var group = groups[context.scope], group.generations[context.chunk] == context.generation,
+            connections[context.relay] === context.connection
+        else { return }
         let closures = (group.closedChunks[context.chunk]?.closures ?? 0) + 1
         let delay = Duration.seconds(min(300, 5 << min(closures - 1, 6)))
         group.closedChunks[context.chunk] = WatchGroup.ClosedChunk(closures: closures, retryAt: .now + delay)
         groups[context.scope] = group
+        // What a relay says of the inbox lists says nothing of whether it serves gift wraps.
+        guard !listsOnly else { return }
         switch reason {
         case .authRequired?: relayRefusals[context.relay] = .authRequired
         case .restricted?: relayRefusals[context.relay] = .refused

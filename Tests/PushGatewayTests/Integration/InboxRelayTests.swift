@@ -199,6 +199,28 @@ import Testing
         }
     }
 
+    /// rust-nostr's own client publishes a wrap rust-nostr made, and reads it back only as the
+    /// recipient, answering the relay's AUTH on its own.
+    @Test(.enabled(if: RustNostrPeer.enabled, "set LINKSTR_SKIP_INTEROP=1 to skip"))
+    func rustNostrPublishesAuthenticatesAndReads() async throws {
+        try await Self.withInbox { gateway, url in
+            let bob = Keys.generate(), alice = Keys.generate()
+            try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xD6))
+            let wrapJSON = try await RustNostrPeer.call(
+                "gift_wrap",
+                [
+                    "sender_secret_key": .string(alice.secretKey.exportHex()), "receiver_pubkey": .string(bob.publicKey.hex),
+                    "rumor": ["created_at": .integer(UnixTime.now()), "kind": 14, "tags": .tags([]), "content": "hi"],
+                ])
+            let wrap = try NostrEvent(json: try #require(wrapJSON.stringValue))
+            let answer = try await RustNostrPeer.script(
+                "rust_nostr_inbox_client.py", [url, wrap.json, bob.secretKey.exportHex()])
+            #expect(answer["sent"] == true, "\(answer["send_error"] ?? .null)")
+            #expect(answer["anonymous"] == [], "a client without the key reads nothing")
+            #expect(answer["recipient"] == [.string(wrap.id.hex)])
+        }
+    }
+
     @Test func nip11DescribesTheInbox() async throws {
         try await Self.withInbox { _, url in
             let port = try #require(Int(url.split(separator: ":").last?.split(separator: "/").first ?? ""))
