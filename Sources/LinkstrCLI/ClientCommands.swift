@@ -387,11 +387,14 @@ struct PushCommand: AsyncParsableCommand {
         @Option(help: "The APNs device token (hex).") var token: String
         @Option(help: "sandbox or production.") var environment = "sandbox"
         @Flag(help: "Ask the gateway to watch relays for this account's gift wraps.") var relayWatch = false
+        @Flag(help: "Add the gateway's own inbox relay to this account's NIP-17 relay list (kind 10050).") var inbox = false
         func run() async throws {
             guard let environment = PushRegistrar.Environment(rawValue: environment.lowercased()) else {
                 throw ValidationError("--environment is sandbox or production")
             }
-            try await options.core().perform(.registerPush(deviceToken: token, environment: environment, relayWatch: relayWatch)).orThrow()
+            try await options.core().perform(
+                .registerPush(deviceToken: token, environment: environment, relayWatch: relayWatch, inbox: inbox)
+            ).orThrow()
         }
     }
 

@@ -49,9 +49,12 @@ public enum AppAction: Sendable, Equatable {
     case deletePost(postID: String)
 
     // Push (needs `CoreConfiguration.pushGateway`)
-    /// Registers this device's APNs token with the gateway for the signed-in account.
-    case registerPush(deviceToken: String, environment: PushRegistrar.Environment, relayWatch: Bool)
-    /// Unregisters the registered device.
+    /// Registers this device's APNs token with the gateway for the signed-in account. `inbox`:
+    /// the gateway's own inbox relay joins the account's NIP-17 relay list (kind 10050), keeping
+    /// its other entries, so senders deliver there and the gateway pushes what arrives.
+    case registerPush(deviceToken: String, environment: PushRegistrar.Environment, relayWatch: Bool, inbox: Bool = false)
+    /// Unregisters the registered device, and takes the gateway's inbox relay out of the list if
+    /// registering put it there.
     case unregisterPush
     /// Sends the archive state of every known session.
     case syncPush

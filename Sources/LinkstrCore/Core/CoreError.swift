@@ -20,6 +20,7 @@ public enum CoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case storeUnavailable(String)
     case pushNotConfigured
     case noPushDevice
+    case gatewayServesNoInbox
 
     public var description: String {
         switch self {
@@ -42,6 +43,7 @@ public enum CoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .storeUnavailable(let reason): reason
         case .pushNotConfigured: "no push gateway is configured"
         case .noPushDevice: "no device is registered for pushes"
+        case .gatewayServesNoInbox: "the push gateway serves no inbox relay (INBOX_RELAY is off there)"
         }
     }
 }

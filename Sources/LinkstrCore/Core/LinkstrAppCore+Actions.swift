@@ -39,8 +39,8 @@ extension LinkstrAppCore {
         case .post(let sessionID, let url, let note): return .posted(postID: try await post(sessionID: sessionID, url: url, note: note))
         case .toggleReaction(let postID, let emoji): try await toggleReaction(postID: postID, emoji: emoji)
         case .deletePost(let postID): try await deletePost(postID)
-        case .registerPush(let token, let environment, let relayWatch):
-            try await registerPush(token, environment: environment, relayWatch: relayWatch)
+        case .registerPush(let token, let environment, let relayWatch, let inbox):
+            try await registerPush(token, environment: environment, relayWatch: relayWatch, inbox: inbox)
         case .unregisterPush: try await unregisterPush()
         case .syncPush: try await syncPush()
         case .dismissToast: toast = nil
@@ -203,6 +203,7 @@ extension LinkstrAppCore {
         guard self.account?.keys.publicKey == event.pubkey else { return }
         self.account?.inbox.apply(list: event)
         try saveInbox()
+        if let relays = self.account?.inbox.relays { await pool.setReaders(relays) }
     }
 
     // MARK: Contacts
@@ -235,11 +236,30 @@ extension LinkstrAppCore {
 
     // MARK: Push
 
-    private func registerPush(_ token: String, environment: PushRegistrar.Environment, relayWatch: Bool) async throws {
+    private func registerPush(_ token: String, environment: PushRegistrar.Environment, relayWatch: Bool, inbox: Bool) async throws {
         let account = try signedIn()
         guard let registrar = account.registrar else { throw CoreError.pushNotConfigured }
+        // The gateway's inbox is asked for first: a gateway without one changes nothing.
+        var inboxRelay: RelayURL?
+        if inbox {
+            guard let url = try await registrar.inboxRelay() else { throw CoreError.gatewayServesNoInbox }
+            inboxRelay = url
+        }
         try await registrar.register(deviceToken: token, environment: environment, relayWatch: relayWatch)
-        self.account?.pushDevice = PushDevice(token: token, environment: environment.rawValue, relayWatch: relayWatch)
+        // Put there by this registration (or an earlier one), so unregistering takes it out again;
+        // a relay the user listed themselves stays theirs.
+        let previous = account.pushDevice?.inboxRelay
+        var added: String?
+        if let inboxRelay {
+            if !account.inbox.relays.contains(inboxRelay.description) {
+                try await addInboxRelay(inboxRelay.description)
+                added = inboxRelay.description
+            } else if previous == inboxRelay.description {
+                added = previous
+            }
+        }
+        self.account?.pushDevice = PushDevice(
+            token: token, environment: environment.rawValue, relayWatch: relayWatch, inboxRelay: added)
         try savePushDevice()
         try await registrar.syncArchiveState(archived: account.archived, known: Set(account.ledger.sessions.keys))
     }
@@ -249,6 +269,7 @@ extension LinkstrAppCore {
         guard let registrar = account.registrar else { throw CoreError.pushNotConfigured }
         guard let device = account.pushDevice else { throw CoreError.noPushDevice }
         try await registrar.unregister(deviceToken: device.token)
+        if let inboxRelay = device.inboxRelay, account.inbox.relays.contains(inboxRelay) { try await removeInboxRelay(inboxRelay) }
         self.account?.pushDevice = nil
         try savePushDevice()
     }
@@ -257,6 +278,28 @@ extension LinkstrAppCore {
         let account = try signedIn()
         guard let registrar = account.registrar else { throw CoreError.pushNotConfigured }
         try await registrar.syncArchiveState(archived: account.archived, known: Set(account.ledger.sessions.keys))
+    }
+
+    /// The inbox relays of `recipients` (at most `maxRecipientInboxRelays` each), from the cache
+    /// while fresh, else looked up on the connected relays (newest list per author; 2 s at most).
+    /// A recipient whose list cannot be found gets none: the send still goes to our relays.
+    func inboxRelays(of recipients: [String]) async -> [String: [String]] {
+        let now = ContinuousClock.now
+        let stale = recipients.filter { recipientInboxes[$0].map { now - $0.at >= Self.recipientInboxTTL } ?? true }
+        if !stale.isEmpty {
+            let authors = stale.compactMap { try? PublicKey(hex: $0) }
+            let events = await pool.fetch(Filter(authors: authors, kinds: [EventKind.inboxRelays]), timeout: .seconds(2))
+            var newest: [String: NostrEvent] = [:]
+            for event in events where event.kind == EventKind.inboxRelays && stale.contains(event.pubkey.hex) && event.isValid {
+                if let known = newest[event.pubkey.hex], !InboxRelayList.newer(event, than: known) { continue }
+                newest[event.pubkey.hex] = event
+            }
+            for recipient in stale {
+                let relays = newest[recipient].flatMap(InboxRelayList.init)?.relays.map(\.description) ?? []
+                recipientInboxes[recipient] = (Array(relays.prefix(Self.maxRecipientInboxRelays)), now)
+            }
+        }
+        return recipientInboxes.filter { recipients.contains($0.key) }.mapValues { $0.relays }
     }
 
     // MARK: Persistence helpers
@@ -461,7 +504,14 @@ extension LinkstrAppCore {
                 logger.info("suppression failed", metadata: ["error": Self.logValue(error)])
             }
         }
-        try await pool.publish(wraps)
+        // NIP-17: each wrap also goes to its recipient's inbox relays, ours to our own.
+        let inboxes = await inboxRelays(of: keys.map(\.hex))
+        var addressed: [EventID: [String]] = [:]
+        for wrap in wraps {
+            guard let recipient = wrap.firstTagValue("p") else { continue }
+            addressed[wrap.id] = recipient == account.me ? account.inbox.relays : inboxes[recipient] ?? []
+        }
+        try await pool.publish(wraps, addressed: addressed)
         var ledger = account.ledger
         for wrap in wraps {
             let message = LinkstrMessage(

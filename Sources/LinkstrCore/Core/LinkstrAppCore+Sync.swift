@@ -33,8 +33,10 @@ extension LinkstrAppCore {
             RelayPool.Subscription(id: Self.inboxSubscription) { [Filter(authors: [me], kinds: [EventKind.inboxRelays], limit: 1)] },
         ]
         let inbox = inbox
+        // The account's inbox relays are read too, answering their AUTH with the account's key:
+        // an inbox serves gift wraps only to their recipient.
         await pool.start(
-            entries: account.relays, subscriptions: subscriptions,
+            entries: account.relays, readers: account.inbox.relays, authKeys: account.keys, subscriptions: subscriptions,
             onEvent: { relay, subscription, event in inbox.yield(.relayEvent(relay: relay, subscription: subscription, event)) },
             onStatus: { statuses in inbox.yield(.relayStatuses(statuses)) })
     }
@@ -48,6 +50,7 @@ extension LinkstrAppCore {
         historyWork = [:]
         everConnected = []
         profilesRequested = []
+        recipientInboxes = [:]
     }
 
     func receive(_ event: SubscriptionEvent, relay: String, subscription: String) async {
@@ -56,7 +59,7 @@ extension LinkstrAppCore {
         case (Self.followSubscription, .event(let followList)):
             applyFollowList(followList)
         case (Self.inboxSubscription, .event(let list)):
-            applyInboxList(list)
+            if applyInboxList(list), let relays = account?.inbox.relays { await pool.setReaders(relays) }
         case (let id, .event(let metadata)) where id.hasPrefix(Self.profileSubscriptionPrefix):
             if self.account?.profiles.apply(metadata) == true {
                 do { try saveProfiles() } catch { toast = "\(error)" }
@@ -285,10 +288,14 @@ extension LinkstrAppCore {
         }
     }
 
-    private func applyInboxList(_ event: NostrEvent) {
-        guard let account, event.kind == EventKind.inboxRelays, event.pubkey == account.keys.publicKey, event.isValid else { return }
-        guard self.account?.inbox.apply(list: event) == true else { return }
+    /// Whether `event` replaced the account's inbox list.
+    private func applyInboxList(_ event: NostrEvent) -> Bool {
+        guard let account, event.kind == EventKind.inboxRelays, event.pubkey == account.keys.publicKey, event.isValid else {
+            return false
+        }
+        guard self.account?.inbox.apply(list: event) == true else { return false }
         do { try saveInbox() } catch { toast = "\(error)" }
+        return true
     }
 
     private func applyFollowList(_ event: NostrEvent) {

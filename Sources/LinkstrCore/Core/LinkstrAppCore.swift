@@ -68,6 +68,8 @@ public actor LinkstrAppCore {
         var token: String
         var environment: String
         var relayWatch: Bool
+        /// The gateway's inbox relay, when registering added it to the account's kind 10050 list.
+        var inboxRelay: String?
     }
 
     struct Backfill {
@@ -110,6 +112,13 @@ public actor LinkstrAppCore {
     var historyWork: [String: HistoryWork] = [:]
     /// People whose kind-0 names were asked for in this relay run.
     var profilesRequested: Set<String> = []
+    /// Recipients' inbox relays (their kind 10050 lists) as last looked up, for
+    /// `recipientInboxTTL`; an empty list is remembered too (the recipient publishes none).
+    var recipientInboxes: [String: (relays: [String], at: ContinuousClock.Instant)] = [:]
+    /// How long a recipient's looked-up inbox relays are trusted.
+    static let recipientInboxTTL: Duration = .seconds(3600)
+    /// A recipient's inbox relays a send publishes to at most (their list's first ones).
+    static let maxRecipientInboxRelays = 5
     /// True when this relay run began with an empty ledger: its history arrives read (R12).
     var restoring = false
     /// Applied messages that would notify, newest last, at most the last 200 (see `NotificationDecision`).

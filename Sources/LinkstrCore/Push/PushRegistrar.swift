@@ -92,6 +92,13 @@ public actor PushRegistrar {
         return answer["devices"]?.arrayValue ?? []
     }
 
+    /// The gateway's own inbox relay (`GET /v1/devices`' `inbox_relay`); nil when it serves none.
+    public func inboxRelay() async throws(RegistrarError) -> RelayURL? {
+        let answer = try await call("GET", "/v1/devices", body: nil)
+        guard let text = answer["inbox_relay"]?.stringValue else { return nil }
+        do { return try RelayURL(text) } catch { throw .rejected(status: 200, message: "inbox_relay is not a relay URL: \(error)") }
+    }
+
     // MARK: Archive state
 
     /// Sends the archive state of `known` conversations in sorted batches of 200: each batch

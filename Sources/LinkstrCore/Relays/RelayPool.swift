@@ -45,6 +45,10 @@ public actor RelayPool {
     private struct Member {
         let connection: RelayConnection
         var tasks: [Task<Void, Never>]
+        /// Read only: one of the account's inbox relays that is not among its relays. Its
+        /// subscriptions run as on the others; nothing is published there but what is addressed
+        /// to it, and it does not count for the send gating.
+        var reader = false
     }
 
     private let logger: Logger
@@ -57,15 +61,24 @@ public actor RelayPool {
     private var statusWaiters: [CheckedContinuation<Void, Never>] = []
     /// Counts starts and stops, so a start that was suspended across another can tell.
     private var runs = 0
+    /// This run's subscriptions (readers added later get them too) and connection settings.
+    private var subscriptions: [Subscription] = []
+    private var runConfiguration: RelayConfiguration
+    /// Names one-shot lookups (`fetch`).
+    private var fetches = 0
 
     public init(configuration: RelayConfiguration = RelayConfiguration(), logger: Logger) {
         self.configuration = configuration
+        self.runConfiguration = configuration
         self.logger = logger
     }
 
-    /// Starts a connection per enabled entry with `subscriptions` on each. Replaces what ran before.
+    /// Starts a connection per enabled entry, and per `readers` URL not among them (read only),
+    /// with `subscriptions` on each. `authKeys` answers NIP-42 AUTH (an inbox relay serves gift
+    /// wraps only to their recipient). Replaces what ran before.
     public func start(
-        entries: [RelayEntry], subscriptions: [Subscription], onEvent: @escaping EventHandler, onStatus: @escaping StatusHandler
+        entries: [RelayEntry], readers: [String] = [], authKeys: Keys? = nil, subscriptions: [Subscription],
+        onEvent: @escaping EventHandler, onStatus: @escaping StatusHandler
     ) async {
         await stop()
         // A stop or another start while this one is suspended (each subscription is an actor hop)
@@ -76,34 +89,62 @@ public actor RelayPool {
         self.entries = entries
         self.onEvent = onEvent
         self.onStatus = onStatus
+        self.subscriptions = subscriptions
+        runConfiguration = configuration
+        runConfiguration.authKeys = authKeys ?? configuration.authKeys
         for entry in entries where !entry.enabled { statuses[entry.url] = .disabled }
         for entry in entries where entry.enabled && members[entry.url] == nil {
-            let connection = RelayConnection(url: entry.url, configuration: configuration, logger: logger)
-            statuses[entry.url] = .connecting
-            // The member is in place before the first suspension: the state task may report
-            // `.connected` while the subscriptions below are still being added, and a state from a
-            // connection that is not (or no longer) a member is dropped.
-            members[entry.url] = Member(connection: connection, tasks: [])
-            var tasks: [Task<Void, Never>] = [Task { try? await connection.run() }]
-            tasks.append(
-                Task { [weak self] in
-                    for await state in await connection.states() { await self?.connectionState(entry.url, state, from: connection) }
-                })
-            for subscription in subscriptions {
-                let stream = await connection.subscribe(id: subscription.id, filters: subscription.filters)
-                tasks.append(
-                    Task {
-                        for await event in stream { await onEvent(entry.url, subscription.id, event) }
-                    })
-            }
-            if runs == run, members[entry.url]?.connection === connection {
-                members[entry.url]?.tasks = tasks
-            } else {
-                for task in tasks { task.cancel() }
-                return
-            }
+            guard await addMember(entry.url, reader: false, run: run) else { return }
+        }
+        for url in readers where members[url] == nil && !entries.contains(where: { $0.url == url }) {
+            guard await addMember(url, reader: true, run: run) else { return }
         }
         await publishStatuses()
+    }
+
+    /// Makes `urls` the read-only members (the account's inbox relays that are not among its
+    /// relays): new ones connect with this run's subscriptions, dropped ones close.
+    public func setReaders(_ urls: [String]) async {
+        guard onEvent != nil else { return }
+        let run = runs
+        for (url, member) in members where member.reader && !urls.contains(url) {
+            for task in member.tasks { task.cancel() }
+            members[url] = nil
+            statuses[url] = nil
+        }
+        for url in urls where members[url] == nil && !entries.contains(where: { $0.url == url }) {
+            guard await addMember(url, reader: true, run: run) else { return }
+        }
+        await publishStatuses()
+    }
+
+    /// Connects to `url` with this run's subscriptions; false when the run went stale meanwhile.
+    private func addMember(_ url: String, reader: Bool, run: Int) async -> Bool {
+        let connection = RelayConnection(url: url, configuration: runConfiguration, logger: logger)
+        statuses[url] = .connecting
+        // The member is in place before the first suspension: the state task may report
+        // `.connected` while the subscriptions below are still being added, and a state from a
+        // connection that is not (or no longer) a member is dropped.
+        members[url] = Member(connection: connection, tasks: [], reader: reader)
+        var tasks: [Task<Void, Never>] = [Task { try? await connection.run() }]
+        tasks.append(
+            Task { [weak self] in
+                for await state in await connection.states() { await self?.connectionState(url, state, from: connection) }
+            })
+        let onEvent = onEvent
+        for subscription in subscriptions {
+            let stream = await connection.subscribe(id: subscription.id, filters: subscription.filters)
+            tasks.append(
+                Task {
+                    for await event in stream { await onEvent?(url, subscription.id, event) }
+                })
+        }
+        if runs == run, members[url]?.connection === connection {
+            members[url]?.tasks = tasks
+            return true
+        }
+        for task in tasks { task.cancel() }
+        return false
     }
 
     /// Stops every connection; statuses go back to a disconnected baseline.
@@ -135,8 +176,8 @@ public actor RelayPool {
     public func waitForWritableRelay(timeout: Duration) async throws(SendError) {
         let deadline = ContinuousClock.now + timeout
         while true {
-            if members.isEmpty { throw .noEnabledRelays }
-            let live = statuses.filter { members[$0.key] != nil }.values
+            if !members.values.contains(where: { !$0.reader }) { throw .noEnabledRelays }
+            let live = statuses.filter { members[$0.key].map { !$0.reader } ?? false }.values
             if live.contains(.connected) { return }
             // Every relay has settled and the ones that are up refuse writes: waiting cannot help.
             if live.contains(where: \.isReadOnly), !live.contains(.connecting) { throw .onlyReadOnlyRelays }
@@ -145,26 +186,46 @@ public actor RelayPool {
         }
     }
 
-    /// Publishes `events` to every connected relay at once; succeeds when each was accepted by at
-    /// least one. A relay that refuses with `restricted:`, `blocked:` or `auth-required:` becomes
-    /// read-only.
-    public func publish(_ events: [NostrEvent]) async throws(SendError) {
-        let targets = members.filter { statuses[$0.key] == .connected }
+    /// Publishes `events` to every connected relay at once, and each event also to the relays
+    /// `addressed` names for it (a recipient's inbox relays, NIP-17: reached through a member
+    /// when one is that relay, else through a connection made for this publish); succeeds when
+    /// each was accepted by at least one. A member that refuses with `restricted:`, `blocked:` or
+    /// `auth-required:` becomes read-only.
+    public func publish(_ events: [NostrEvent], addressed: [EventID: [String]] = [:]) async throws(SendError) {
+        let targets = members.filter { statuses[$0.key] == .connected && !$0.value.reader }
         guard !targets.isEmpty else { throw .noRelayConnected }
+        // Each addressed relay once, with the events addressed to it.
+        var extra: [String: [NostrEvent]] = [:]
+        for event in events {
+            for url in addressed[event.id] ?? [] where targets[url] == nil { extra[url, default: []].append(event) }
+        }
+        var borrowed: [String: RelayConnection] = [:]
+        var made: [Task<Void, Never>] = []
+        for url in extra.keys {
+            if let member = members[url] {
+                borrowed[url] = member.connection
+            } else {
+                let connection = RelayConnection(url: url, configuration: runConfiguration, logger: logger)
+                borrowed[url] = connection
+                made.append(Task { try? await connection.run() })
+            }
+        }
+        defer { for task in made { task.cancel() } }
         let results = await withTaskGroup(of: (String, EventID, Result<PublishResult, any Error>).self) { group in
-            for (url, member) in targets {
-                for event in events {
-                    group.addTask {
-                        // The answer is awaited before the tuple is built. Swift 6.3 at -O loses the
-                        // part of a task-group child's tuple result that is written before a
-                        // suspension when the rest is written after it (swiftlang/swift#91911):
-                        // `(url, event.id, .success(try await …))` returned a dangling event id and
-                        // crashed release builds in `accepted.insert`. Reduced in
-                        // Tests/Regressions/TaskGroupTupleAcrossSuspension.
-                        let answer: Result<PublishResult, any Error>
-                        do { answer = .success(try await member.connection.publish(event)) } catch { answer = .failure(error) }
-                        return (url, event.id, answer)
-                    }
+            var sends: [(String, RelayConnection, NostrEvent)] = []
+            for (url, member) in targets { sends += events.map { (url, member.connection, $0) } }
+            for (url, events) in extra { sends += events.map { (url, borrowed[url]!, $0) } }
+            for (url, connection, event) in sends {
+                group.addTask {
+                    // The answer is awaited before the tuple is built. Swift 6.3 at -O loses the
+                    // part of a task-group child's tuple result that is written before a
+                    // suspension when the rest is written after it (swiftlang/swift#91911):
+                    // `(url, event.id, .success(try await …))` returned a dangling event id and
+                    // crashed release builds in `accepted.insert`. Reduced in
+                    // Tests/Regressions/TaskGroupTupleAcrossSuspension.
+                    let answer: Result<PublishResult, any Error>
+                    do { answer = .success(try await connection.publish(event)) } catch { answer = .failure(error) }
+                    return (url, event.id, answer)
                 }
             }
             var all: [(String, EventID, Result<PublishResult, any Error>)] = []
@@ -179,7 +240,7 @@ public actor RelayPool {
                 accepted.insert(id)
             case .success(let answer):
                 lastRefusal = answer.message
-                if let prefix = answer.prefix, [.restricted, .blocked, .authRequired].contains(prefix) {
+                if targets[url] != nil, let prefix = answer.prefix, [.restricted, .blocked, .authRequired].contains(prefix) {
                     statuses[url] = .readOnly(answer.message)
                 }
             case .failure(let error):
@@ -188,6 +249,50 @@ public actor RelayPool {
         }
         await publishStatuses()
         guard accepted.count == Set(events.map(\.id)).count else { throw .notAccepted(lastRefusal) }
+    }
+
+    /// The events `filter` matches on the connected relays (readers included): each relay's
+    /// stored events until its EOSE or `CLOSED`, for at most `timeout` in all.
+    public func fetch(_ filter: Filter, timeout: Duration) async -> [NostrEvent] {
+        fetches += 1
+        let id = "linkstr-fetch-\(fetches)"
+        let sources = members.filter { statuses[$0.key] == .connected }.map(\.value.connection)
+        guard !sources.isEmpty else { return [] }
+        enum Answer: Sendable {
+            case relay([NostrEvent])
+            case timeUp
+        }
+        var streams: [SubscriptionStream] = []
+        for connection in sources { streams.append(await connection.subscribe(id: id, filters: [filter])) }
+        let collected = await withTaskGroup(of: Answer.self) { group in
+            for stream in streams {
+                group.addTask {
+                    var events: [NostrEvent] = []
+                    for await item in stream {
+                        guard case .event(let event) = item else { break }
+                        events.append(event)
+                    }
+                    return .relay(events)
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return .timeUp
+            }
+            var all: [NostrEvent] = []
+            var answered = 0
+            for await answer in group {
+                guard case .relay(let events) = answer else { break }
+                all += events
+                answered += 1
+                if answered == sources.count { break }
+            }
+            // Ends the streams still open, so the children that read them return.
+            for connection in sources { await connection.unsubscribe(id: id) }
+            group.cancelAll()
+            return all
+        }
+        return collected
     }
 
     // MARK: Status

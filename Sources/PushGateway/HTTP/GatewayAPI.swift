@@ -37,6 +37,8 @@ public struct GatewayAPI: Sendable {
     let watcher: RelayWatcher?
     /// The inbox relay, when `INBOX_RELAY=1`: `/admin/status` counts its connections.
     let inbox: InboxRelay?
+    /// Its URL, which `GET /v1/devices` tells clients.
+    var inboxRelayURL: String? { inbox?.settings.relayURL?.description }
     let wakeup: WakeupSignal?
     /// Sends the jobs a push queues already claimed, skipping the claim round trip; nil when this
     /// instance does not deliver (or `DELIVERY_DIRECT_LIMIT=0`).
@@ -241,7 +243,9 @@ public struct GatewayAPI: Sendable {
                             ]
                             if device.relayWatch, let watch { object["watch"] = watch }
                             return .object(object)
-                        })
+                        }),
+                    // Where this gateway takes gift wraps itself, for the caller's kind 10050 list.
+                    "inbox_relay": inboxRelayURL.map { .string($0) } ?? .null,
                 ])
         }
     }

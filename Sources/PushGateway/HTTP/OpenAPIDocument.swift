@@ -94,6 +94,11 @@ public enum OpenAPIDocument {
               type: object
               required: [devices]
               properties:
+                inbox_relay:
+                  type: [string, "null"]
+                  description: >-
+                    The gateway's own NIP-17 inbox relay (INBOX_RELAY=1), for the caller's kind
+                    10050 list; null when it serves none.
                 devices:
                   type: array
                   items:

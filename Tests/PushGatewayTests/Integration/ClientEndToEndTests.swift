@@ -3,22 +3,88 @@ import Foundation
 import HummingbirdTesting
 import LinkstrCore
 import NostrProtocol
+import PushGateway
 import TestSupport
 import Testing
 
 /// The whole system: two client cores (LinkstrCore) talking through a real `nostr-relay`, the
 /// gateway on a real PostgreSQL delivering to the APNs sandbox over HTTP/2 with TLS.
 @Suite(.serialized) struct ClientEndToEndTests {
-    static func core(relay: RelayFixture, gateway: GatewayHarness) async throws -> LinkstrAppCore {
+    static func core(relay: RelayFixture, gateway: GatewayHarness, identity: Keys? = nil) async throws -> LinkstrAppCore {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkstr-e2e-\(UUID().uuidString)")
         var configuration = CoreConfiguration(dataDirectory: directory)
         configuration.defaultRelays = [relay.url]
         configuration.sendTimeout = .seconds(5)
         configuration.pushGateway = URL(string: "http://127.0.0.1:\(try #require(gateway.client.port))")
         let core = try LinkstrAppCore(configuration: configuration)
-        #expect(await core.perform(.createIdentity) == .done)
+        if let identity {
+            #expect(await core.perform(.importIdentity(identity.secretKey.exportHex())) == .done)
+        } else {
+            #expect(await core.perform(.createIdentity) == .done)
+        }
         #expect(await core.perform(.startRelays) == .done)
         return core
+    }
+
+    /// NIP-17 end to end through the gateway's inbox relay. Bob's only inbox is the gateway
+    /// (`push register --inbox`), and Bob's client never connects to Alice's relay: Alice's client
+    /// finds Bob's kind 10050 list and sends his wrap there too, the gateway stores it and pushes
+    /// Bob's device, and Bob's client reads the post from the inbox after NIP-42 AUTH.
+    @Test func aPostReachesBobThroughTheGatewaysInboxRelayOnly() async throws {
+        let alicesRelay = try RelayFixture(), bobsRelay = try RelayFixture()
+        try await alicesRelay.start()
+        try await bobsRelay.start()
+        defer {
+            alicesRelay.kill()
+            bobsRelay.kill()
+        }
+        let port = try LoopbackPort.free()
+        let inboxURL = try RelayURL("ws://127.0.0.1:\(port)/relay")
+        let inbox = InboxRelaySettings(enabled: true, listenHost: "127.0.0.1", listenPort: port, relayURL: inboxURL)
+        try await SandboxFixture.with { sandbox in
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns, publicURL: "http://127.0.0.1:\(port)", inbox: inbox) {
+                gateway in
+                #expect(
+                    try await GatewayHarness.eventually { (try? RawHTTPClient.status(port: port, method: "GET", path: "/relay")) == 200 })
+                let bobKeys = Keys.generate()
+                let bob = try await Self.core(relay: bobsRelay, gateway: gateway, identity: bobKeys)
+                let alice = try await Self.core(relay: alicesRelay, gateway: gateway)
+                let bobToken = "b1" + String(repeating: "1b", count: 31)
+                #expect(
+                    await bob.perform(.registerPush(deviceToken: bobToken, environment: .sandbox, relayWatch: true, inbox: true)) == .done)
+                #expect(await bob.state().relays.inbox == [inboxURL.description], "the gateway's inbox joined Bob's list")
+                // Bob's list is on his own relay; senders look where they can, so it is on Alice's too.
+                let list = InboxRelayList.event(author: bobKeys.publicKey, relays: [inboxURL]).signed(by: bobKeys)
+                try await RelayWatchTests.publish([list], to: alicesRelay)
+
+                guard case .navigate(let sessionID) = await alice.perform(.createSession(name: "Inbox", members: [bobKeys.publicKey.hex]))
+                else {
+                    Issue.record("no session")
+                    return
+                }
+                guard case .posted(let postID) = await alice.perform(.post(sessionID: sessionID, url: "https://example.com/in", note: nil))
+                else {
+                    Issue.record("no post")
+                    return
+                }
+                #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps") >= 1, "the wraps reached the inbox")
+                #expect(
+                    try await GatewayHarness.eventually {
+                        RelayWatchTests.giftWrapDeliveries(sandbox).contains { $0.deviceToken == bobToken }
+                    }, "Bob's device was pushed for the wrap the inbox took")
+                #expect(
+                    await eventually { await bob.state().sessions.rows.contains { $0.id == sessionID } },
+                    "Bob read the post through the inbox")
+                _ = postID
+                // Unregistering takes the gateway's inbox back out of Bob's list, and with his last
+                // device gone the inbox keeps nothing for him.
+                #expect(await bob.perform(.unregisterPush) == .done)
+                #expect(await bob.state().relays.inbox == [])
+                #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps WHERE recipient = '\(bobKeys.publicKey.hex)'") == 0)
+                await bob.settle()
+                await alice.settle()
+            }
+        }
     }
 
     @Test func alicePostsBobsDeviceIsPushedAndAfterRemovalIsNot() async throws {
