@@ -11,6 +11,8 @@ struct ClientOptions: ParsableArguments {
     @Option(help: "Push gateway base URL for push commands and typed pushes; default $LINKSTR_PUSH_URL.")
     var pushURL: String?
     @Flag(help: "Print JSON instead of text (read commands).") var json = false
+    @Flag(help: "Send to recipients' inbox relays on loopback or private addresses too (local setups).")
+    var allowPrivateRelays = false
 
     var directory: URL {
         if let dataDir { return URL(fileURLWithPath: dataDir) }
@@ -21,6 +23,8 @@ struct ClientOptions: ParsableArguments {
     /// Opens the core; with `relays`, also connects and waits up to `settle` seconds for history.
     func core(relays: Bool = false, settle: Double = 0) async throws -> LinkstrAppCore {
         var configuration = CoreConfiguration(dataDirectory: directory)
+        configuration.allowPrivateRecipientRelays =
+            allowPrivateRelays || ProcessInfo.processInfo.environment["LINKSTR_ALLOW_PRIVATE_RELAYS"] == "1"
         if let url = pushURL ?? ProcessInfo.processInfo.environment["LINKSTR_PUSH_URL"], !url.isEmpty {
             guard let parsed = URL(string: url), parsed.scheme == "http" || parsed.scheme == "https" else {
                 throw ValidationError("--push-url must be an http(s) URL")

@@ -62,7 +62,8 @@ public enum GatewayApplication {
             configuration.inbox.enabled
             ? InboxRelay(
                 settings: configuration.inbox, client: client, watch: configuration.watch, deviceBudget: configuration.deviceBudget,
-                metrics: metrics, logger: logger, wakeup: wakeup, directDelivery: direct)
+                metrics: metrics, logger: logger, wakeup: wakeup, directDelivery: direct,
+                trustForwardedFor: configuration.rateLimits.trustForwardedFor)
             : nil
         let api = GatewayAPI(
             store: store, configuration: configuration, latestMigration: migrator.latestVersion, metrics: metrics, watcher: watcher,

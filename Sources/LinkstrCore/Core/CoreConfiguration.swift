@@ -16,6 +16,10 @@ public struct CoreConfiguration: Sendable {
     /// Wraps opened, then messages applied, per step of history work; actions run between steps.
     public var historyStepSize = 512
     public var relayConfiguration = RelayConfiguration()
+    /// Relays that recipients' inbox lists name may be on loopback, private or other non-public
+    /// addresses (local development, tests). Off, a send never connects there: a list is anyone's
+    /// to write.
+    public var allowPrivateRecipientRelays = false
     /// The secret store; nil means the Keychain on Apple platforms and files under
     /// `dataDirectory/secrets` (mode 0600) elsewhere.
     public var secretStore: (any SecretStore)?

@@ -246,21 +246,20 @@ extension LinkstrAppCore {
             inboxRelay = url
         }
         try await registrar.register(deviceToken: token, environment: environment, relayWatch: relayWatch)
-        // Put there by this registration (or an earlier one), so unregistering takes it out again;
-        // a relay the user listed themselves stays theirs.
-        let previous = account.pushDevice?.inboxRelay
-        var added: String?
-        if let inboxRelay {
-            if !account.inbox.relays.contains(inboxRelay.description) {
-                try await addInboxRelay(inboxRelay.description)
-                added = inboxRelay.description
-            } else if previous == inboxRelay.description {
-                added = previous
-            }
-        }
-        self.account?.pushDevice = PushDevice(
-            token: token, environment: environment.rawValue, relayWatch: relayWatch, inboxRelay: added)
+        // Recorded at once, so a failure below leaves a device that can still be unregistered.
+        // A relay an earlier registration added stays marked as added, to be taken out on unregister.
+        var device = PushDevice(
+            token: token, environment: environment.rawValue, relayWatch: relayWatch, inboxRelay: account.pushDevice?.inboxRelay)
+        self.account?.pushDevice = device
         try savePushDevice()
+        // Only a relay this registration puts in the list is marked: one the user listed
+        // themselves stays theirs.
+        if let inboxRelay, !account.inbox.relays.contains(inboxRelay.description) {
+            try await addInboxRelay(inboxRelay.description)
+            device.inboxRelay = inboxRelay.description
+            self.account?.pushDevice = device
+            try savePushDevice()
+        }
         try await registrar.syncArchiveState(archived: account.archived, known: Set(account.ledger.sessions.keys))
     }
 

@@ -151,7 +151,9 @@ public actor LinkstrAppCore {
         } catch {
             startError = "\(error)"
         }
-        self.pool = RelayPool(configuration: configuration.relayConfiguration, logger: logger)
+        self.pool = RelayPool(
+            configuration: configuration.relayConfiguration,
+            addressedPolicy: RelayAddressPolicy(allowsPrivate: configuration.allowPrivateRecipientRelays), logger: logger)
         (updates, updateSink) = AsyncStream<AppUpdate>.makeStream(bufferingPolicy: .bufferingNewest(1024))
         let (jobs, inbox) = AsyncStream<Job>.makeStream()
         self.inbox = inbox

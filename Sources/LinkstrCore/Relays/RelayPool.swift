@@ -67,9 +67,25 @@ public actor RelayPool {
     /// Names one-shot lookups (`fetch`).
     private var fetches = 0
 
-    public init(configuration: RelayConfiguration = RelayConfiguration(), logger: Logger) {
+    /// How a connection made only to deliver to a recipient's inbox relays behaves: it never
+    /// AUTHs (the sender's key would tell that relay who wrote to whom, which the wrap's throwaway
+    /// key hides), judges the host by `addressedPolicy` (a list is anyone's to write), and waits
+    /// 5 s for an answer.
+    private let addressedConfiguration: RelayConfiguration
+    /// Whether a run is on (between `start` and `stop`).
+    private var running = false
+
+    public init(
+        configuration: RelayConfiguration = RelayConfiguration(),
+        addressedPolicy: RelayAddressPolicy? = RelayAddressPolicy(allowsPrivate: false), logger: Logger
+    ) {
         self.configuration = configuration
         self.runConfiguration = configuration
+        var addressed = configuration
+        addressed.authKeys = nil
+        addressed.addressPolicy = addressedPolicy
+        addressed.publishTimeout = .seconds(5)
+        self.addressedConfiguration = addressed
         self.logger = logger
     }
 
@@ -90,6 +106,7 @@ public actor RelayPool {
         self.onEvent = onEvent
         self.onStatus = onStatus
         self.subscriptions = subscriptions
+        running = true
         runConfiguration = configuration
         runConfiguration.authKeys = authKeys ?? configuration.authKeys
         for entry in entries where !entry.enabled { statuses[entry.url] = .disabled }
@@ -105,7 +122,7 @@ public actor RelayPool {
     /// Makes `urls` the read-only members (the account's inbox relays that are not among its
     /// relays): new ones connect with this run's subscriptions, dropped ones close.
     public func setReaders(_ urls: [String]) async {
-        guard onEvent != nil else { return }
+        guard running else { return }
         let run = runs
         for (url, member) in members where member.reader && !urls.contains(url) {
             for task in member.tasks { task.cancel() }
@@ -150,6 +167,7 @@ public actor RelayPool {
     /// Stops every connection; statuses go back to a disconnected baseline.
     public func stop() async {
         runs += 1
+        running = false
         for member in members.values {
             for task in member.tasks { task.cancel() }
         }
@@ -205,7 +223,7 @@ public actor RelayPool {
             if let member = members[url] {
                 borrowed[url] = member.connection
             } else {
-                let connection = RelayConnection(url: url, configuration: runConfiguration, logger: logger)
+                let connection = RelayConnection(url: url, configuration: addressedConfiguration, logger: logger)
                 borrowed[url] = connection
                 made.append(Task { try? await connection.run() })
             }

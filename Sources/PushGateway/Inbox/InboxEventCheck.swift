@@ -6,8 +6,9 @@ package import NostrProtocol
 package enum InboxEventCheck: Sendable, Equatable {
     /// A gift wrap to `recipient`, to be stored if someone is registered there.
     case wrap(recipient: String)
-    /// A request to vanish (NIP-62) by `pubkey`, addressed to this relay or to all relays.
-    case vanish(pubkey: String)
+    /// A request to vanish (NIP-62) by `pubkey`, addressed to this relay or to all relays, for
+    /// what was stored up to `until` (its `created_at`: a request replayed later deletes nothing new).
+    case vanish(pubkey: String, until: Int64)
     case refuse(String)
 
     package static func judge(_ event: NostrEvent, size: Int, relayURL: RelayURL, now: Int64 = UnixTime.now()) -> InboxEventCheck {
@@ -36,6 +37,6 @@ package enum InboxEventCheck: Sendable, Equatable {
         let addressed = named.contains("ALL_RELAYS") || named.contains { (try? RelayURL($0)) == relayURL }
         guard addressed else { return .refuse("invalid: a request to vanish must name this relay or ALL_RELAYS") }
         do { try event.verify() } catch { return .refuse("invalid: bad event id or signature") }
-        return .vanish(pubkey: event.pubkey.hex)
+        return .vanish(pubkey: event.pubkey.hex, until: event.createdAt)
     }
 }

@@ -28,6 +28,8 @@ public struct InboxRelay: Service {
     let wakeup: WakeupSignal?
     let directDelivery: DirectDelivery?
     let perAddress: ConnectionsPerAddress
+    /// `RATE_LIMIT_TRUST_FORWARDED`: the client is the proxy's last `X-Forwarded-For` entry.
+    let trustForwardedFor: Bool
     /// EVENTs per client address across its connections: twice one connection's rate.
     let eventsPerAddress: RateLimiter
     /// Open connections and subscriptions on this instance, for `/admin/status` and the gauges.
@@ -51,9 +53,10 @@ public struct InboxRelay: Service {
 
     init(
         settings: InboxRelaySettings, client: PostgresClient, watch: WatchSettings, deviceBudget: PushBudget?, metrics: GatewayMetrics,
-        logger: Logger, wakeup: WakeupSignal?, directDelivery: DirectDelivery?
+        logger: Logger, wakeup: WakeupSignal?, directDelivery: DirectDelivery?, trustForwardedFor: Bool = false
     ) {
         self.settings = settings
+        self.trustForwardedFor = trustForwardedFor
         var logger = logger
         logger[metadataKey: "inbox"] = "relay"
         self.logger = logger
@@ -100,14 +103,24 @@ public struct InboxRelay: Service {
                 configuration: .init(ws: .init(maxFrameSize: InboxRelaySettings.maxMessageBytes))
             ) { request, channel, _ in
                 guard request.path == "/relay" else { return .dontUpgrade }
-                let peer = channel.remoteAddress?.ipAddress ?? "unknown"
-                let address = ClientAddress.limiterKey(peer) ?? peer
+                let address = relay.clientAddress(request, peer: channel.remoteAddress?.ipAddress ?? "unknown")
                 return .upgrade([:]) { inbound, outbound, _ in
                     try await relay.serve(inbound: inbound, outbound: outbound, address: address)
                 }
             },
             configuration: .init(address: .hostname(settings.listenHost, port: settings.listenPort), serverName: "linkstr-push-inbox"),
             logger: logger)
+    }
+
+    /// The client's address key: behind a trusted proxy (`RATE_LIMIT_TRUST_FORWARDED`) the last
+    /// `X-Forwarded-For` entry, as the API reads it; else the peer.
+    func clientAddress(_ request: HTTPRequest, peer: String) -> String {
+        if trustForwardedFor, let forwarded = request.headerFields[values: HTTPField.Name("X-Forwarded-For")!].last,
+            let last = forwarded.split(separator: ",").last, let key = ClientAddress.limiterKey(last.trimmingCharacters(in: .whitespaces))
+        {
+            return key
+        }
+        return ClientAddress.limiterKey(peer) ?? peer
     }
 
     private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, address: String) async throws {
@@ -190,7 +203,7 @@ public struct InboxRelay: Service {
         let connections = subscribers.connections(of: parts[0])
         guard !connections.isEmpty else { return }
         guard let wrap = try? await store.wrap(id: parts[1]) else { return }
-        for deliver in connections { deliver(parts[1], wrap.createdAt, wrap.event) }
+        for deliver in connections { deliver(parts[0], parts[1], wrap.createdAt, wrap.event) }
     }
 
     private func pruneLoop() async {

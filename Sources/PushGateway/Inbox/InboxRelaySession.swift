@@ -59,6 +59,12 @@ final class InboxRelaySession: Sendable {
                 }
             }
             group.addTask {
+                // A client that stopped reading: the connection ends here, whatever the writer and
+                // the reader are waiting for.
+                while !self.overflowed.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(100)) }
+                throw InboxSessionError.slowReader
+            }
+            group.addTask {
                 for try await message in inbound.messages(maxSize: InboxRelaySettings.maxMessageBytes) {
                     guard case .text(let text) = message else {
                         self.send(RelayMessage.notice("invalid: binary messages are not Nostr").json)
@@ -90,18 +96,40 @@ final class InboxRelaySession: Sendable {
         outbound.finish()
     }
 
-    /// Waits until less than half the byte budget is queued (or the connection is over).
+    /// Waits until less than half the byte budget is queued (or the connection is over); a
+    /// client that reads nothing for `readTimeout` counts as not reading.
     private func waitForRoom() async {
+        let deadline = ContinuousClock.now + Self.readTimeout
         while pendingBytes.withLock({ $0 }) > Self.outboundBytes / 2, !overflowed.withLock({ $0 }), !Task.isCancelled {
+            if ContinuousClock.now > deadline {
+                overflow()
+                return
+            }
             try? await Task.sleep(for: .milliseconds(5))
         }
     }
+
+    /// How long a client may leave half the byte budget unread while stored events wait.
+    static let readTimeout: Duration = .seconds(30)
 
     private func handle(_ text: String) async throws {
         if overflowed.withLock({ $0 }) { throw InboxSessionError.slowReader }
         let message: ClientMessage
         do { message = try ClientMessage(json: text) } catch {
             send(RelayMessage.notice("invalid: not a Nostr client message").json)
+            return
+        }
+        // Every message costs a token (REQs and AUTHs cost the database and a signature check too);
+        // EVENTs also count against the client's address.
+        guard takeToken() else {
+            relay.metrics.inboxEvent(outcome: "rate_limited")
+            switch message {
+            case .event(let event), .auth(let event):
+                send(RelayMessage.ok(eventID: event.id, accepted: false, message: "rate-limited: slow down").json)
+            case .req(let id, _):
+                send(RelayMessage.closed(subscriptionID: String(id.prefix(64)), message: "rate-limited: slow down").json)
+            case .close: break
+            }
             return
         }
         switch message {
@@ -133,12 +161,14 @@ final class InboxRelaySession: Sendable {
             }
             relay.count(subscriptions: -dropped)
         }
-        relay.subscribers.add(pubkey, token) { [weak self] id, createdAt, json in self?.deliverLive(id, createdAt, json) }
+        relay.subscribers.add(pubkey, token) { [weak self] recipient, id, createdAt, json in
+            self?.deliverLive(recipient, id, createdAt, json)
+        }
         send(RelayMessage.ok(eventID: event.id, accepted: true, message: "").json)
     }
 
     private func receive(_ event: NostrEvent, size: Int) async {
-        guard takeToken(), relay.eventsPerAddress.take(address) == nil else {
+        guard relay.eventsPerAddress.take(address) == nil else {
             relay.metrics.inboxEvent(outcome: "rate_limited")
             send(RelayMessage.ok(eventID: event.id, accepted: false, message: "rate-limited: slow down").json)
             return
@@ -148,9 +178,9 @@ final class InboxRelaySession: Sendable {
         case .refuse(let reason):
             relay.metrics.inboxEvent(outcome: "invalid")
             send(RelayMessage.ok(eventID: event.id, accepted: false, message: reason).json)
-        case .vanish(let pubkey):
+        case .vanish(let pubkey, let until):
             do {
-                let removed = try await relay.store.vanish(pubkey)
+                let removed = try await relay.store.vanish(pubkey, until: until)
                 relay.metrics.inboxEvent(outcome: "vanish")
                 relay.logger.info("inbox recipient vanished", metadata: ["nostr.pubkey": "\(pubkey)", "inbox.wraps": "\(removed)"])
                 send(RelayMessage.ok(eventID: event.id, accepted: true, message: "").json)
@@ -174,6 +204,10 @@ final class InboxRelaySession: Sendable {
             relay.metrics.inboxEvent(outcome: "unregistered")
             send(
                 RelayMessage.ok(eventID: event.id, accepted: false, message: "restricted: no device is registered for this recipient").json)
+        case .full:
+            relay.metrics.inboxEvent(outcome: "full")
+            send(
+                RelayMessage.ok(eventID: event.id, accepted: false, message: "rate-limited: this recipient's inbox is full").json)
         case .duplicate:
             relay.metrics.inboxEvent(outcome: "duplicate")
             send(RelayMessage.ok(eventID: event.id, accepted: true, message: "duplicate: already have this event").json)
@@ -210,10 +244,7 @@ final class InboxRelaySession: Sendable {
         state.withLock { $0.subscriptions[id] = query }
         if !exists { relay.count(subscriptions: 1) }
         do {
-            for event in try await relay.store.wraps(query) {
-                await waitForRoom()
-                send(#"["EVENT",\#(JSONValue.string(id).serialized),\#(event)]"#)
-            }
+            try await sendStored(query, subscription: id)
             send(RelayMessage.eose(subscriptionID: id).json)
         } catch {
             closeSubscription(id)
@@ -221,14 +252,39 @@ final class InboxRelaySession: Sendable {
         }
     }
 
+    /// The stored wraps `query` selects, each once, read a page at a time and queued only while
+    /// the client keeps reading: however many a REQ asks for, one page is held at once.
+    private func sendStored(_ query: InboxQuery, subscription id: String) async throws {
+        let prefix = #"["EVENT",\#(JSONValue.string(id).serialized),"#
+        var sent = Set<String>()
+        for part in query.parts where part.limit > 0 {
+            var cursor: InboxStore.Cursor?
+            var count = 0
+            repeat {
+                let page = try await relay.store.page(
+                    recipient: query.recipient, part, after: cursor, size: min(Self.pageSize, part.limit - count))
+                for wrap in page.wraps where sent.insert(wrap.id).inserted {
+                    await waitForRoom()
+                    if overflowed.withLock({ $0 }) { return }
+                    send(prefix + wrap.event + "]")
+                }
+                count += page.wraps.count
+                cursor = page.next
+            } while cursor != nil && count < part.limit
+        }
+    }
+
+    static let pageSize = 50
+
     private func closeSubscription(_ id: String) {
         if state.withLock({ $0.subscriptions.removeValue(forKey: id) != nil }) { relay.count(subscriptions: -1) }
     }
 
-    /// A wrap stored for the authenticated recipient: sent to every subscription it matches.
-    private func deliverLive(_ id: String, _ createdAt: Int64, _ json: String) {
+    /// A wrap stored for `recipient`: sent to every subscription it matches (each names the
+    /// recipient the connection proved when it was made).
+    private func deliverLive(_ recipient: String, _ id: String, _ createdAt: Int64, _ json: String) {
         let matching = state.withLock { state in
-            state.subscriptions.filter { $0.value.matches(id: id, recipient: state.authenticated ?? "", createdAt: createdAt) }.keys
+            state.subscriptions.filter { $0.value.matches(id: id, recipient: recipient, createdAt: createdAt) }.keys
         }
         for subscription in matching { send(#"["EVENT",\#(JSONValue.string(subscription).serialized),\#(json)]"#) }
     }

@@ -5,9 +5,9 @@ import NostrProtocol
 /// so that a wrap stored by any instance (announced by NOTIFY) reaches the connections that may
 /// read it.
 final class InboxSubscribers: Sendable {
-    /// Hands a stored wrap (id, `created_at`, JSON) to one connection, which sends it to the
-    /// subscriptions it matches.
-    typealias Deliver = @Sendable (_ id: String, _ createdAt: Int64, _ event: String) -> Void
+    /// Hands a stored wrap (recipient, id, `created_at`, JSON) to one connection, which sends it
+    /// to the subscriptions it matches.
+    typealias Deliver = @Sendable (_ recipient: String, _ id: String, _ createdAt: Int64, _ event: String) -> Void
 
     private let byRecipient = Locked<[String: [UUID: Deliver]]>([:])
 

@@ -15,6 +15,8 @@ import Testing
         var configuration = CoreConfiguration(dataDirectory: directory)
         configuration.defaultRelays = [relay.url]
         configuration.sendTimeout = .seconds(5)
+        // Every relay here is on loopback, recipients' inbox relays included.
+        configuration.allowPrivateRecipientRelays = true
         configuration.pushGateway = URL(string: "http://127.0.0.1:\(try #require(gateway.client.port))")
         let core = try LinkstrAppCore(configuration: configuration)
         if let identity {

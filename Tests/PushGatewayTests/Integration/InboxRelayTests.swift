@@ -170,6 +170,7 @@ import Testing
             try await RelayWatchTests.registerWatching(gateway, bob, bobToken)
             try await RelayWatchTests.registerWatching(gateway, carol, HTTP2DeliveryTests.token(0xD5))
             let sender = Self.connection(url)
+            let vanish = carol.sign(kind: EventKind.requestToVanish, tags: [["relay", url]], content: "")
             try await Self.using(sender) {
                 for recipient in [bob, bob, carol] {
                     let result = try await sender.publish(try RelayWatchTests.wrap(to: recipient))
@@ -180,22 +181,29 @@ import Testing
                 let refused = try await sender.publish(elsewhere)
                 #expect(refused.accepted == false)
                 #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps") == 3)
-                let vanish = carol.sign(kind: EventKind.requestToVanish, tags: [["relay", url]], content: "")
                 let vanished = try await sender.publish(vanish)
                 #expect(vanished.accepted)
             }
             #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps WHERE recipient = '\(carol.publicKey.hex)'") == 0)
             #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps") == 2)
+            // The same request replayed later deletes nothing stored after it.
+            try await Task.sleep(for: .milliseconds(1100))
+            #expect(try await Self.publish(try RelayWatchTests.wrap(to: carol), to: url).accepted)
+            #expect(try await Self.publish(vanish, to: url).accepted)
+            #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps WHERE recipient = '\(carol.publicKey.hex)'") == 1)
 
             // Retention: nothing is due yet; fifteen days on, everything is.
             let store = InboxStore(database: Database(gateway.database), logger: TestDatabase.logger)
             #expect(try await store.prune(retentionDays: 14) == 0)
             let unregister = #"{"device_token":"\#(bobToken)"}"#
             #expect(try await gateway.send(bob, .post, "/v1/devices/unregister", json: unregister).status == .accepted)
-            #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps") == 0, "bob's last device took his wraps")
+            #expect(
+                try await gateway.count("SELECT count(*)::int FROM inbox_wraps WHERE recipient = '\(bob.publicKey.hex)'") == 0,
+                "bob's last device took his wraps")
             try await RelayWatchTests.registerWatching(gateway, bob, bobToken)
             #expect(try await Self.publish(try RelayWatchTests.wrap(to: bob), to: url).accepted)
-            #expect(try await store.prune(retentionDays: 14, now: Date().addingTimeInterval(15 * 86_400)) == 1)
+            // Bob's new wrap and carol's are both past the retention then.
+            #expect(try await store.prune(retentionDays: 14, now: Date().addingTimeInterval(15 * 86_400)) == 2)
         }
     }
 
@@ -218,6 +226,22 @@ import Testing
             #expect(answer["sent"] == true, "\(answer["send_error"] ?? .null)")
             #expect(answer["anonymous"] == [], "a client without the key reads nothing")
             #expect(answer["recipient"] == [.string(wrap.id.hex)])
+        }
+    }
+
+    /// A recipient's inbox holds at most so many wraps; a copy of one it holds is still a duplicate.
+    @Test func aFullInboxRefusesMoreWraps() async throws {
+        try await Self.withInbox { gateway, _ in
+            let bob = Keys.generate()
+            try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xD7))
+            let store = InboxStore(database: Database(gateway.database), logger: TestDatabase.logger, maxWrapsPerRecipient: 2)
+            let first = try RelayWatchTests.wrap(to: bob), second = try RelayWatchTests.wrap(to: bob)
+            #expect(try await store.store(first, recipient: bob.publicKey.hex) == .stored)
+            #expect(try await store.store(second, recipient: bob.publicKey.hex) == .stored)
+            #expect(try await store.store(try RelayWatchTests.wrap(to: bob), recipient: bob.publicKey.hex) == .full)
+            #expect(try await store.store(first, recipient: bob.publicKey.hex) == .duplicate)
+            #expect(try await store.store(first, recipient: Keys.generate().publicKey.hex) == .unregistered)
+            #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps") == 2)
         }
     }
 
