@@ -54,7 +54,8 @@ public enum GatewayApplication {
         var watcher: RelayWatcher?
         if configuration.watch.enabled {
             watcher = RelayWatcher(
-                store: WatchStore(client: client, settings: configuration.watch, deviceBudget: configuration.deviceBudget, logger: logger),
+                store: WatchStore(
+                    client: client, settings: configuration.watchSettings, deviceBudget: configuration.deviceBudget, logger: logger),
                 metrics: metrics, logger: logger,
                 wakeup: wakeup, directDelivery: direct)
         }

@@ -76,6 +76,13 @@ public struct GatewayConfiguration: Sendable {
         self.inbox = inbox
     }
 
+    /// `watch`, knowing the gateway's own inbox relay when it serves one.
+    public var watchSettings: WatchSettings {
+        var settings = watch
+        if inbox.enabled { settings.ownInboxRelay = inbox.relayURL?.description }
+        return settings
+    }
+
     /// Reads the configuration; the first problem found stops start-up with the key it concerns.
     public static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> GatewayConfiguration {
         let (host, port) = try parseListenAddress(env["LISTEN_ADDR"] ?? ":\(defaultListenPort)")

@@ -44,6 +44,9 @@ public struct WatchSettings: Sendable {
     /// link-local or other non-public addresses (tests, private deployments). Off, they are
     /// refused, so that nobody can make the gateway connect into its own network.
     public var allowPrivateRelays: Bool
+    /// The gateway's own inbox relay when it serves one (`INBOX_RELAY=1`): users who list it are
+    /// served, not watched there (`GatewayConfiguration.watchSettings` sets it).
+    public var ownInboxRelay: String?
 
     /// Gift wraps carry timestamps randomised up to two days into the past (NIP-59), so the
     /// subscription looks back that far and suppressions live that long.

@@ -71,7 +71,7 @@ public struct GatewayAPI: Sendable {
         self.verifier = HTTPAuthVerifier(maxSkewSeconds: configuration.authMaxSkewSeconds, publicBaseURL: configuration.publicURL)
         self.defaultTopic = configuration.apns.defaultTopic
         self.relayPolicy = RelayAddressPolicy(allowsPrivate: configuration.watch.allowPrivateRelays)
-        self.watchSettings = configuration.watch
+        self.watchSettings = configuration.watchSettings
         self.topics = configuration.apns.topics
         self.adminToken = configuration.adminToken
         // Secure unless the operator says the gateway is reached over plain HTTP (browsers keep
@@ -263,7 +263,7 @@ public struct GatewayAPI: Sendable {
         }
         let plan = RelayWatchPlan(
             users: ["caller": user], defaults: settings.relays, maxRelays: .max, maxRelaysPerUser: settings.maxRelaysPerUser,
-            policy: policy)
+            policy: policy, served: Set(settings.ownInboxRelay.map { [$0] } ?? []))
         guard let watch = plan.users["caller"] else { return .null }
         return .object([
             "source": .string(watch.source.rawValue),

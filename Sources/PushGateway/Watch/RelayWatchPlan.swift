@@ -6,7 +6,9 @@ package import NostrRelay
 /// registered), the configured `RELAYS`, the limits and the address policy. The same inputs give
 /// the same plan on every instance.
 ///
-/// - `RELAYS` are watched for everyone and count against no user's limit.
+/// - `RELAYS` are watched for everyone and count against no user's limit; so is `served`, the
+///   gateway's own inbox relay, which needs no watching (it pushes what it stores) and is never
+///   connected to (it would serve the gateway nobody's wraps).
 /// - A user's own relays: those the policy refuses are `refused`; past `maxRelaysPerUser` (in the
 ///   user's order) `overLimit`.
 /// - Across users, at most `maxRelays` relays in all (`RELAYS` included): the ones most users list
@@ -65,7 +67,8 @@ package struct RelayWatchPlan: Sendable, Equatable {
         users: [:], defaults: [], maxRelays: 0, maxRelaysPerUser: 0, policy: RelayAddressPolicy(allowsPrivate: false))
 
     package init(
-        users input: [String: UserRelays], defaults: [String], maxRelays: Int, maxRelaysPerUser: Int, policy: RelayAddressPolicy
+        users input: [String: UserRelays], defaults: [String], maxRelays: Int, maxRelaysPerUser: Int, policy: RelayAddressPolicy,
+        served: Set<String> = []
     ) {
         let defaultSet = Set(defaults)
         // Each user's source and list, with the plan's verdict on each relay so far.
@@ -83,7 +86,8 @@ package struct RelayWatchPlan: Sendable, Equatable {
             var own = 0
             for url in list where !assignments.contains(where: { $0.url == url.description }) {
                 let text = url.description
-                if defaultSet.contains(text) {
+                // `RELAYS`, and the gateway's own inbox relay, which pushes what it takes itself.
+                if defaultSet.contains(text) || served.contains(text) {
                     assignments.append(Assignment(url: text, state: .watching))
                 } else if policy.refusal(for: url) != nil {
                     assignments.append(Assignment(url: text, state: .refused))

@@ -409,7 +409,7 @@ public actor RelayWatcher: Service {
         planStale = false
         let next = RelayWatchPlan(
             users: ownRelays, defaults: settings.relays, maxRelays: settings.maxRelays, maxRelaysPerUser: settings.maxRelaysPerUser,
-            policy: policy)
+            policy: policy, served: Set(settings.ownInboxRelay.map { [$0] } ?? []))
         let before = plan.extraRelays
         plan = next
         for (url, old) in before where next.extraRelays[url] == nil {

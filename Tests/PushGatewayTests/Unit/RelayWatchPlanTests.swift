@@ -17,6 +17,18 @@ import Testing
         Dictionary(uniqueKeysWithValues: (plan.users[pubkey]?.relays ?? []).map { ($0.url, $0.state) })
     }
 
+    /// The gateway's own inbox relay is served, not watched: never connected, never counted.
+    @Test func theGatewaysOwnInboxIsServedNotWatched() {
+        let plan = RelayWatchPlan(
+            users: ["a": .init(inboxList: Self.urls("wss://push.example/relay", "wss://other.example", "wss://third.example"))],
+            defaults: Self.defaults, maxRelays: 500, maxRelaysPerUser: 2, policy: Self.strict, served: ["wss://push.example/relay"])
+        #expect(
+            Self.states(plan, "a") == [
+                "wss://push.example/relay": .watching, "wss://other.example": .watching, "wss://third.example": .watching,
+            ])
+        #expect(plan.extraRelays.keys.sorted() == ["wss://other.example", "wss://third.example"])
+    }
+
     @Test func theInboxListWinsOverTheRegistrationWhichWinsOverTheDefaults() {
         let plan = Self.plan([
             "a": .init(inboxList: Self.urls("wss://a-inbox.example"), registration: Self.urls("wss://a-registered.example")),
