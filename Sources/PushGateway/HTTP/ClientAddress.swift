@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -10,6 +12,21 @@
 /// a whole /64 (often more), so per-address buckets would hand an attacker 2^64 fresh ones. An
 /// IPv4-mapped IPv6 address counts as its IPv4 address. Text that is not an IP address has no key.
 package enum ClientAddress {
+    /// The key of a client that reached us from `peer` with these `X-Forwarded-For` values: with
+    /// `trustForwardedFor` (`RATE_LIMIT_TRUST_FORWARDED=1`) the address the trusted proxy in front
+    /// appended, the last entry of the last value. Earlier entries are whatever the client sent,
+    /// so trusting them would let it pick a fresh bucket per request. A forwarded entry that is
+    /// not an IP address counts under the peer address instead.
+    package static func key(peer: String?, forwardedFor: [String], trustForwardedFor: Bool) -> String {
+        if trustForwardedFor, let forwarded = forwardedFor.last, let last = forwarded.split(separator: ",").last,
+            let key = limiterKey(last.trimmingCharacters(in: .whitespaces))
+        {
+            return key
+        }
+        guard let peer else { return "unknown" }
+        return limiterKey(peer) ?? peer
+    }
+
     package static func limiterKey(_ text: some StringProtocol) -> String? {
         let text = String(text)
         guard !text.isEmpty, text.utf8.count <= 64 else { return nil }

@@ -24,17 +24,11 @@ struct RateLimitMiddleware: RouterMiddleware {
         return try await next(request, context)
     }
 
-    /// The connection's peer, or with `RATE_LIMIT_TRUST_FORWARDED=1` the address the trusted proxy
-    /// in front appended: the last entry of the last `X-Forwarded-For`. Earlier entries are
-    /// whatever the client sent, so trusting them would let it pick a fresh bucket per request.
-    /// A forwarded entry that is not an IP address counts under the peer address instead.
+    /// The connection's peer, or behind a trusted proxy the address it appended
+    /// (`ClientAddress.key`).
     static func clientAddress(_ request: Request, context: Context, trustForwardedFor: Bool) -> String {
-        if trustForwardedFor, let forwarded = request.headers[values: .init("X-Forwarded-For")!].last,
-            let last = forwarded.split(separator: ",").last, let key = ClientAddress.limiterKey(last.trimmingCharacters(in: .whitespaces))
-        {
-            return key
-        }
-        guard let peer = context.remoteAddress?.ipAddress else { return "unknown" }
-        return ClientAddress.limiterKey(peer) ?? peer
+        ClientAddress.key(
+            peer: context.remoteAddress?.ipAddress, forwardedFor: request.headers[values: .init("X-Forwarded-For")!],
+            trustForwardedFor: trustForwardedFor)
     }
 }

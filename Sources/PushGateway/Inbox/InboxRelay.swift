@@ -103,7 +103,7 @@ public struct InboxRelay: Service {
                 configuration: .init(ws: .init(maxFrameSize: InboxRelaySettings.maxMessageBytes))
             ) { request, channel, _ in
                 guard request.path == "/relay" else { return .dontUpgrade }
-                let address = relay.clientAddress(request, peer: channel.remoteAddress?.ipAddress ?? "unknown")
+                let address = relay.clientAddress(request, peer: channel.remoteAddress?.ipAddress)
                 return .upgrade([:]) { inbound, outbound, _ in
                     try await relay.serve(inbound: inbound, outbound: outbound, address: address)
                 }
@@ -112,15 +112,11 @@ public struct InboxRelay: Service {
             logger: logger)
     }
 
-    /// The client's address key: behind a trusted proxy (`RATE_LIMIT_TRUST_FORWARDED`) the last
-    /// `X-Forwarded-For` entry, as the API reads it; else the peer.
-    func clientAddress(_ request: HTTPRequest, peer: String) -> String {
-        if trustForwardedFor, let forwarded = request.headerFields[values: HTTPField.Name("X-Forwarded-For")!].last,
-            let last = forwarded.split(separator: ",").last, let key = ClientAddress.limiterKey(last.trimmingCharacters(in: .whitespaces))
-        {
-            return key
-        }
-        return ClientAddress.limiterKey(peer) ?? peer
+    /// The client's address key, read as the API reads it (`ClientAddress.key`).
+    func clientAddress(_ request: HTTPRequest, peer: String?) -> String {
+        ClientAddress.key(
+            peer: peer, forwardedFor: request.headerFields[values: HTTPField.Name("X-Forwarded-For")!],
+            trustForwardedFor: trustForwardedFor)
     }
 
     private func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, address: String) async throws {
