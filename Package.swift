@@ -285,6 +285,7 @@ let package = Package(
             name: "TestSupport",
             dependencies: [
                 "NostrProtocol",
+                "NostrRelay",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

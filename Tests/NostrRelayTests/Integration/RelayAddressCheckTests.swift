@@ -13,7 +13,7 @@ import Testing
         var strict = RelayConnectionTests.configuration()
         strict.addressPolicy = RelayAddressPolicy(allowsPrivate: false)
         let refused = RelayConnection(url: relay.url, configuration: strict, logger: RelayConnectionTests.logger)
-        try await RelayConnectionTests.running(refused) {
+        try await refused.running {
             #expect(await RelayConnectionTests.waitFor(refused, .refused("names a non-public address")))
             _ = await refused.subscribe(id: "s", filters: [Filter(kinds: [1])])
             #expect(await refused.statistics.failures >= 1)
@@ -23,7 +23,7 @@ import Testing
         var open = RelayConnectionTests.configuration()
         open.addressPolicy = RelayAddressPolicy(allowsPrivate: true)
         let allowed = RelayConnection(url: relay.url, configuration: open, logger: RelayConnectionTests.logger)
-        try await RelayConnectionTests.running(allowed) {
+        try await allowed.running {
             #expect(await RelayConnectionTests.waitFor(allowed, .connected))
         }
     }

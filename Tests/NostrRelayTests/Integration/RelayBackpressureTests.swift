@@ -50,7 +50,7 @@ import Testing
         let relay = try HostileRelay { _ in .init(flood: .init(items: [.event(Self.note().json)], total: total)) }
         try await relay.start()
         let connection = RelayConnection(url: relay.url, configuration: Self.configuration(), logger: RelayConnectionTests.logger)
-        try await RelayConnectionTests.running(connection) {
+        try await connection.running {
             var events = await connection.subscribe(id: "s", filters: [Filter(kinds: [1])]).makeAsyncIterator()
             #expect(await eventually(within: 30) { await connection.statistics.readingPaused }, "the reader waits for the consumer")
             #expect(await eventually(within: 30) { relay.records.first?.stalled == true }, "and the relay's socket stops taking data")
@@ -71,7 +71,7 @@ import Testing
         let connection = RelayConnection(url: relay.url, configuration: configuration, logger: RelayConnectionTests.logger)
         let contexts = Contexts()
         let before = UnixTime.now()
-        try await RelayConnectionTests.running(connection) {
+        try await connection.running {
             var events = await connection.subscribe(id: "s", filters: contexts.filters).makeAsyncIterator()
             #expect(await eventually(within: 30) { relay.records.first?.stalled == true })
             // The consumer stays away long enough for this to count as a long pause.
@@ -104,7 +104,7 @@ import Testing
         let connection = RelayConnection(url: relay.url, configuration: Self.configuration(), logger: RelayConnectionTests.logger)
         let contexts = Contexts()
         let before = UnixTime.now()
-        try await RelayConnectionTests.running(connection) {
+        try await connection.running {
             var events = await connection.subscribe(id: "s", filters: contexts.filters).makeAsyncIterator()
             #expect(await eventually(within: 30) { relay.records.first?.closedAsSlow == true }, "the relay gave up on the slow reader")
             let closedBy = UnixTime.now()
@@ -128,7 +128,7 @@ import Testing
         var configuration = Self.configuration()
         configuration.limits = RelayLimits(maxEventsPerSecond: 50, backoff: RelayBackoff(base: .seconds(1), cap: .seconds(1), jitter: 0))
         let connection = RelayConnection(url: relay.url, configuration: configuration, logger: RelayConnectionTests.logger)
-        try await RelayConnectionTests.running(connection) {
+        try await connection.running {
             let stream = await connection.subscribe(id: "s", filters: [Filter(kinds: [1])])
             let reader = Task { for await _ in stream {} }
             #expect(await eventually(within: 30) { relay.records.count == 2 }, "reconnected after the breach")
@@ -150,7 +150,7 @@ import Testing
         var configuration = Self.configuration()
         configuration.limits = RelayLimits(maxInvalid: 3, backoff: RelayBackoff(base: .seconds(30), cap: .seconds(30), jitter: 0))
         let connection = RelayConnection(url: relay.url, configuration: configuration, logger: RelayConnectionTests.logger)
-        try await RelayConnectionTests.running(connection) {
+        try await connection.running {
             var events = await connection.subscribe(id: "s", filters: [Filter(kinds: [1])]).makeAsyncIterator()
             #expect(await RelayConnectionTests.next(&events) == .endOfStoredEvents)
             for _ in 0..<3 { connection.countInvalid() }
@@ -179,7 +179,7 @@ import Testing
         configuration.limits = RelayLimits(maxInvalid: 5, backoff: RelayBackoff(base: .milliseconds(20), cap: .milliseconds(20), jitter: 0))
         let connection = RelayConnection(url: relay.url, configuration: configuration, logger: RelayConnectionTests.logger)
         let connections = 30
-        try await RelayConnectionTests.running(connection) {
+        try await connection.running {
             let stream = await connection.subscribe(id: "s", filters: [Filter(kinds: [1])])
             // Every event is reported invalid, as a consumer checking ids would.
             let consumer = Task {
@@ -205,7 +205,7 @@ import Testing
         var logger = Logger(label: "relay-text") { _ in capture.handler() }
         logger.logLevel = .info
         let connection = RelayConnection(url: relay.url, configuration: Self.configuration(), logger: logger)
-        try await RelayConnectionTests.running(connection) {
+        try await connection.running {
             let stream = await connection.subscribe(id: "s", filters: [Filter(kinds: [1])])
             let reader = Task { for await _ in stream {} }
             #expect(

@@ -22,18 +22,6 @@ import Testing
         return configuration
     }
 
-    /// Runs `connection` as a service for the duration of `body`.
-    static func running<T: Sendable>(_ connection: RelayConnection, _ body: @Sendable () async throws -> T) async throws -> T {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                try await connection.run()
-                return nil
-            }
-            defer { group.cancelAll() }
-            return try await body()
-        }
-    }
-
     static func waitFor(_ connection: RelayConnection, _ wanted: RelayState, seconds: Double = 10) async -> Bool {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while ContinuousClock.now < deadline {
@@ -78,7 +66,7 @@ import Testing
         try await relay.start()
         let connection = RelayConnection(url: relay.url, configuration: Self.configuration(), logger: Self.logger)
         let keys = Keys.generate()
-        try await Self.running(connection) {
+        try await connection.running {
             // Connected first: a publish waiting while the first attempt fails (a relay still
             // booting its worker on a loaded machine) rightly fails with `.disconnected`.
             #expect(await Self.waitFor(connection, .connected))
@@ -119,7 +107,7 @@ import Testing
         try await relay.start()
         let connection = RelayConnection(url: relay.url, configuration: Self.configuration(), logger: Self.logger)
         let keys = Keys.generate()
-        try await Self.running(connection) {
+        try await connection.running {
             var events = await connection.subscribe(id: "watch", filters: [Filter(authors: [keys.publicKey], kinds: [1])])
                 .makeAsyncIterator()
             #expect(await Self.next(&events) == .endOfStoredEvents)
@@ -156,7 +144,7 @@ import Testing
         let keys = Keys.generate()
         let window: Int64 = 10
         let contexts = Mutex<[SubscriptionRequestContext]>([])
-        try await Self.running(connection) {
+        try await connection.running {
             var events = await connection.subscribe(id: "window") { (context: SubscriptionRequestContext) in
                 contexts.withLock { $0.append(context) }
                 return [Filter(authors: [keys.publicKey], kinds: [1], since: context.since(window: window, now: UnixTime.now()))]
@@ -169,7 +157,7 @@ import Testing
             // the reconnect comes at least 3 s after the loss.
             let backdated = UnsignedEvent(pubkey: keys.publicKey, createdAt: lost - 8, kind: 1, tags: [], content: "while you were away")
                 .signed(by: keys)
-            let published = try await Self.running(publisher) { () async throws -> Bool in
+            let published = try await publisher.running { () async throws -> Bool in
                 guard await Self.waitFor(publisher, .connected) else { return false }
                 return try await publisher.publish(backdated).accepted
             }
@@ -191,8 +179,8 @@ import Testing
         let port = try LoopbackPort.free()
         let connection = RelayConnection(url: "ws://127.0.0.1:\(port)", configuration: Self.configuration(), logger: Self.logger)
         let unresolvable = RelayConnection(url: "ws://no-such-relay.invalid:7777", configuration: Self.configuration(), logger: Self.logger)
-        try await Self.running(unresolvable) {
-            try await Self.running(connection) {
+        try await unresolvable.running {
+            try await connection.running {
                 // Polled rather than read after a fixed sleep: on a loaded machine two attempts
                 // with 100–400 ms backoff can take longer than 800 ms (seen in a full run).
                 let deadline = ContinuousClock.now + .seconds(10)
@@ -232,7 +220,7 @@ import Testing
         let filter = Filter(authors: [keys.publicKey], kinds: [1])
 
         let anonymous = RelayConnection(url: relay.url, configuration: Self.configuration(), logger: Self.logger)
-        try await Self.running(anonymous) {
+        try await anonymous.running {
             var events = await anonymous.subscribe(id: "s", filters: [filter]).makeAsyncIterator()
             let first = await Self.next(&events)
             let refused: Bool = if case .closed(let reason)? = first { reason.hasPrefix("auth-required:") } else { false }
@@ -243,7 +231,7 @@ import Testing
         var configuration = Self.configuration()
         configuration.authKeys = Keys.generate()
         let authenticated = RelayConnection(url: relay.url, configuration: configuration, logger: Self.logger)
-        try await Self.running(authenticated) {
+        try await authenticated.running {
             var events = await authenticated.subscribe(id: "s", filters: [filter]).makeAsyncIterator()
             #expect(await Self.next(&events) == .endOfStoredEvents, "served after AUTH")
             #expect(await authenticated.state == .connected)

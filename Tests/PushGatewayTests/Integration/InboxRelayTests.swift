@@ -39,22 +39,10 @@ import Testing
         return RelayConnection(url: url, configuration: configuration, logger: TestDatabase.logger)
     }
 
-    /// Runs `connection` for the duration of `body`.
-    static func using<T: Sendable>(_ connection: RelayConnection, _ body: @Sendable () async throws -> T) async throws -> T {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                try await connection.run()
-                return nil
-            }
-            defer { group.cancelAll() }
-            return try await body()
-        }
-    }
-
     /// Publishes `event` through a fresh connection and returns the relay's answer.
     static func publish(_ event: NostrEvent, to url: String) async throws -> PublishResult {
         let sender = connection(url)
-        return try await using(sender) { try await sender.publish(event) }
+        return try await sender.running { try await sender.publish(event) }
     }
 
     /// The items of `stream` up to and including the first `until` (EOSE or CLOSED), within 10 s.
@@ -91,7 +79,7 @@ import Testing
                 try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xD1))
                 let wrap = try RelayWatchTests.wrap(to: bob)
                 let sender = Self.connection(url)
-                try await Self.using(sender) {
+                try await sender.running {
                     let first = try await sender.publish(wrap)
                     #expect(first.accepted, "\(first.message)")
                     let again = try await sender.publish(wrap)
@@ -115,7 +103,7 @@ import Testing
                 kind: EventKind.giftWrap, tags: [["p", bob.publicKey.hex]], content: "x", createdAt: UnixTime.now() - 4 * 86_400)
             let toNobody = try RelayWatchTests.wrap(to: stranger)
             let sender = Self.connection(url)
-            try await Self.using(sender) {
+            try await sender.running {
                 for (event, prefix) in [(note, "restricted:"), (old, "invalid:"), (toNobody, "restricted:")] {
                     let result = try await sender.publish(event)
                     #expect(!result.accepted && result.message.hasPrefix(prefix), "kind \(event.kind): \(result.message)")
@@ -134,14 +122,14 @@ import Testing
 
             // No AUTH: closed.
             let anonymous = Self.connection(url)
-            let anonymousItems = try await Self.using(anonymous) {
+            let anonymousItems = try await anonymous.running {
                 await Self.collect(anonymous.subscribe(id: "a", filters: [Self.inboxFilter(bob)])) { $0 != .endOfStoredEvents }
             }
             #expect(anonymousItems.contains { if case .closed(let text) = $0 { text.hasPrefix("auth-required:") } else { false } })
 
             // AUTH as another key: asking for bob's wraps is refused, nothing is read.
             let other = Self.connection(url, keys: mallory)
-            let otherItems = try await Self.using(other) {
+            let otherItems = try await other.running {
                 await Self.collect(other.subscribe(id: "m", filters: [Self.inboxFilter(bob)])) { item in
                     if case .closed(let text) = item { !text.hasPrefix("auth-required:") } else { item == .endOfStoredEvents }
                 }
@@ -151,7 +139,7 @@ import Testing
 
             // AUTH as bob: the stored wrap, EOSE, then one published now.
             let reader = Self.connection(url, keys: bob)
-            try await Self.using(reader) {
+            try await reader.running {
                 let stream = await reader.subscribe(id: "b", filters: [Self.inboxFilter(bob)])
                 let history = await Self.collect(stream) { $0 == .endOfStoredEvents }
                 #expect(history == [.event(stored), .endOfStoredEvents])
@@ -171,7 +159,7 @@ import Testing
             try await RelayWatchTests.registerWatching(gateway, carol, HTTP2DeliveryTests.token(0xD5))
             let sender = Self.connection(url)
             let vanish = carol.sign(kind: EventKind.requestToVanish, tags: [["relay", url]], content: "")
-            try await Self.using(sender) {
+            try await sender.running {
                 for recipient in [bob, bob, carol] {
                     let result = try await sender.publish(try RelayWatchTests.wrap(to: recipient))
                     #expect(result.accepted)

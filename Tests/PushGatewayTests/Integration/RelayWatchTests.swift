@@ -38,9 +38,7 @@ import Testing
         // how fast it says OK is not what these tests check (a run of 62 tests once saw 5 s pass).
         configuration.publishTimeout = .seconds(20)
         let connection = RelayConnection(url: relay.url, configuration: configuration, logger: TestDatabase.logger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await connection.run() }
-            defer { group.cancelAll() }
+        try await connection.running {
             for event in events {
                 let result = try await connection.publish(event)
                 #expect(result.accepted, "relay accepted \(event.id.hex): \(result.message)")
