@@ -13,32 +13,28 @@ public import NostrProtocol
 public enum HostResolver {
     /// Every address `host` resolves to (IPv4 and IPv6, each once); empty when it resolves to none.
     public static func addresses(of host: String, timeout: Duration = .seconds(5)) async throws(HostResolverError) -> [IPAddress] {
-        let answered = Locked(false)
-        let result: Result<[IPAddress], HostResolverError> = await withTaskCancellationHandler {
+        // Whichever comes first answers: the lookup, the timeout, or the cancellation.
+        let waiter = Locked<CheckedContinuation<Result<[IPAddress], HostResolverError>, Never>?>(nil)
+        let answer: @Sendable (Result<[IPAddress], HostResolverError>) -> Void = { result in
+            waiter.withLock { waiting in
+                defer { waiting = nil }
+                return waiting
+            }?.resume(returning: result)
+        }
+        let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                // Whichever comes first answers: the lookup, the timeout, or the cancellation.
-                let answer: @Sendable (Result<[IPAddress], HostResolverError>) -> Void = { result in
-                    let first = answered.withLock { done in
-                        defer { done = true }
-                        return !done
-                    }
-                    if first { continuation.resume(returning: result) }
-                }
-                cancellations.withLock { $0[ObjectIdentifier(answered)] = { answer(.failure(.cancelled)) } }
+                waiter.withLock { $0 = continuation }
+                // Cancelled before the waiter was in place: `onCancel` found nobody to answer.
                 if Task.isCancelled { answer(.failure(.cancelled)) }
                 DispatchQueue.global().async { answer(lookUp(host)) }
                 let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
                 DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { answer(.failure(.timedOut)) }
             }
         } onCancel: {
-            cancellations.withLock { $0[ObjectIdentifier(answered)] }?()
+            answer(.failure(.cancelled))
         }
-        cancellations.withLock { $0[ObjectIdentifier(answered)] = nil }
         return try result.get()
     }
-
-    /// How to answer each lookup in flight when its task is cancelled.
-    private static let cancellations = Locked<[ObjectIdentifier: @Sendable () -> Void]>([:])
 
     private static func lookUp(_ host: String) -> Result<[IPAddress], HostResolverError> {
         var hints = addrinfo()

@@ -152,12 +152,7 @@ public struct WatchStore: Sendable {
             unsafeSQL: "SELECT pubkey, relays FROM devices WHERE relay_watch AND \(condition.sql) ORDER BY registered_at, device_token",
             binds: condition.binds)
         for (pubkey, relays) in try await database.query(devices, logger: logger).decode((String, [String]).self) {
-            var user = users[pubkey] ?? RelayWatchPlan.UserRelays()
-            for text in relays {
-                guard let url = try? RelayURL(text), !user.registration.contains(url) else { continue }
-                user.registration.append(url)
-            }
-            users[pubkey] = user
+            users[pubkey, default: RelayWatchPlan.UserRelays()].addRegistered(relays)
         }
         guard !users.isEmpty else { return users }
         for (pubkey, relays) in try await database.query(

@@ -256,11 +256,7 @@ public struct GatewayAPI: Sendable {
     /// the watching instance's report says the rest (`watching` until it reports otherwise).
     static func watchObject(_ listing: DeviceListing, settings: WatchSettings, policy: RelayAddressPolicy) -> JSONValue {
         var user = RelayWatchPlan.UserRelays(inboxList: listing.inboxList.map { $0.compactMap { try? RelayURL($0) } })
-        for device in listing.devices where device.relayWatch {
-            for url in device.relays.compactMap({ try? RelayURL($0) }) where !user.registration.contains(url) {
-                user.registration.append(url)
-            }
-        }
+        for device in listing.devices where device.relayWatch { user.addRegistered(device.relays) }
         let plan = RelayWatchPlan(
             users: ["caller": user], defaults: settings.relays, maxRelays: .max, maxRelaysPerUser: settings.maxRelaysPerUser,
             policy: policy, served: Set(settings.ownInboxRelay.map { [$0] } ?? []))

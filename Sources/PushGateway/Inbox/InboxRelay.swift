@@ -21,12 +21,11 @@ public import ServiceLifecycle
 public struct InboxRelay: Service {
     let settings: InboxRelaySettings
     let store: InboxStore
-    let watchStore: WatchStore
+    /// Claims a stored wrap and queues its pushes, as the relay watcher does.
+    let recorder: SightingRecorder
     let subscribers = InboxSubscribers()
     let metrics: GatewayMetrics
     let logger: Logger
-    let wakeup: WakeupSignal?
-    let directDelivery: DirectDelivery?
     let perAddress: ConnectionsPerAddress
     /// `RATE_LIMIT_TRUST_FORWARDED`: the client is the proxy's last `X-Forwarded-For` entry.
     let trustForwardedFor: Bool
@@ -61,10 +60,10 @@ public struct InboxRelay: Service {
         logger[metadataKey: "inbox"] = "relay"
         self.logger = logger
         self.store = InboxStore(database: Database(client), logger: logger)
-        self.watchStore = WatchStore(client: client, settings: watch, deviceBudget: deviceBudget, logger: logger)
+        self.recorder = SightingRecorder(
+            store: WatchStore(client: client, settings: watch, deviceBudget: deviceBudget, logger: logger), metrics: metrics,
+            wakeup: wakeup, directDelivery: directDelivery)
         self.metrics = metrics
-        self.wakeup = wakeup
-        self.directDelivery = directDelivery
         self.perAddress = ConnectionsPerAddress(limit: settings.maxConnectionsPerAddress)
         self.eventsPerAddress = RateLimiter(
             limit: .init(perSecond: Double(settings.eventsPerSecond * 2), burst: Double(settings.eventsPerSecond * 4)))
@@ -164,10 +163,7 @@ public struct InboxRelay: Service {
         let relay = settings.relayURL?.description ?? "inbox"
         let sighting = WrapSighting(wrapID: wrapID, recipient: recipient, relay: relay, phase: .realtime, receivedAt: .now)
         do {
-            let result = try await watchStore.record([sighting], leaseSeconds: directDelivery?.lease())
-            directDelivery?.start(result.leased)
-            if result.jobs > result.leased.count { wakeup?.signal() }
-            metrics.watchRecorded(duplicates: 1 - result.claimed, queued: result.jobs, coalesced: result.merged)
+            try await recorder.record([sighting])
         } catch {
             logger.warning("could not queue the push for an inbox wrap", metadata: RelayWatcher.errorMetadata(error))
         }

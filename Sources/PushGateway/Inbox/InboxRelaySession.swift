@@ -11,9 +11,6 @@ final class InboxRelaySession: Sendable {
     struct State {
         var authenticated: String?
         var subscriptions: [String: InboxQuery] = [:]
-        /// Token bucket for EVENTs.
-        var tokens: Double
-        var refilledAt = ContinuousClock.now
     }
 
     let relay: InboxRelay
@@ -22,6 +19,8 @@ final class InboxRelaySession: Sendable {
     let challenge = Hex.encode((0..<16).map { _ in UInt8.random(in: 0...255) })
     let token = UUID()
     let state: Locked<State>
+    /// This connection's messages: `INBOX_EVENTS_PER_SECOND`, in bursts of twice that.
+    let messages: RateLimiter
     let outbound: AsyncStream<String>.Continuation
     private let queued: AsyncStream<String>
     /// Set when the client stopped reading and the queue overflowed.
@@ -38,7 +37,9 @@ final class InboxRelaySession: Sendable {
     init(relay: InboxRelay, address: String) {
         self.relay = relay
         self.address = address
-        self.state = Locked(State(tokens: Double(relay.settings.eventsPerSecond) * 2))
+        self.state = Locked(State())
+        let rate = Double(relay.settings.eventsPerSecond)
+        self.messages = RateLimiter(limit: .init(perSecond: rate, burst: rate * 2), maxKeys: 2)
         (queued, outbound) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(Self.outboundLimit))
     }
 
@@ -121,7 +122,7 @@ final class InboxRelaySession: Sendable {
         }
         // Every message costs a token (REQs and AUTHs cost the database and a signature check too);
         // EVENTs also count against the client's address.
-        guard takeToken() else {
+        guard messages.take("connection") == nil else {
             relay.metrics.inboxEvent(outcome: "rate_limited")
             switch message {
             case .event(let event), .auth(let event):
@@ -287,20 +288,6 @@ final class InboxRelaySession: Sendable {
             state.subscriptions.filter { $0.value.matches(id: id, recipient: recipient, createdAt: createdAt) }.keys
         }
         for subscription in matching { send(#"["EVENT",\#(JSONValue.string(subscription).serialized),\#(json)]"#) }
-    }
-
-    private func takeToken() -> Bool {
-        let rate = Double(relay.settings.eventsPerSecond)
-        return state.withLock { state in
-            let now = ContinuousClock.now
-            let elapsed = now - state.refilledAt
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            state.tokens = min(rate * 2, state.tokens + seconds * rate)
-            state.refilledAt = now
-            guard state.tokens >= 1 else { return false }
-            state.tokens -= 1
-            return true
-        }
     }
 }
 

@@ -40,18 +40,13 @@ package enum LiveWrite: Sendable, Equatable {
                 guard !pubkeys.isEmpty else { continue }
                 if gathered[relay] == nil { relays.append(relay) }
                 gathered[relay, default: []] += pubkeys
-            case .forget(let pubkeys):
+            case .forget(let pubkeys), .forgetOn(_, let pubkeys):
                 guard !pubkeys.isEmpty else { continue }
                 let forgotten = Set(pubkeys)
-                for relay in relays { gathered[relay]?.removeAll(where: forgotten.contains) }
+                let covered: [String] = if case .forgetOn(let relay, _) = write { [relay] } else { relays }
+                for relay in covered { gathered[relay]?.removeAll(where: forgotten.contains) }
                 flush()
-                steps.append(.forget(pubkeys))
-            case .forgetOn(let relay, let pubkeys):
-                guard !pubkeys.isEmpty else { continue }
-                let forgotten = Set(pubkeys)
-                gathered[relay]?.removeAll(where: forgotten.contains)
-                flush()
-                steps.append(.forgetOn(relay: relay, pubkeys: pubkeys))
+                steps.append(write)
             }
         }
         flush()

@@ -43,6 +43,12 @@ package struct RelayWatchPlan: Sendable, Equatable {
             self.inboxList = inboxList
             self.registration = registration
         }
+
+        /// Adds one device's registered relays (stored normal forms) after those already there,
+        /// each relay once.
+        package mutating func addRegistered(_ relays: [String]) {
+            for url in relays.compactMap({ try? RelayURL($0) }) where !registration.contains(url) { registration.append(url) }
+        }
     }
 
     package struct Assignment: Sendable, Equatable {

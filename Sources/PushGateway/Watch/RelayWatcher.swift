@@ -642,7 +642,8 @@ public actor RelayWatcher: Service {
         // On a user's relay, ids this subscription already handed on are dropped before they cost
         // a statement each: such a relay could otherwise replay one valid wrap without end. (A
         // reconnect's replay repeats ids legitimately; they were claimed the first time.)
-        var handedOn: Set<EventID>? = context.scope == .defaults ? nil : []
+        let dropsRepeats = context.scope != .defaults
+        var handedOn = Set<EventID>()
         // Users' relays share one label: their URLs come from users, and there may be hundreds.
         let counters = metrics.watchRelayCounters(relay: context.scope == .defaults ? context.relay : "user-relays")
         for await item in stream {
@@ -670,9 +671,9 @@ public actor RelayWatcher: Service {
                     context.connection.countInvalid()
                     continue
                 }
-                if handedOn != nil {
-                    if handedOn!.count >= 1_024 { handedOn!.removeAll(keepingCapacity: true) }
-                    guard handedOn!.insert(event.id).inserted else { continue }
+                if dropsRepeats {
+                    if handedOn.count >= 1_024 { handedOn.removeAll(keepingCapacity: true) }
+                    guard handedOn.insert(event.id).inserted else { continue }
                 }
                 let phase: WrapSighting.Phase = reachedEOSE ? .realtime : context.alreadyLive.contains(recipient) ? .resumed : .history
                 let batcher = batchers[Int(UInt(bitPattern: recipient.hashValue) % UInt(batchers.count))]
@@ -829,6 +830,7 @@ public actor RelayWatcher: Service {
 
     private nonisolated func ingestLoop(_ batcher: Batcher<WrapSighting>) async {
         let relayToQueue = metrics.watchRelayToQueueTimer()
+        let recorder = SightingRecorder(store: store, metrics: metrics, wakeup: wakeup, directDelivery: directDelivery)
         // Returning early (cancelled) must not leave consumers waiting for room that never comes.
         defer { batcher.close() }
         // Shutting down without a database: once one batch is given up, the rest are dropped
@@ -843,17 +845,11 @@ public actor RelayWatcher: Service {
             while true {
                 attempt += 1
                 do {
-                    let result = try await store.record(batch, leaseSeconds: directDelivery?.lease())
-                    // Not awaited: the next batch is recorded while this one is sent.
-                    directDelivery?.start(result.leased)
-                    let distinct = Set(batch.map(\.wrapID)).count
-                    metrics.watchRecorded(duplicates: distinct - result.claimed, queued: result.jobs, coalesced: result.merged)
-                    if result.overBudget > 0 { metrics.push(outcome: "over_budget", reason: nil, count: result.overBudget) }
+                    let result = try await recorder.record(batch)
                     let now = ContinuousClock.now
                     for sighting in batch where sighting.live {
                         relayToQueue.recordNanoseconds(Self.nanoseconds(now - sighting.receivedAt))
                     }
-                    if result.jobs > result.leased.count { wakeup?.signal() }
                     if result.jobs + result.merged > 0 {
                         logger.debug(
                             "relay-watch pushes queued", metadata: ["push.jobs": "\(result.jobs)", "push.coalesced": "\(result.merged)"])

@@ -1,0 +1,24 @@
+/// Records gift-wrap sightings and hands their pushes on: the claim and the queued jobs in one
+/// statement (`WatchStore.record`), the jobs it leased to direct delivery, the rest to the
+/// delivery loops' wake-up, and the counts to the metrics. The relay watcher's ingest loops and the
+/// inbox relay both record through it, so a wrap is claimed, coalesced and budgeted one way.
+struct SightingRecorder: Sendable {
+    let store: WatchStore
+    let metrics: GatewayMetrics
+    let wakeup: WakeupSignal?
+    /// Sends the jobs this instance just queued and leased itself; nil when it does not deliver.
+    let directDelivery: DirectDelivery?
+
+    /// Records `sightings`; nothing of them is committed when it throws.
+    @discardableResult
+    func record(_ sightings: [WrapSighting]) async throws -> WatchStore.RecordResult {
+        let result = try await store.record(sightings, leaseSeconds: directDelivery?.lease())
+        // Not awaited: the next batch is recorded while this one is sent.
+        directDelivery?.start(result.leased)
+        let distinct = Set(sightings.map(\.wrapID)).count
+        metrics.watchRecorded(duplicates: distinct - result.claimed, queued: result.jobs, coalesced: result.merged)
+        if result.overBudget > 0 { metrics.push(outcome: "over_budget", reason: nil, count: result.overBudget) }
+        if result.jobs > result.leased.count { wakeup?.signal() }
+        return result
+    }
+}
