@@ -351,6 +351,8 @@ RELAY_URLS = [
     "wss://user:pw@relay.example", "wss://relay.example/#frag", "wss://127.1", "wss://0x7f.0.0.1",
     "wss://xn--bcher-kva.example.", "wss://relay.example:65536", "https://relay.example", "  wss://nos.lol/  ",
     "1.2.3.4", "fe80::1", "::", "1:2:3:4:5:6:7:8", "::ffff:1.2.3.4", "1::2::3",
+    # At the length limit as written, a byte over it in normal form (`?` becomes `/?`).
+    "wss://relay.example?" + "a" * 492,
 ]
 
 

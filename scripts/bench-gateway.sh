@@ -28,18 +28,8 @@ H2LOAD_REQUESTS=100000 PGBENCH_SECONDS=10
 
 bench_start bench
 
-start_sandbox() {  # NAME, extra args...: starts it, sets SANDBOX_PORT
-    local name="$1"; shift
-    "$BIN/apns-sandbox" --port 0 --port-file "$WORK/$name.port" --ca-out "$WORK/$name-ca.pem" --log-level warning "$@" \
-        >"$WORK/$name.log" 2>&1 &
-    PIDS+=($!)
-    for _ in $(seq 1 100); do [[ -s "$WORK/$name.port" ]] && break; sleep 0.1; done
-    [[ -s "$WORK/$name.port" ]] || { cat "$WORK/$name.log" >&2; exit 1; }
-    SANDBOX_PORT="$(cat "$WORK/$name.port")"
-}
-
 say "1. APNs sandbox capacity (h2load: 2 connections x 100 streams, $H2LOAD_REQUESTS pushes, no provider-token check)"
-start_sandbox baseline
+bench_sandbox baseline
 echo '{"aps":{"alert":{"title":"New post in linkstr","body":"Open linkstr to view"},"sound":"default","thread-id":"C1"},"type":"new_post","event_id":"e","conversation_id":"C1"}' > "$WORK/payload.json"
 h2load -n "$H2LOAD_REQUESTS" -c 2 -m 100 -d "$WORK/payload.json" -H 'apns-topic: app.linkstr.bench' -H 'apns-push-type: alert' -H 'apns-priority: 10' \
     "https://127.0.0.1:$SANDBOX_PORT/3/device/$(printf 'ab%.0s' {1..32})" | grep -E "finished in|requests:|status codes"
@@ -53,13 +43,8 @@ PG_PORT_USED="$(sed -E 's#.*:([0-9]+)/.*#\1#' <<<"$DATABASE_URL")"
     | grep -E "^tps|latency average"
 
 say "3. linkstr-push against the sandbox (provider tokens checked)"
-APNS_KEY_FILE="$WORK/apns-key.p8"
-start_sandbox gateway --key-id BENCHKEY01 --team-id BENCHTEAM1 --key "$APNS_KEY_FILE" --create-key --topic app.linkstr.bench
-# One load generator on one address is no abuse: the rate limits are off for the benchmark.
-export RATE_LIMIT_IP=0 RATE_LIMIT_PUBKEY=0
-export LISTEN_ADDR="127.0.0.1:$(pg_free_port)" LOG_LEVEL=warning APNS_TOPIC=app.linkstr.bench APNS_KEY_ID=BENCHKEY01 APNS_TEAM_ID=BENCHTEAM1
-export APNS_KEY_P8_PATH="$APNS_KEY_FILE" APNS_CA_FILE="$WORK/gateway-ca.pem" DATABASE_URL
-export APNS_SANDBOX_URL="https://localhost:$SANDBOX_PORT" APNS_PRODUCTION_URL="https://localhost:$SANDBOX_PORT"
+bench_token_sandbox gateway
+bench_gateway_env gateway
 "$BIN/linkstr-push" serve --no-migrate >"$WORK/gateway.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 1 100); do curl -sf "http://$LISTEN_ADDR/readyz" >/dev/null && break; sleep 0.1; done

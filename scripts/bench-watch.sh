@@ -22,6 +22,11 @@
 #   COLD=1 RATE=1000 scripts/bench-watch.sh
 #   ROUNDS=5 scripts/bench-watch.sh     # five runs on the same database, then how many met p99 < 100 ms
 #   PGLOG=1 scripts/bench-watch.sh      # also each round's statements over 50 ms and autovacuums
+#   USER_RELAYS=200 scripts/bench-watch.sh   # 10,000 users, each registered with one of 200 relays
+#                                            # of their own, the wraps published only there
+# With USER_RELAYS=N the load tool is also N user relays (ws://127.0.0.1:PORT/u0 … told apart by
+# path), each device's registration names one of them, and the wraps go only to them: the
+# watcher following users' own relays, one connection per relay beside RELAYS.
 # The machine's speed swings from one minute to the next, so one run says little about a target:
 # ROUNDS=N streams N times, each with a fresh gateway and relay, every device's coalescing window
 # open again, vacuumed and after a checkpoint (the database, its steady state and the sandbox
@@ -33,7 +38,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh"
 cd "$REPO_ROOT"
 setup_all
 
-WATCHED="${WATCHED:-100000}"
+USER_RELAYS="${USER_RELAYS:-0}"
+[[ "$USER_RELAYS" =~ ^[0-9]+$ ]] || { echo "USER_RELAYS must be a number" >&2; exit 2; }
+if [[ "$USER_RELAYS" -gt 0 ]]; then WATCHED="${WATCHED:-10000}"; else WATCHED="${WATCHED:-100000}"; fi
 RATE="${RATE:-5000}"
 DURATION="${SECONDS_:-10}"
 ROUNDS="${ROUNDS:-1}"
@@ -43,22 +50,26 @@ bench_start bench-watch
 export MIGRATIONS_DIR="$REPO_ROOT/migrations"
 APNS_DISABLE=1 "$BIN/linkstr-push" migrate >/dev/null
 
-say "registering $WATCHED watched devices (SQL, one pubkey each)"
+# One port for every round's relay (the load tool), so that the user relays registered below
+# stay where the devices say they are.
+RELAY_PORT="$(pg_free_port)"
 PG_PORT_USED="$(sed -E 's#.*:([0-9]+)/.*#\1#' <<<"$DATABASE_URL")"
+if [[ "$USER_RELAYS" -gt 0 ]]; then
+    say "registering $WATCHED watched devices (SQL, one pubkey each), each naming one of $USER_RELAYS user relays"
+    USER_RELAY_SQL="ARRAY['ws://127.0.0.1:$RELAY_PORT/u' || (i % $USER_RELAYS)]"
+else
+    say "registering $WATCHED watched devices (SQL, one pubkey each)"
+    USER_RELAY_SQL="'{}'::text[]"
+fi
 psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "
-    INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch)
+    INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch, relays)
     SELECT 'aa' || substr(encode(sha256(('token' || i)::bytea), 'hex'), 3), encode(sha256(('pubkey' || i)::bytea), 'hex'),
-           'sandbox', 'app.linkstr.bench', true
+           'sandbox', 'app.linkstr.bench', true, $USER_RELAY_SQL
     FROM generate_series(1, $WATCHED) AS i"
 if [[ "${COLD:-}" != 1 ]]; then
     HISTORY="${HISTORY:-1000000}"
     say "steady state: $HISTORY wraps seen over two days, a coalescing row per device, ANALYZE"
-    psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr \
-        -c "INSERT INTO seen_wraps (wrap_id, seen_at)
-            SELECT encode(sha256(('seen' || i)::bytea), 'hex'), now() - make_interval(secs => i * 172800.0 / $HISTORY)
-            FROM generate_series(1, $HISTORY) AS i" \
-        -c "INSERT INTO watch_coalesce (device_token, next_at) SELECT device_token, now() - interval '1 hour' FROM devices" \
-        -c "VACUUM ANALYZE" -c "CHECKPOINT"
+    bench_steady_state "$HISTORY"
 fi
 
 if [[ "${PGLOG:-}" == 1 ]]; then
@@ -69,79 +80,41 @@ if [[ "${PGLOG:-}" == 1 ]]; then
         -c "ALTER SYSTEM SET session_preload_libraries = 'auto_explain'" -c "ALTER SYSTEM SET auto_explain.log_min_duration = '50ms'" \
         -c "ALTER SYSTEM SET log_autovacuum_min_duration = 0" -c "SELECT pg_reload_conf()" >/dev/null
 fi
-if [[ "${PGSTATS:-}" == 1 ]]; then
-    # Per-statement figures (pg_stat_statements), printed at the end.
-    psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'" >/dev/null
-    pg_as_owner "$(pg_bin_dir)/pg_ctl" -D "$WORK/pg" -w restart >/dev/null
-    psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" \
-        -c "ALTER SYSTEM SET pg_stat_statements.track_planning = on" -c "SELECT pg_reload_conf()" -c "SELECT pg_stat_statements_reset()" >/dev/null
-fi
-APNS_KEY_FILE="$WORK/apns-key.p8"
-"$BIN/apns-sandbox" --port 0 --port-file "$WORK/sandbox.port" --ca-out "$WORK/sandbox-ca.pem" --log-level warning \
-    --key-id BENCHKEY01 --team-id BENCHTEAM1 --key "$APNS_KEY_FILE" --create-key --topic app.linkstr.bench >"$WORK/sandbox.log" 2>&1 &
-PIDS+=($!)
-SANDBOX_PID=$!
-for _ in $(seq 1 100); do [[ -s "$WORK/sandbox.port" ]] && break; sleep 0.1; done
-SANDBOX_PORT="$(cat "$WORK/sandbox.port")"
-
-# Returns once the load tool has printed a line starting with $1, or has exited. tail -F waits on
-# inotify: the loop of grep and sleep it replaces, 20 times a second, took about 4 % of the
-# machine while the wraps streamed (perf), CPU the gateway and PostgreSQL were short of. tail
-# ends at its next line or with the load tool.
-await_load_line() {
-    grep -q -m1 "^$1" < <(exec tail -n +1 -F --pid="$LOAD_PID" "$WORK/load.log" 2>/dev/null) || true
-}
+# Per-statement figures (pg_stat_statements), printed at each round's end.
+if [[ "${PGSTATS:-}" == 1 ]]; then bench_pgstats_enable; fi
+bench_token_sandbox sandbox
 
 # One round: a relay (the load tool) and a gateway watching it, wraps streamed, figures printed.
 # Sets ROUND_P99 (ms, empty when the load tool printed none) and ROUND_BASELINE (wraps one core
 # verified a second in this round, the machine's speed at the time); returns the load tool's status, or
 # 1 when the gateway had to be killed.
 watch_round() {
-    local status split log_offset round_log gateway_status=0
+    local status log_offset round_log gateway_status=0
     log_offset="$(stat -c %s "$WORK/pg/server.log")"
-    RELAY_PORT="$(pg_free_port)"
-    say "linkstr-load is the relay on ws://127.0.0.1:$RELAY_PORT; streaming $RATE wraps/s for $DURATION s"
-    stdbuf -oL "$BIN/linkstr-load" watch --port "$RELAY_PORT" --pubkeys "$WATCHED" --rate "$RATE" --seconds "$DURATION" \
+    if [[ "$USER_RELAYS" -gt 0 ]]; then
+        say "linkstr-load is RELAYS ws://127.0.0.1:$RELAY_PORT and $USER_RELAYS user relays there at /u0 … /u$((USER_RELAYS - 1)); streaming $RATE wraps/s for $DURATION s on the user relays"
+    else
+        say "linkstr-load is the relay on ws://127.0.0.1:$RELAY_PORT; streaming $RATE wraps/s for $DURATION s"
+    fi
+    stdbuf -oL "$BIN/linkstr-load" watch --port "$RELAY_PORT" --user-relays "$USER_RELAYS" --pubkeys "$WATCHED" --rate "$RATE" --seconds "$DURATION" \
         --sandbox "https://localhost:$SANDBOX_PORT" --ca "$WORK/sandbox-ca.pem" >"$WORK/load.log" 2>&1 &
     LOAD_PID=$!
     sleep 1
 
-    # One load generator on one address is no abuse: the rate limits are off for the benchmark.
-    export RATE_LIMIT_IP=0 RATE_LIMIT_PUBKEY=0
-    export LISTEN_ADDR="127.0.0.1:$(pg_free_port)" LOG_LEVEL=warning APNS_TOPIC=app.linkstr.bench APNS_KEY_ID=BENCHKEY01 APNS_TEAM_ID=BENCHTEAM1
-    export APNS_KEY_P8_PATH="$APNS_KEY_FILE" APNS_CA_FILE="$WORK/sandbox-ca.pem" DATABASE_URL RELAYS="ws://127.0.0.1:$RELAY_PORT"
-    export APNS_SANDBOX_URL="https://localhost:$SANDBOX_PORT" APNS_PRODUCTION_URL="https://localhost:$SANDBOX_PORT"
+    bench_gateway_env sandbox
+    export RELAYS="ws://127.0.0.1:$RELAY_PORT"
+    if [[ "$USER_RELAYS" -gt 0 ]]; then
+        # The users' relays are on loopback. Each user gets several wraps within the run (5 at
+        # the defaults), which the default coalescing window would merge into one alert: here
+        # each is pushed, so that each wrap's latency is measured.
+        export WATCH_ALLOW_PRIVATE_RELAYS=1 WATCH_COALESCE_SECONDS=0
+    fi
     "$BIN/linkstr-push" serve --no-migrate >"$WORK/gateway.log" 2>&1 &
     GATEWAY_PID=$!
     PIDS+=($GATEWAY_PID)
 
-    # Where the CPU went while wraps streamed: from the load tool's "streaming" (the wraps are made
-    # and signed before) to its last delivery read ("sustained"), the gateway, PostgreSQL (every
-    # backend) and the sandbox.
-    await_load_line streaming
-    cpu_window_start "gateway=$GATEWAY_PID sandbox=$SANDBOX_PID postgres=pg:$WORK/pg"
-    await_load_line sustained
-    split="$(cpu_window_line streaming)"
-    status=0
-    wait "$LOAD_PID" || status=$?
-    cat "$WORK/load.log"
-    echo "$split"
-    if [[ "${PGSTATS:-}" == 1 ]]; then
-        psql -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "SELECT calls, plans, round(total_plan_time) AS plan_ms, round(total_exec_time) AS total_ms, round(mean_exec_time::numeric, 2) AS mean_ms,
-            rows, left(regexp_replace(query, '\s+', ' ', 'g'), 60) AS statement FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 8"
-    fi
-    # Where the time went, from the gateway's own histograms (bucket upper bounds): received from
-    # the relay to committed in the queue, and the APNs request itself (answered 200).
-    curl -s "http://$LISTEN_ADDR/metrics" | awk '
-        function quantile(name, q,   i) { for (i = 1; i <= n[name]; i++) if (count[name, i] >= q * total[name]) return bound[name, i]; return "?" }
-        /^linkstr_watch_relay_to_queue_seconds_bucket|^linkstr_apns_send_duration_seconds_bucket{status="200"/ {
-            name = ($0 ~ /relay_to_queue/) ? "relay-to-queue" : "APNs request"
-            match($0, /le="[^"]+"/); le = substr($0, RSTART + 4, RLENGTH - 5)
-            n[name]++; bound[name, n[name]] = (le == "+Inf") ? "inf" : le * 1000; count[name, n[name]] += $NF
-            if (le == "+Inf") total[name] += $NF
-        }
-        END { for (name in n) printf "gateway histogram %s ms: p50 <= %s  p99 <= %s\n", name, quantile(name, 0.5), quantile(name, 0.99) }'
-    grep -E "VmHWM|VmRSS" "/proc/$GATEWAY_PID/status" | sed 's/^/gateway /'
+    bench_stream_figures
+    status=$LOAD_STATUS
     # PostgreSQL's log of this round: the checkpoints it started on its own.
     round_log="$(tail -c "+$((log_offset + 1))" "$WORK/pg/server.log")"
     grep -E "checkpoint starting: (wal|time)" <<<"$round_log" | sed 's/^/postgres /' || true
@@ -162,17 +135,7 @@ watch_round() {
     ROUND_BASELINE="$(sed -nE 's/^baseline: one core verifies ([0-9]+) wraps.*/\1/p' "$WORK/load.log")"
     # A graceful stop releases the gateway's shard leases for the next round's gateway; one that
     # does not stop within 30 s is killed, and the round counts as failed.
-    kill "$GATEWAY_PID" 2>/dev/null || true
-    for _ in $(seq 1 300); do kill -0 "$GATEWAY_PID" 2>/dev/null || break; sleep 0.1; done
-    if kill -0 "$GATEWAY_PID" 2>/dev/null; then
-        echo "gateway did not stop within 30 s; killed" >&2
-        kill -9 "$GATEWAY_PID" 2>/dev/null || true
-        gateway_status=1
-    fi
-    wait "$GATEWAY_PID" 2>/dev/null || true
-    local kept=() pid
-    for pid in "${PIDS[@]}"; do [[ $pid == "$GATEWAY_PID" ]] || kept+=("$pid"); done
-    PIDS=("${kept[@]}")
+    bench_stop_gateway || gateway_status=1
     [[ $status -ne 0 ]] && return "$status"
     return "$gateway_status"
 }
@@ -182,9 +145,7 @@ UNDER=0
 FAILED=0
 for round in $(seq 1 "$ROUNDS"); do
     [[ "$ROUNDS" -gt 1 ]] && say "round $round of $ROUNDS"
-    if [[ "${PGSTATS:-}" == 1 ]]; then
-        psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "SELECT pg_stat_statements_reset()" >/dev/null
-    fi
+    if [[ "${PGSTATS:-}" == 1 ]]; then bench_pgstats_reset; fi
     if [[ $round -gt 1 ]]; then
         # The devices the last round pushed to are inside their coalescing window for a few
         # seconds; each round starts, like the first, with every window open.

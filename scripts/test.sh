@@ -83,6 +83,8 @@ if [[ $# -eq 0 && "${LINKSTR_SKIP_EXTRAS:-}" != 1 ]]; then
     say "benchmark smoke runs on the $CONFIGURATION executables (tiny sizes; they must run end to end, figures are not checked)"
     BENCH_BIN="$BIN" REGISTRATIONS=400 DEVICES=200 PUSHES=4 RECIPIENTS=50 SMOKE=1 scripts/bench-gateway.sh
     BENCH_BIN="$BIN" COLD=1 WATCHED=2000 RATE=200 SECONDS_=3 scripts/bench-watch.sh
+    BENCH_BIN="$BIN" COLD=1 USER_RELAYS=20 WATCHED=400 RATE=100 SECONDS_=2 scripts/bench-watch.sh
+    BENCH_BIN="$BIN" RECIPIENTS=2000 HISTORY=1000 RATE=200 SECONDS_=2 scripts/bench-inbox.sh
     EVENTS=500 RUNS=1 BENCH_BIN="$BIN" scripts/bench-ingest.sh
 
     # Every parser of outside input under libFuzzer with AddressSanitizer, from the committed seed

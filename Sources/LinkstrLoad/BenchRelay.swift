@@ -5,7 +5,7 @@ import NIOPosix
 import NIOWebSocket
 import NostrProtocol
 
-/// A minimal Nostr relay for the watcher benchmark: it answers every REQ with EOSE at once,
+/// A minimal Nostr relay for the watcher benchmark, or many told apart by URL path: it answers every REQ with EOSE at once,
 /// remembers which `#p` values each subscription asked for, and sends events to the subscription
 /// that covers their recipient when the benchmark says so. It stores nothing and checks nothing,
 /// so the figures measure the gateway, not a relay.
@@ -18,6 +18,8 @@ import NostrProtocol
 final class BenchRelay: Sendable {
     private struct Connection {
         let channel: any Channel
+        /// The request path: `/` for the relay in `RELAYS`, `/u…` for a user relay.
+        let path: String
         var subscriptions: [String: Set<String>] = [:]
     }
 
@@ -28,11 +30,12 @@ final class BenchRelay: Sendable {
 
     private let state = Locked(State())
 
-    /// Every pubkey some subscription covers, with where to send events for it.
-    func routes() -> [String: (connection: Int, subscription: String)] {
+    /// Every pubkey some subscription covers, with where to send events for it; with
+    /// `userRelaysOnly`, only on user relays (any path but `/`).
+    func routes(userRelaysOnly: Bool) -> [String: (connection: Int, subscription: String)] {
         state.withLock { state in
             var routes: [String: (Int, String)] = [:]
-            for (id, connection) in state.connections {
+            for (id, connection) in state.connections where !userRelaysOnly || Self.isUserRelay(connection.path) {
                 for (subscription, pubkeys) in connection.subscriptions {
                     for pubkey in pubkeys { routes[pubkey] = (id, subscription) }
                 }
@@ -41,10 +44,12 @@ final class BenchRelay: Sendable {
         }
     }
 
-    func coveredPubkeys() -> Int {
+    func coveredPubkeys(userRelaysOnly: Bool) -> Int {
         state.withLock { state in
             var all = Set<String>()
-            for connection in state.connections.values { for pubkeys in connection.subscriptions.values { all.formUnion(pubkeys) } }
+            for connection in state.connections.values where !userRelaysOnly || Self.isUserRelay(connection.path) {
+                for pubkeys in connection.subscriptions.values { all.formUnion(pubkeys) }
+            }
             return all.count
         }
     }
@@ -61,10 +66,12 @@ final class BenchRelay: Sendable {
         return true
     }
 
-    fileprivate func add(_ channel: any Channel) -> Int {
+    private static func isUserRelay(_ path: String) -> Bool { path != "/" && !path.isEmpty }
+
+    fileprivate func add(_ channel: any Channel, path: String) -> Int {
         state.withLock { state in
             state.nextID += 1
-            state.connections[state.nextID] = Connection(channel: channel)
+            state.connections[state.nextID] = Connection(channel: channel, path: path)
             return state.nextID
         }
     }
@@ -100,13 +107,13 @@ final class BenchRelay: Sendable {
         let upgrader = NIOWebSocketServerUpgrader(
             maxFrameSize: 1 << 20,
             shouldUpgrade: { channel, _ in channel.eventLoop.makeSucceededFuture(HTTPHeaders()) },
-            upgradePipelineHandler: { channel, _ in
+            upgradePipelineHandler: { channel, head in
                 channel.eventLoop.makeCompletedFuture {
                     // Whole messages, whatever the client's fragmentation; control frames pass through.
                     try channel.pipeline.syncOperations.addHandlers(
                         NIOWebSocketFrameAggregator(
                             minNonFinalFragmentSize: 1, maxAccumulatedFrameCount: 64, maxAccumulatedFrameSize: 1 << 20),
-                        BenchRelayHandler(relay: relay))
+                        BenchRelayHandler(relay: relay, path: head.uri))
                 }
             })
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -133,12 +140,16 @@ final class BenchRelay: Sendable {
         typealias OutboundOut = WebSocketFrame
 
         let relay: BenchRelay
+        let path: String
         var id = 0
 
-        init(relay: BenchRelay) { self.relay = relay }
+        init(relay: BenchRelay, path: String) {
+            self.relay = relay
+            self.path = path
+        }
 
         func handlerAdded(context: ChannelHandlerContext) {
-            id = relay.add(context.channel)
+            id = relay.add(context.channel, path: path)
         }
 
         // Runs however the pipeline goes away, even for a channel that was never active here.

@@ -142,11 +142,8 @@ struct IngestCommand: AsyncParsableCommand {
         }
     }
 
-    static func rate(_ count: Int, _ duration: Duration) -> Int { Int(Double(count) / max(seconds(duration), 1e-9)) }
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-    static func format(_ duration: Duration) -> String { String(format: "%.2f s", seconds(duration)) }
+    static func rate(_ count: Int, _ duration: Duration) -> Int { Int(Double(count) / max(duration.inSeconds, 1e-9)) }
+    static func format(_ duration: Duration) -> String { String(format: "%.2f s", duration.inSeconds) }
 
     static func peakRSSMegabytes() -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),

@@ -14,7 +14,9 @@ struct LinkstrLoadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "linkstr-load",
         abstract: "Load generator for linkstr-push: registrations/s, pushes/s to the APNs sandbox, enqueue-to-APNs latency.",
-        subcommands: [RegistrationsCommand.self, PushesCommand.self, WatchCommand.self, IngestCommand.self])
+        subcommands: [
+            RegistrationsCommand.self, PushesCommand.self, WatchCommand.self, InboxCommand.self, PubkeysCommand.self, IngestCommand.self,
+        ])
 }
 
 struct LoadOptions: ParsableArguments {

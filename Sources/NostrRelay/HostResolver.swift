@@ -27,8 +27,7 @@ public enum HostResolver {
                 // Cancelled before the waiter was in place: `onCancel` found nobody to answer.
                 if Task.isCancelled { answer(.failure(.cancelled)) }
                 DispatchQueue.global().async { answer(lookUp(host)) }
-                let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-                DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { answer(.failure(.timedOut)) }
+                DispatchQueue.global().asyncAfter(deadline: .now() + timeout.inSeconds) { answer(.failure(.timedOut)) }
             }
         } onCancel: {
             answer(.failure(.cancelled))

@@ -1,3 +1,5 @@
+import NostrProtocol
+
 /// Reconnect delays: exponential from `base` up to `cap`, each with up to `jitter` of random
 /// extra so that many instances do not reconnect to a relay in lock-step.
 public struct RelayBackoff: Sendable, Equatable {
@@ -14,9 +16,7 @@ public struct RelayBackoff: Sendable, Equatable {
     /// Delay before attempt `failures + 1`, where `failures` ≥ 1 counts consecutive failures.
     public func delay(afterFailures failures: Int, random: Double = Double.random(in: 0..<1)) -> Duration {
         let exponent = min(max(failures - 1, 0), 30)
-        let baseSeconds = Double(base.components.seconds) + Double(base.components.attoseconds) / 1e18
-        let capSeconds = Double(cap.components.seconds) + Double(cap.components.attoseconds) / 1e18
-        let seconds = min(baseSeconds * Double(1 << exponent), capSeconds) * (1 + jitter * random)
+        let seconds = min(base.inSeconds * Double(1 << exponent), cap.inSeconds) * (1 + jitter * random)
         return .milliseconds(Int64(seconds * 1000))
     }
 }

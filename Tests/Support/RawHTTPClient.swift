@@ -7,12 +7,14 @@ import Foundation
 public final class RawHTTPClient: Sendable {
     public let socket: Int32
 
-    /// Connects to 127.0.0.1:`port` from `source` (any 127.x.y.z address).
-    public init(port: Int, source: String = "127.0.0.1") throws {
+    /// Connects to 127.0.0.1:`port` from `source` (any 127.x.y.z address); `receiveBuffer` sets
+    /// the socket's receive buffer (and so the window the server may fill) before connecting.
+    public init(port: Int, source: String = "127.0.0.1", receiveBuffer: Int32? = nil) throws {
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw FixtureError("socket: \(String(cString: strerror(errno)))") }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if var size = receiveBuffer { setsockopt(socket, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
         var local = sockaddr_in()
         local.sin_family = sa_family_t(AF_INET)
         inet_pton(AF_INET, source, &local.sin_addr)
@@ -43,6 +45,38 @@ public final class RawHTTPClient: Sendable {
         let bytes = Array(text.utf8)
         let sent = bytes.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         guard sent == bytes.count else { throw FixtureError("send: \(String(cString: strerror(errno)))") }
+    }
+
+    /// Asks for a WebSocket upgrade of `path` with `headers` besides the upgrade's own, and
+    /// returns the response's status (101 when upgraded).
+    public func upgradeToWebSocket(port: Int, path: String, headers: [String: String] = [:]) throws -> Int {
+        var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        request += "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        for (name, value) in headers { request += "\(name): \(value)\r\n" }
+        try write(request + "\r\n")
+        return try readStatus()
+    }
+
+    /// Sends each of `messages` as a client's text frame (masked, with an all-zero key, so the
+    /// payload goes as it is), all in one write.
+    public func sendTextFrames(_ messages: [String]) throws {
+        var bytes: [UInt8] = []
+        for message in messages {
+            let payload = Array(message.utf8)
+            bytes.append(0x81)
+            switch payload.count {
+            case ..<126: bytes.append(0x80 | UInt8(payload.count))
+            case ..<65_536: bytes += [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+            default: throw FixtureError("frames over 64 KiB are not written here")
+            }
+            bytes += [0, 0, 0, 0] + payload
+        }
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard sent > 0 else { throw FixtureError("send: \(String(cString: strerror(errno)))") }
+            offset += sent
+        }
     }
 
     /// Reads until the response head is complete and returns its status code.

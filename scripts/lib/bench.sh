@@ -86,3 +86,128 @@ cpu_split() {
     echo "$(cpu_window_line "$label"), load tool $(awk '{ printf "%.1f", $1 + $2 }' "$times")"
     rm -f "$times"
 }
+
+# Starts an APNs sandbox: bench_sandbox NAME [args...]. Its port file, CA and log are
+# $WORK/NAME.port, $WORK/NAME-ca.pem and $WORK/NAME.log; sets SANDBOX_PORT and SANDBOX_PID.
+bench_sandbox() {
+    local name="$1"; shift
+    "$BIN/apns-sandbox" --port 0 --port-file "$WORK/$name.port" --ca-out "$WORK/$name-ca.pem" --log-level warning "$@" \
+        >"$WORK/$name.log" 2>&1 &
+    SANDBOX_PID=$!
+    PIDS+=($SANDBOX_PID)
+    for _ in $(seq 1 100); do [[ -s "$WORK/$name.port" ]] && break; sleep 0.1; done
+    [[ -s "$WORK/$name.port" ]] || { cat "$WORK/$name.log" >&2; exit 1; }
+    SANDBOX_PORT="$(cat "$WORK/$name.port")"
+}
+
+# The sandbox that checks provider tokens, for the gateway to push to: bench_token_sandbox NAME.
+# Sets APNS_KEY_FILE besides what bench_sandbox sets.
+bench_token_sandbox() {
+    APNS_KEY_FILE="$WORK/apns-key.p8"
+    bench_sandbox "$1" --key-id BENCHKEY01 --team-id BENCHTEAM1 --key "$APNS_KEY_FILE" --create-key --topic app.linkstr.bench
+}
+
+# The gateway's environment for pushing to that sandbox (named NAME) on a fresh loopback port:
+# bench_gateway_env NAME. One load generator on one address is no abuse, so the API's rate
+# limits are off; every other setting keeps its production default.
+bench_gateway_env() {
+    export RATE_LIMIT_IP=0 RATE_LIMIT_PUBKEY=0
+    export LISTEN_ADDR="127.0.0.1:$(pg_free_port)" LOG_LEVEL=warning APNS_TOPIC=app.linkstr.bench APNS_KEY_ID=BENCHKEY01 APNS_TEAM_ID=BENCHTEAM1
+    export APNS_KEY_P8_PATH="$APNS_KEY_FILE" APNS_CA_FILE="$WORK/$1-ca.pem" DATABASE_URL
+    export APNS_SANDBOX_URL="https://localhost:$SANDBOX_PORT" APNS_PRODUCTION_URL="https://localhost:$SANDBOX_PORT"
+}
+
+# Returns once the load tool (LOAD_PID, writing $WORK/load.log) has printed a line starting with
+# $1, or has exited. tail -F waits on inotify: a loop of grep and sleep, 20 times a second, took
+# about 4 % of the machine while wraps streamed (perf), CPU the gateway and PostgreSQL were short
+# of. tail ends at its next line or with the load tool.
+await_load_line() {
+    grep -q -m1 "^$1" < <(exec tail -n +1 -F --pid="$LOAD_PID" "$WORK/load.log" 2>/dev/null) || true
+}
+
+# Where the time went, from the gateway's own histograms (bucket upper bounds): received from a
+# relay to committed in the queue, and the APNs request itself (answered 200). Only histograms
+# with observations are printed.
+bench_gateway_histograms() {
+    curl -s "http://$LISTEN_ADDR/metrics" | awk '
+        function quantile(name, q,   i) { for (i = 1; i <= n[name]; i++) if (count[name, i] >= q * total[name]) return bound[name, i]; return "?" }
+        /^linkstr_watch_relay_to_queue_seconds_bucket|^linkstr_apns_send_duration_seconds_bucket{status="200"/ {
+            name = ($0 ~ /relay_to_queue/) ? "relay-to-queue" : "APNs request"
+            match($0, /le="[^"]+"/); le = substr($0, RSTART + 4, RLENGTH - 5)
+            n[name]++; bound[name, n[name]] = (le == "+Inf") ? "inf" : le * 1000; count[name, n[name]] += $NF
+            if (le == "+Inf") total[name] += $NF
+        }
+        END { for (name in n) if (total[name] > 0) printf "gateway histogram %s ms: p50 <= %s  p99 <= %s\n", name, quantile(name, 0.5), quantile(name, 0.99) }'
+}
+
+# Stops the gateway GATEWAY_PID gracefully (releasing its shard leases for the next one), killing
+# it when it has not stopped within 30 s; fails then.
+bench_stop_gateway() {
+    kill "$GATEWAY_PID" 2>/dev/null || true
+    for _ in $(seq 1 300); do kill -0 "$GATEWAY_PID" 2>/dev/null || break; sleep 0.1; done
+    local stopped=0
+    if kill -0 "$GATEWAY_PID" 2>/dev/null; then
+        echo "gateway did not stop within 30 s; killed" >&2
+        kill -9 "$GATEWAY_PID" 2>/dev/null || true
+        stopped=1
+    fi
+    wait "$GATEWAY_PID" 2>/dev/null || true
+    local kept=() pid
+    for pid in "${PIDS[@]}"; do [[ $pid == "$GATEWAY_PID" ]] || kept+=("$pid"); done
+    PIDS=("${kept[@]}")
+    return "$stopped"
+}
+
+# PostgreSQL's per-statement figures (pg_stat_statements, planning counted): bench_pgstats_enable
+# restarts the cluster with the extension loaded; bench_pgstats_reset starts counting afresh;
+# bench_pgstats_print prints the 8 statements that took longest in all. PG_PORT_USED must be set.
+bench_pgstats_enable() {
+    psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'" >/dev/null
+    pg_as_owner "$(pg_bin_dir)/pg_ctl" -D "$WORK/pg" -w restart >/dev/null
+    psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" \
+        -c "ALTER SYSTEM SET pg_stat_statements.track_planning = on" -c "SELECT pg_reload_conf()" -c "SELECT pg_stat_statements_reset()" >/dev/null
+}
+bench_pgstats_reset() {
+    psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "SELECT pg_stat_statements_reset()" >/dev/null
+}
+bench_pgstats_print() {
+    psql -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "SELECT calls, plans, round(total_plan_time) AS plan_ms, round(total_exec_time) AS total_ms, round(mean_exec_time::numeric, 2) AS mean_ms,
+        rows, left(regexp_replace(query, '\s+', ' ', 'g'), 60) AS statement FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 8"
+}
+
+# Brings the database to a running gateway's steady state for wrap pushes: HISTORY wraps already
+# seen over the last two days (the dedupe table a live gateway holds), a coalescing row for every
+# device, planner statistics, and a CHECKPOINT. A gateway on a database created seconds before
+# plans its statements for empty tables until autovacuum's first ANALYZE (within a minute): with
+# `watch_coalesce` empty at the ANALYZE, each batch's record statement scanned the whole table
+# as it grew (8 ms a batch). Without the CHECKPOINT, the set-up's WAL sets off a checkpoint in
+# the middle of the stream, which a gateway that has been running does not carry.
+# bench_steady_state HISTORY; PG_PORT_USED must be set.
+bench_steady_state() {
+    psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr \
+        -c "INSERT INTO seen_wraps (wrap_id, seen_at)
+            SELECT encode(sha256(('seen' || i)::bytea), 'hex'), now() - make_interval(secs => i * 172800.0 / $1)
+            FROM generate_series(1, $1) AS i" \
+        -c "INSERT INTO watch_coalesce (device_token, next_at) SELECT device_token, now() - interval '1 hour' FROM devices" \
+        -c "VACUUM ANALYZE" -c "CHECKPOINT"
+}
+
+# While the load tool (LOAD_PID, writing $WORK/load.log) streams wraps to the gateway
+# (GATEWAY_PID): where the machine's CPU went from its "streaming" line (the wraps are made and
+# signed before) to its "sustained" line (the last push read from the sandbox), by process; then
+# its output, that split, PostgreSQL's per-statement figures with PGSTATS=1, the gateway's own
+# histograms and its memory. Sets LOAD_STATUS to the load tool's exit status.
+bench_stream_figures() {
+    local split
+    await_load_line streaming
+    cpu_window_start "gateway=$GATEWAY_PID sandbox=$SANDBOX_PID postgres=pg:$WORK/pg"
+    await_load_line sustained
+    split="$(cpu_window_line streaming)"
+    LOAD_STATUS=0
+    wait "$LOAD_PID" || LOAD_STATUS=$?
+    cat "$WORK/load.log"
+    echo "$split"
+    if [[ "${PGSTATS:-}" == 1 ]]; then bench_pgstats_print; fi
+    bench_gateway_histograms
+    grep -E "VmHWM|VmRSS" "/proc/$GATEWAY_PID/status" | sed 's/^/gateway /'
+}

@@ -268,9 +268,20 @@ extension LinkstrAppCore {
         guard let registrar = account.registrar else { throw CoreError.pushNotConfigured }
         guard let device = account.pushDevice else { throw CoreError.noPushDevice }
         try await registrar.unregister(deviceToken: device.token)
-        if let inboxRelay = device.inboxRelay, account.inbox.relays.contains(inboxRelay) { try await removeInboxRelay(inboxRelay) }
         self.account?.pushDevice = nil
         try savePushDevice()
+        // The gateway's inbox keeps wraps only for an account with a device there. So its relay
+        // leaves the account's list with the account's last device, whichever device added it,
+        // and stays while another (a second phone, a reinstall) is registered.
+        let listing = try await registrar.listing()
+        guard listing.devices.isEmpty else { return }
+        let inboxRelay: String?
+        if let marked = device.inboxRelay {
+            inboxRelay = marked
+        } else {
+            inboxRelay = try PushRegistrar.inboxRelayURL(listing.inboxRelay)?.description
+        }
+        if let inboxRelay, account.inbox.relays.contains(inboxRelay) { try await removeInboxRelay(inboxRelay) }
     }
 
     private func syncPush() async throws {

@@ -88,14 +88,24 @@ public actor PushRegistrar {
 
     /// The caller's devices, as the gateway lists them.
     public func devices() async throws(RegistrarError) -> [JSONValue] {
-        let answer = try await call("GET", "/v1/devices", body: nil)
-        return answer["devices"]?.arrayValue ?? []
+        try await listing().devices
     }
 
     /// The gateway's own inbox relay (`GET /v1/devices`' `inbox_relay`); nil when it serves none.
     public func inboxRelay() async throws(RegistrarError) -> RelayURL? {
+        try Self.inboxRelayURL(try await listing().inboxRelay)
+    }
+
+    /// `GET /v1/devices` read once: the caller's devices and the gateway's `inbox_relay` as sent
+    /// (`inboxRelayURL` reads it).
+    public func listing() async throws(RegistrarError) -> (devices: [JSONValue], inboxRelay: String?) {
         let answer = try await call("GET", "/v1/devices", body: nil)
-        guard let text = answer["inbox_relay"]?.stringValue else { return nil }
+        return (answer["devices"]?.arrayValue ?? [], answer["inbox_relay"]?.stringValue)
+    }
+
+    /// A listing's `inbox_relay` as a relay URL; nil when the gateway serves none.
+    public static func inboxRelayURL(_ text: String?) throws(RegistrarError) -> RelayURL? {
+        guard let text else { return nil }
         do { return try RelayURL(text) } catch { throw .rejected(status: 200, message: "inbox_relay is not a relay URL: \(error)") }
     }
 

@@ -4,7 +4,7 @@
 ///
 /// Parsing is strict, because the URL comes from someone else (a registration, a relay list) and
 /// is then connected to: `ws` or `wss` only, an ASCII host name or dotted IPv4 address, no user
-/// info, no fragment, at most `maxLength` bytes. IPv6 literals (`[…]`) are refused: the WebSocket
+/// info, no fragment, at most `maxLength` bytes as written and in normal form. IPv6 literals (`[…]`) are refused: the WebSocket
 /// client reads a URL's host up to its first colon, so such a relay could never be reached.
 public struct RelayURL: Sendable, Hashable, Comparable, CustomStringConvertible {
     public enum Host: Sendable, Hashable {
@@ -51,7 +51,11 @@ public struct RelayURL: Sendable, Hashable, Comparable, CustomStringConvertible 
         case .name(let name): hostText = name
         case .address(let address): hostText = address.description
         }
-        description = scheme + "://" + hostText + (port.map { ":\($0)" } ?? "") + pathAndQuery
+        let normal = scheme + "://" + hostText + (port.map { ":\($0)" } ?? "") + pathAndQuery
+        // The limit holds for the normal form too, which can be a byte longer (`?q` becomes
+        // `/?q`): a URL accepted here must parse again from its own normal form.
+        guard normal.utf8.count <= Self.maxLength else { throw .tooLong }
+        description = normal
     }
 
     public static func < (lhs: RelayURL, rhs: RelayURL) -> Bool { lhs.description < rhs.description }

@@ -115,7 +115,7 @@ extension GatewayAPI {
                         "limit_disconnects": .integer(Int64(statistics.limitDisconnects.values.reduce(0, +))),
                         "last_limit": statistics.lastBreach.map { .string($0.rawValue) } ?? .null,
                         "reading_paused": .bool(statistics.readingPaused),
-                        "read_paused_seconds": .double(Double(paused.components.seconds) + Double(paused.components.attoseconds) / 1e18),
+                        "read_paused_seconds": .double(paused.inSeconds),
                         "resubscribed_after_pause": .integer(Int64(statistics.resubscribedAfterPause)),
                     ])
                 }),

@@ -47,7 +47,7 @@ package final class RateLimiter: Sendable {
                 state.rotatedAt = now
             }
             var bucket = state.current[key] ?? state.previous[key] ?? Bucket(tokens: limit.burst, updated: now)
-            let elapsed = Self.seconds(now - bucket.updated)
+            let elapsed = (now - bucket.updated).inSeconds
             bucket.tokens = min(limit.burst, bucket.tokens + max(0, elapsed) * limit.perSecond)
             bucket.updated = now
             defer { state.current[key] = bucket }
@@ -72,8 +72,4 @@ package final class RateLimiter: Sendable {
 
     /// Keys held across both generations (a key can be in both for a moment; counted once each).
     package var count: Int { generations.withLock { $0.current.count + $0.previous.count } }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
 }

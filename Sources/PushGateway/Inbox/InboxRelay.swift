@@ -33,6 +33,24 @@ public struct InboxRelay: Service {
     let eventsPerAddress: RateLimiter
     /// Open connections and subscriptions on this instance, for `/admin/status` and the gauges.
     let counts = Locked(Counts())
+    /// Accepted-looking wraps from every connection, stored a batch per statement by the store
+    /// loops. A connection hands its wraps over without waiting for them to be stored (it
+    /// answers each OK when its batch is), so one connection's wraps share batches too. When
+    /// `storeQueueLimit` wait, connections stop reading until a batch is taken.
+    let pendingWraps = Batcher<PendingWrap>(limit: InboxRelay.storeQueueLimit)
+
+    /// A wrap waiting to be stored, and what to do with its outcome (nil: it could not be stored).
+    struct PendingWrap: Sendable {
+        let event: NostrEvent
+        let recipient: String
+        let answer: @Sendable (InboxStore.StoreOutcome?) -> Void
+    }
+
+    static let storeQueueLimit = 10_000
+    static let storeBatchSize = 256
+    /// Two loops, so that one batch is written while the next gathers and the other's pushes are
+    /// recorded.
+    static let storeLoops = 2
 
     public struct Counts: Sendable, Equatable {
         public var connections = 0
@@ -75,7 +93,19 @@ public struct InboxRelay: Service {
             group.addTask { try await app.run() }
             group.addTask { await cancelWhenGracefulShutdown { await self.listenLoop() } }
             group.addTask { await cancelWhenGracefulShutdown { await self.pruneLoop() } }
+            for _ in 0..<Self.storeLoops {
+                // Not cancelled: a closed batcher ends them once what was handed over is stored
+                // and answered.
+                group.addTask {
+                    await withGracefulShutdownHandler {
+                        await self.storeLoop()
+                    } onGracefulShutdown: {
+                        self.pendingWraps.close()
+                    }
+                }
+            }
             try await group.next()
+            pendingWraps.close()
             group.cancelAll()
         }
     }
@@ -155,17 +185,38 @@ public struct InboxRelay: Service {
         ])
     }
 
-    // MARK: Pushes
+    // MARK: Storing and pushing
 
-    /// A wrap this relay stored: claimed and queued for the recipient's relay-watch devices as a
-    /// live sighting, so a copy the watcher sees on another relay is pushed once in all.
-    func push(wrapID: String, recipient: String) async {
+    /// Stores the handed-over wraps a batch at a time and answers each, then queues the pushes for
+    /// the batch's newly stored wraps.
+    private func storeLoop() async {
+        while let batch = await pendingWraps.next(max: Self.storeBatchSize) {
+            let outcomes: [InboxStore.StoreOutcome]?
+            do {
+                outcomes = try await store.store(batch.map { ($0.event, $0.recipient) })
+            } catch {
+                logger.warning(
+                    "could not store inbox wraps", metadata: ["error.type": "\(type(of: error))", "inbox.wraps": "\(batch.count)"])
+                outcomes = nil
+            }
+            for (index, wrap) in batch.enumerated() { wrap.answer(outcomes?[index]) }
+            guard let outcomes else { continue }
+            let stored = zip(batch, outcomes).filter { $0.1 == .stored }.map(\.0)
+            if !stored.isEmpty { await push(stored) }
+        }
+    }
+
+    /// Wraps this relay stored: claimed and queued for their recipients' relay-watch devices as
+    /// live sightings, so a copy the watcher sees on another relay is pushed once in all.
+    private func push(_ wraps: [PendingWrap]) async {
         let relay = settings.relayURL?.description ?? "inbox"
-        let sighting = WrapSighting(wrapID: wrapID, recipient: recipient, relay: relay, phase: .realtime, receivedAt: .now)
+        let sightings = wraps.map {
+            WrapSighting(wrapID: $0.event.id.hex, recipient: $0.recipient, relay: relay, phase: .realtime, receivedAt: .now)
+        }
         do {
-            try await recorder.record([sighting])
+            try await recorder.record(sightings)
         } catch {
-            logger.warning("could not queue the push for an inbox wrap", metadata: RelayWatcher.errorMetadata(error))
+            logger.warning("could not queue the pushes for inbox wraps", metadata: RelayWatcher.errorMetadata(error))
         }
     }
 
@@ -174,18 +225,47 @@ public struct InboxRelay: Service {
     /// Forwards every stored wrap (NOTIFY from any instance) to this instance's connections
     /// authenticated as its recipient.
     private func listenLoop() async {
+        // When the last LISTEN connection was lost. What was stored from then until the next one
+        // listens was announced to no one here: it is sent to the live subscribers once the next
+        // one listens. The margin covers a database clock a little behind this one's; a wrap a
+        // subscriber already had arrives twice, which a Nostr client ignores.
+        var lostAt: Date?
         while !Task.isCancelled {
             do {
                 try await store.database.withConnection { connection in
                     try await connection.underlying.listen(on: InboxStore.channel) { notifications in
+                        if let since = lostAt {
+                            lostAt = nil
+                            await self.replay(storedSince: since.addingTimeInterval(-Self.replayMarginSeconds))
+                        }
                         for try await notification in notifications { await self.forward(notification.payload) }
                     }
                 }
             } catch {
                 if Task.isCancelled { return }
+                lostAt = lostAt ?? Date()
                 logger.notice("inbox LISTEN connection lost; reconnecting", metadata: ["error.type": "\(type(of: error))"])
             }
             try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    static let replayMarginSeconds: TimeInterval = 5
+    /// Wraps one replay sends at most; a subscriber that missed more reads them with its next REQ.
+    static let replayLimit = 10_000
+
+    /// Sends the wraps stored since `since` to this instance's live subscribers of their recipient.
+    private func replay(storedSince since: Date) async {
+        let recipients = subscribers.recipients()
+        guard !recipients.isEmpty else { return }
+        do {
+            let wraps = try await store.stored(for: recipients, since: since, limit: Self.replayLimit)
+            for wrap in wraps {
+                for deliver in subscribers.connections(of: wrap.recipient) { deliver(wrap.recipient, wrap.id, wrap.createdAt, wrap.event) }
+            }
+            logger.info("inbox wraps stored while LISTEN was down sent to live subscribers", metadata: ["inbox.replayed": "\(wraps.count)"])
+        } catch {
+            logger.warning("could not replay the inbox wraps stored while LISTEN was down", metadata: RelayWatcher.errorMetadata(error))
         }
     }
 

@@ -5,8 +5,10 @@ import WSCore
 
 /// One client connection to the inbox relay: a NIP-42 challenge on connect, EVENTs judged and
 /// stored (and pushed), REQs served from storage then live to the recipient who proved their key,
-/// within the connection's limits. Messages are handled one at a time in arrival order; what the
-/// relay sends goes through one bounded queue, and a client that lets it fill is disconnected.
+/// within the connection's limits. Messages are handled one at a time in arrival order, except
+/// that a wrap's OK comes when its batch is stored, after later messages may have been answered;
+/// what the relay sends goes through one bounded queue, and a client that lets it fill is
+/// disconnected.
 final class InboxRelaySession: Sendable {
     struct State {
         var authenticated: String?
@@ -193,29 +195,28 @@ final class InboxRelaySession: Sendable {
         }
     }
 
+    /// Hands the wrap to the relay's store loops; its OK goes out once its batch is stored.
     private func store(_ event: NostrEvent, recipient: String) async {
-        let outcome: InboxStore.StoreOutcome
-        do { outcome = try await relay.store.store(event, recipient: recipient) } catch {
-            relay.logger.warning("could not store an inbox wrap", metadata: ["error.type": "\(type(of: error))"])
-            send(RelayMessage.ok(eventID: event.id, accepted: false, message: "error: could not store, try again").json)
+        let handed = await relay.pendingWraps.send(InboxRelay.PendingWrap(event: event, recipient: recipient) { self.answer(event.id, $0) })
+        if !handed { send(RelayMessage.ok(eventID: event.id, accepted: false, message: "error: the relay is shutting down").json) }
+    }
+
+    /// The OK for a wrap handed over to be stored (nil: it could not be).
+    private func answer(_ id: EventID, _ outcome: InboxStore.StoreOutcome?) {
+        guard let outcome else {
+            send(RelayMessage.ok(eventID: id, accepted: false, message: "error: could not store, try again").json)
             return
         }
+        relay.metrics.inboxEvent(outcome: "\(outcome)")
         switch outcome {
         case .unregistered:
-            relay.metrics.inboxEvent(outcome: "unregistered")
-            send(
-                RelayMessage.ok(eventID: event.id, accepted: false, message: "restricted: no device is registered for this recipient").json)
+            send(RelayMessage.ok(eventID: id, accepted: false, message: "restricted: no device is registered for this recipient").json)
         case .full:
-            relay.metrics.inboxEvent(outcome: "full")
-            send(
-                RelayMessage.ok(eventID: event.id, accepted: false, message: "rate-limited: this recipient's inbox is full").json)
+            send(RelayMessage.ok(eventID: id, accepted: false, message: "rate-limited: this recipient's inbox is full").json)
         case .duplicate:
-            relay.metrics.inboxEvent(outcome: "duplicate")
-            send(RelayMessage.ok(eventID: event.id, accepted: true, message: "duplicate: already have this event").json)
+            send(RelayMessage.ok(eventID: id, accepted: true, message: "duplicate: already have this event").json)
         case .stored:
-            relay.metrics.inboxEvent(outcome: "stored")
-            send(RelayMessage.ok(eventID: event.id, accepted: true, message: "").json)
-            await relay.push(wrapID: event.id.hex, recipient: recipient)
+            send(RelayMessage.ok(eventID: id, accepted: true, message: "").json)
         }
     }
 

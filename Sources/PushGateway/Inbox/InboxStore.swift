@@ -31,34 +31,28 @@ package struct InboxStore: Sendable {
     package let maxWrapsPerRecipient: Int
 
     /// Stores `event` for `recipient` if the recipient has a registered device, once per id, and
-    /// tells every instance (NOTIFY, sent when the transaction commits), in one statement.
+    /// tells every instance (NOTIFY, sent when the transaction commits).
     package func store(_ event: NostrEvent, recipient: String) async throws -> StoreOutcome {
-        let id = event.id.hex
-        let json = event.json
-        let rows = try await database.query(
-            """
-            WITH registered AS (SELECT EXISTS (SELECT 1 FROM devices WHERE pubkey = \(recipient)) AS yes),
-            room AS (
-                SELECT (SELECT count(*) FROM (SELECT 1 FROM inbox_wraps WHERE recipient = \(recipient) LIMIT \(maxWrapsPerRecipient)) AS kept)
-                    < \(maxWrapsPerRecipient) AS yes
-            ),
-            inserted AS (
-                INSERT INTO inbox_wraps (id, recipient, created_at, event)
-                SELECT \(id), \(recipient), \(event.createdAt), \(json) FROM registered, room WHERE registered.yes AND room.yes
-                ON CONFLICT (id) DO NOTHING RETURNING id
-            ),
-            notified AS (SELECT pg_notify(\(Self.channel), \(recipient) || ' ' || id) FROM inserted)
-            SELECT (SELECT yes FROM registered), (SELECT yes FROM room), (SELECT count(*)::int FROM inserted),
-                   (SELECT count(*)::int FROM notified)
-            """, logger: logger)
-        for (registered, room, inserted, _) in try rows.decode((Bool, Bool, Int, Int).self) {
-            guard registered else { return .unregistered }
-            if inserted > 0 { return .stored }
-            // A copy of a stored wrap is a duplicate even when the inbox is full.
-            let known = try await database.query("SELECT 1 FROM inbox_wraps WHERE id = \(id)", logger: logger).count > 0
-            return known || room ? .duplicate : .full
+        try await store([(event, recipient)])[0]
+    }
+
+    /// Stores each wrap for its recipient, as `store(_:recipient:)` does, in one statement: one
+    /// round trip and one commit for the whole batch (a commit that NOTIFYs takes a lock every
+    /// instance's commits share). The outcomes are in the order of `wraps`.
+    ///
+    /// Whether a recipient has room is judged on what was stored before the batch, so a batch may
+    /// take a recipient at most its own size past `maxWrapsPerRecipient`. Two copies of one wrap
+    /// in a batch are both `stored` (the push is claimed once, by wrap id).
+    package func store(_ wraps: [(event: NostrEvent, recipient: String)]) async throws -> [StoreOutcome] {
+        guard !wraps.isEmpty else { return [] }
+        let statement = StoreInboxWrapsStatement(
+            ids: wraps.map(\.event.id.hex), recipients: wraps.map(\.recipient), createdAt: wraps.map(\.event.createdAt),
+            events: wraps.map(\.event.json), maxPerRecipient: maxWrapsPerRecipient, channel: Self.channel)
+        let outcomes: [StoreOutcome] = try await database.execute(statement, logger: logger).map { row in
+            !row.registered ? .unregistered : row.inserted ? .stored : row.known || row.room ? .duplicate : .full
         }
-        return .unregistered
+        guard outcomes.count == wraps.count else { throw InboxStoreError.outcomesMissing(expected: wraps.count, got: outcomes.count) }
+        return outcomes
     }
 
     /// Where a page of stored wraps ends: the next page starts below it (newest first).
@@ -93,6 +87,21 @@ package struct InboxStore: Sendable {
     }
 
     /// One stored wrap (for the live subscriptions of its recipient): its JSON and `created_at`.
+    /// The wraps stored for `recipients` since `since`, oldest first, at most `limit`: what a
+    /// lost LISTEN connection did not announce.
+    package func stored(for recipients: [String], since: Date, limit: Int) async throws -> [(
+        recipient: String, id: String, createdAt: Int64, event: String
+    )] {
+        var wraps: [(recipient: String, id: String, createdAt: Int64, event: String)] = []
+        for (recipient, id, createdAt, event) in try await database.query(
+            """
+            SELECT recipient, id, created_at, event FROM inbox_wraps
+            WHERE recipient = ANY(\(recipients)) AND stored_at >= \(since) ORDER BY stored_at LIMIT \(limit)
+            """, logger: logger
+        ).decode((String, String, Int64, String).self) { wraps.append((recipient, id, createdAt, event)) }
+        return wraps
+    }
+
     package func wrap(id: String) async throws -> (event: String, createdAt: Int64)? {
         for (event, createdAt) in try await database.query(
             "SELECT event, created_at FROM inbox_wraps WHERE id = \(id)", logger: logger
@@ -123,4 +132,9 @@ package struct InboxStore: Sendable {
         ).count
         return removed
     }
+}
+
+/// A batch's statement answered for fewer wraps than it was given.
+package enum InboxStoreError: Error, Equatable {
+    case outcomesMissing(expected: Int, got: Int)
 }

@@ -22,6 +22,11 @@ final class InboxSubscribers: Sendable {
         }
     }
 
+    /// Every recipient with a connection here.
+    func recipients() -> [String] {
+        byRecipient.withLock { Array($0.keys) }
+    }
+
     func connections(of recipient: String) -> [Deliver] {
         byRecipient.withLock { $0[recipient].map { Array($0.values) } ?? [] }
     }

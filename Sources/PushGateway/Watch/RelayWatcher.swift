@@ -975,7 +975,7 @@ public actor RelayWatcher: Service {
             }
             let paused = now.readPausedTime - before.readPausedTime
             metrics.watchRelayPauses(
-                relay: url, pausedSeconds: Double(paused.components.seconds) + Double(paused.components.attoseconds) / 1e18,
+                relay: url, pausedSeconds: paused.inSeconds,
                 resubscribed: now.resubscribedAfterPause - before.resubscribedAfterPause,
                 suppressedLogLines: now.suppressedLogLines - before.suppressedLogLines)
         }

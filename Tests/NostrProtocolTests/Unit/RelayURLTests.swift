@@ -35,6 +35,8 @@ import Testing
         ("wss://relay.example:+443", .badPort), ("wss://relay.example:", .badPort), ("wss://relay.example/a b", .notASCII),
         ("wss://bücher.example", .notASCII), ("wss://relay.example/\u{7f}", .notASCII), ("wss://relay.example/<script>", .badPath),
         ("wss://relay.example/" + String(repeating: "a", count: 600), .tooLong),
+        // 512 bytes as written, 513 in normal form (`?` becomes `/?`): found by the fuzzer.
+        ("wss://relay.example?" + String(repeating: "a", count: 492), .tooLong),
     ])
     func badURLsAreRefusedWithTheirReason(text: String, error: RelayURLError) {
         #expect(throws: error) { try RelayURL(text) }

@@ -89,6 +89,41 @@ import Testing
         }
     }
 
+    /// Bob has a phone and a tablet, both registered with the gateway's inbox. The phone leaving
+    /// keeps the inbox in his list (the tablet is still pushed through it); the tablet, the last
+    /// device, takes it out, though it was the phone that put it in.
+    @Test func theGatewaysInboxLeavesTheListWithTheLastDeviceOnly() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        defer { relay.kill() }
+        let port = try LoopbackPort.free()
+        let inboxURL = try RelayURL("ws://127.0.0.1:\(port)/relay")
+        let inbox = InboxRelaySettings(enabled: true, listenHost: "127.0.0.1", listenPort: port, relayURL: inboxURL)
+        try await GatewayHarness.run(publicURL: "http://127.0.0.1:\(port)", inbox: inbox) { gateway in
+            #expect(try await GatewayHarness.eventually { (try? RawHTTPClient.status(port: port, method: "GET", path: "/relay")) == 200 })
+            let bobKeys = Keys.generate()
+            let phone = try await Self.core(relay: relay, gateway: gateway, identity: bobKeys)
+            let tablet = try await Self.core(relay: relay, gateway: gateway, identity: bobKeys)
+            let phoneToken = "c1" + String(repeating: "1c", count: 31), tabletToken = "c2" + String(repeating: "2c", count: 31)
+            #expect(
+                await phone.perform(.registerPush(deviceToken: phoneToken, environment: .sandbox, relayWatch: true, inbox: true)) == .done)
+            #expect(await eventually { await tablet.state().relays.inbox == [inboxURL.description] }, "the tablet read the phone's list")
+            #expect(
+                await tablet.perform(.registerPush(deviceToken: tabletToken, environment: .sandbox, relayWatch: true, inbox: true)) == .done
+            )
+
+            #expect(await phone.perform(.unregisterPush) == .done)
+            #expect(await phone.state().relays.inbox == [inboxURL.description], "the tablet is still registered")
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE pubkey = '\(bobKeys.publicKey.hex)'") == 1)
+
+            #expect(await tablet.perform(.unregisterPush) == .done)
+            #expect(await tablet.state().relays.inbox == [], "the last device took the inbox out")
+            #expect(await eventually { await phone.state().relays.inbox == [] }, "the phone read the tablet's list")
+            await phone.settle()
+            await tablet.settle()
+        }
+    }
+
     @Test func alicePostsBobsDeviceIsPushedAndAfterRemovalIsNot() async throws {
         let relay = try RelayFixture()
         try await relay.start()

@@ -101,10 +101,6 @@ import Testing
             + "\nlog:\n" + log.split(separator: "\n").suffix(40).joined(separator: "\n")
     }
 
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-
     // MARK: Bounded inbound path
 
     /// p99 of `count` sequential `/healthz` probes, paced 200 ms apart; also checks each is 200.
@@ -163,7 +159,7 @@ import Testing
             let paused = ContinuousClock.now
             var samples: [(at: Double, mb: Double)] = []
             let busy = try await Self.healthProbes(gateway, count: 50) {
-                samples.append((Self.seconds(ContinuousClock.now - paused), Self.residentMB(gateway.process.pid)))
+                samples.append(((ContinuousClock.now - paused).inSeconds, Self.residentMB(gateway.process.pid)))
             }
             let pending = try await Self.metric(gateway, "linkstr_watch_pending_wraps", [:])
             let stillPaused = await Self.stuckBehindTheDatabase(gateway, relay)

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import Logging
+import NIOCore
 import NostrProtocol
 import NostrRelay
 import PushGateway
@@ -15,15 +16,17 @@ import Testing
     /// Runs a gateway whose inbox listens on a free loopback port; its relay URL (what AUTH must
     /// name) is `ws://127.0.0.1:<port>/relay`.
     static func withInbox(
-        deliver: Bool = false, apns: APNsConfiguration? = nil, eventsPerSecond: Int = 10,
-        _ body: @Sendable (GatewayHarness, String) async throws -> Void
+        deliver: Bool = false, apns: APNsConfiguration? = nil, eventsPerSecond: Int = 10, connectionsPerAddress: Int = 20,
+        rateLimits: RateLimitSettings = .disabled, _ body: @Sendable (GatewayHarness, String) async throws -> Void
     ) async throws {
         let port = try LoopbackPort.free()
         let publicURL = "http://127.0.0.1:\(port)"
         let relayURL = try RelayURL("ws://127.0.0.1:\(port)/relay")
         let settings = InboxRelaySettings(
-            enabled: true, listenHost: "127.0.0.1", listenPort: port, relayURL: relayURL, eventsPerSecond: eventsPerSecond)
-        try await GatewayHarness.run(deliver: deliver, apns: apns, publicURL: publicURL, inbox: settings) { gateway in
+            enabled: true, listenHost: "127.0.0.1", listenPort: port, relayURL: relayURL,
+            maxConnectionsPerAddress: connectionsPerAddress, eventsPerSecond: eventsPerSecond)
+        try await GatewayHarness.run(deliver: deliver, apns: apns, rateLimits: rateLimits, publicURL: publicURL, inbox: settings) {
+            gateway in
             // The inbox starts with the other services, once migrations are in.
             let ready = try await GatewayHarness.eventually {
                 (try? RawHTTPClient.status(port: port, method: "GET", path: "/relay")) == 200
@@ -66,6 +69,17 @@ import Testing
             group.cancelAll()
             return first ?? []
         }
+    }
+
+    /// The inbox's open connections on this instance, from `/admin/status`.
+    static func openConnections(_ gateway: GatewayHarness) async throws -> Int64? {
+        let response = try await gateway.client.execute(
+            uri: "/admin/status", method: .get, headers: [.authorization: "Bearer admin-secret"])
+        return try JSONValue(parsing: Array(response.body.readableBytesView))["inbox"]?["connections"]?.integerValue
+    }
+
+    static func port(of url: String) throws -> Int {
+        try #require(Int(url.split(separator: ":").last?.split(separator: "/").first ?? ""))
     }
 
     static func inboxFilter(_ recipient: Keys) -> Filter {
@@ -147,6 +161,36 @@ import Testing
                 #expect(try await Self.publish(live, to: url).accepted)
                 let next = await Self.collect(stream) { if case .event = $0 { true } else { false } }
                 #expect(next == [.event(live)])
+            }
+        }
+    }
+
+    /// NOTIFY reaches only a listening connection: what was stored while the gateway's LISTEN
+    /// connection was down is sent to the live subscribers once it listens again.
+    @Test func wrapsStoredWhileListenWasDownReachLiveSubscribers() async throws {
+        try await Self.withInbox { gateway, url in
+            let bob = Keys.generate()
+            try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xD8))
+            let reader = Self.connection(url, keys: bob)
+            try await reader.running {
+                let stream = await reader.subscribe(id: "b", filters: [Self.inboxFilter(bob)])
+                #expect(await Self.collect(stream) { $0 == .endOfStoredEvents } == [.endOfStoredEvents])
+                let listening = """
+                    SELECT count(*)::int FROM pg_stat_activity
+                    WHERE datname = current_database() AND query ILIKE 'LISTEN%' AND pid <> pg_backend_pid()
+                    """
+                try #require(try await GatewayHarness.eventually { try await gateway.count(listening) == 1 })
+                let terminated = try await gateway.count(
+                    """
+                    SELECT count(*)::int FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                    WHERE datname = current_database() AND query ILIKE 'LISTEN%' AND pid <> pg_backend_pid()) AS t
+                    """)
+                #expect(terminated == 1)
+                // Stored within the second before the gateway listens again: no NOTIFY reaches it.
+                let meanwhile = try RelayWatchTests.wrap(to: bob, "meanwhile")
+                #expect(try await Self.publish(meanwhile, to: url).accepted)
+                let next = await Self.collect(stream) { if case .event = $0 { true } else { false } }
+                #expect(next == [.event(meanwhile)])
             }
         }
     }
@@ -233,9 +277,79 @@ import Testing
         }
     }
 
+    /// Behind a trusted proxy every client comes from the proxy's address: the limit counts the
+    /// address the proxy forwards instead.
+    @Test func connectionsPerAddressCountTheForwardedAddressBehindATrustedProxy() async throws {
+        try await Self.withInbox(connectionsPerAddress: 1, rateLimits: RateLimitSettings(trustForwardedFor: true)) { gateway, url in
+            let port = try Self.port(of: url)
+            let first = try RawHTTPClient(port: port)
+            #expect(try first.upgradeToWebSocket(port: port, path: "/relay", headers: ["X-Forwarded-For": "203.0.113.7"]) == 101)
+            #expect(try await GatewayHarness.eventually { try await Self.openConnections(gateway) == 1 })
+
+            // The same forwarded address again: refused, told why, closed.
+            let second = try RawHTTPClient(port: port)
+            #expect(try second.upgradeToWebSocket(port: port, path: "/relay", headers: ["X-Forwarded-For": "203.0.113.7"]) == 101)
+            let refused = Locked<[UInt8]>([])
+            let closed = try await GatewayHarness.eventually {
+                let (closed, received) = second.drain()
+                refused.withLock { $0 += received }
+                return closed
+            }
+            #expect(closed)
+            #expect(
+                String(decoding: refused.withLock { $0 }, as: UTF8.self).contains("rate-limited: too many connections from your address"))
+
+            // Another forwarded address through the same proxy: served.
+            let third = try RawHTTPClient(port: port)
+            #expect(
+                try third.upgradeToWebSocket(port: port, path: "/relay", headers: ["X-Forwarded-For": "198.51.100.1, 203.0.113.8"]) == 101)
+            #expect(try await GatewayHarness.eventually { try await Self.openConnections(gateway) == 2 })
+            #expect(!String(decoding: third.drain().received, as: UTF8.self).contains("rate-limited"))
+            withExtendedLifetime(first) {}
+        }
+    }
+
+    /// A client that sends and never reads fills what the relay queues for it, and is cut off,
+    /// whatever the relay's writes to it are waiting for.
+    @Test func aClientThatStopsReadingIsDisconnected() async throws {
+        try await Self.withInbox(eventsPerSecond: 100_000) { gateway, url in
+            let port = try Self.port(of: url)
+            // A small receive window, so that the kernel holds little of what it does not read.
+            let client = try RawHTTPClient(port: port, receiveBuffer: 4096)
+            #expect(try client.upgradeToWebSocket(port: port, path: "/relay") == 101)
+            #expect(try await GatewayHarness.eventually { try await Self.openConnections(gateway) == 1 })
+            // Each REQ before AUTH is answered CLOSED: 100,000 answers, some 7 MB, none of them read (the
+            // kernel alone holds a few MB of them).
+            for _ in 0..<100 { try client.sendTextFrames(Array(repeating: #"["REQ","s",{"kinds":[1059]}]"#, count: 1_000)) }
+            #expect(try await GatewayHarness.eventually(within: 20) { try await Self.openConnections(gateway) == 0 })
+            #expect(try await GatewayHarness.eventually { client.drain().closed })
+        }
+    }
+
+    /// The store loops write a batch per statement: each wrap gets its own outcome, in order.
+    @Test func aBatchGivesEachWrapItsOwnOutcomeInOrder() async throws {
+        try await Self.withInbox { gateway, _ in
+            let bob = Keys.generate(), carol = Keys.generate(), stranger = Keys.generate()
+            try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xD9))
+            try await RelayWatchTests.registerWatching(gateway, carol, HTTP2DeliveryTests.token(0xDA))
+            let store = InboxStore(database: Database(gateway.database), logger: TestDatabase.logger, maxWrapsPerRecipient: 1)
+            let earlier = try RelayWatchTests.wrap(to: bob)
+            #expect(try await store.store(earlier, recipient: bob.publicKey.hex) == .stored)
+            let toCarol = try RelayWatchTests.wrap(to: carol), toStranger = try RelayWatchTests.wrap(to: stranger)
+            let moreForBob = try RelayWatchTests.wrap(to: bob)
+            let outcomes = try await store.store([
+                (toCarol, carol.publicKey.hex), (toStranger, stranger.publicKey.hex), (earlier, bob.publicKey.hex),
+                (moreForBob, bob.publicKey.hex), (toCarol, carol.publicKey.hex),
+            ])
+            #expect(outcomes == [.stored, .unregistered, .duplicate, .full, .stored])
+            #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps") == 2)
+            #expect(try await store.store([]) == [])
+        }
+    }
+
     @Test func nip11DescribesTheInbox() async throws {
         try await Self.withInbox { _, url in
-            let port = try #require(Int(url.split(separator: ":").last?.split(separator: "/").first ?? ""))
+            let port = try Self.port(of: url)
             let client = try RawHTTPClient(port: port)
             try client.write("GET /relay HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/nostr+json\r\nConnection: close\r\n\r\n")
             let response = String(decoding: try client.readToEnd(), as: UTF8.self)
