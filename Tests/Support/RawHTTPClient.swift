@@ -1,4 +1,5 @@
 import Foundation
+import NostrProtocol
 
 /// HTTP/1.1 spoken byte for byte over a plain socket, for tests whose point is what an HTTP
 /// library would tidy up before sending (`//v1/push`, `/v1/./push`, percent-escapes), from a chosen
@@ -6,6 +7,9 @@ import Foundation
 /// or a connection left half-open.
 public final class RawHTTPClient: Sendable {
     public let socket: Int32
+    /// What arrived after a response head in the same reads (a WebSocket frame the server sent at
+    /// once), handed out by the next `drain()`.
+    private let afterHead = Locked<[UInt8]>([])
 
     /// Connects to 127.0.0.1:`port` from `source` (any 127.x.y.z address); `receiveBuffer` sets
     /// the socket's receive buffer (and so the window the server may fill) before connecting.
@@ -79,19 +83,33 @@ public final class RawHTTPClient: Sendable {
         }
     }
 
-    /// Reads until the response head is complete and returns its status code.
+    /// Reads until the response head is complete and returns its status code. Bytes after the head
+    /// are kept for `drain()`.
     public func readStatus() throws -> Int {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while !received.contains(UInt8(ascii: "\n")) {
+        let end = Array("\r\n\r\n".utf8)
+        var headLength: Int?
+        while headLength == nil {
             let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { throw FixtureError("no response (\(count == 0 ? "closed" : String(cString: strerror(errno))))") }
+            guard count > 0 else {
+                // A response cut short still has its status line.
+                if received.contains(UInt8(ascii: "\n")) { break }
+                throw FixtureError("no response (\(count == 0 ? "closed" : String(cString: strerror(errno))))")
+            }
             received += buffer[..<count]
+            headLength = Self.index(of: end, in: received).map { $0 + end.count }
         }
+        if let headLength { afterHead.withLock { $0 += received[headLength...] } }
         let line = String(decoding: received.prefix { $0 != UInt8(ascii: "\r") && $0 != UInt8(ascii: "\n") }, as: UTF8.self)
         let parts = line.split(separator: " ")
         guard parts.count >= 2, let status = Int(parts[1]) else { throw FixtureError("not an HTTP status line: \(line)") }
         return status
+    }
+
+    private static func index(of needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        return (0...(haystack.count - needle.count)).first { haystack[$0..<($0 + needle.count)].elementsEqual(needle) }
     }
 
     /// Reads until the server closes the connection (the whole of a `Connection: close` response).
@@ -108,7 +126,10 @@ public final class RawHTTPClient: Sendable {
 
     /// Reads whatever has arrived without waiting; `closed` once the server closed the connection.
     public func drain() -> (closed: Bool, received: [UInt8]) {
-        var received: [UInt8] = []
+        var received = afterHead.withLock { kept in
+            defer { kept.removeAll() }
+            return kept
+        }
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
