@@ -10,6 +10,12 @@
 #   RECIPIENTS=100000 RATE=5000 SECONDS_=10 CONNECTIONS=4 scripts/bench-inbox.sh
 #   RATE=10000 scripts/bench-inbox.sh      # past the target, to find where it saturates
 #   PGSTATS=1 scripts/bench-inbox.sh       # also PostgreSQL's per-statement figures
+#   PGSTATS=1 PGPLANS=1 scripts/bench-inbox.sh  # and sampled plans, node by node
+#   WARMUP=0 scripts/bench-inbox.sh        # measure from a gateway that has served nothing yet
+# A warm-up stream first (WARMUP seconds at RATE, default 3, to recipients the measured stream
+# does not use) brings the gateway to a running service's state: its database connections open
+# and their statements prepared, its APNs connection up. Its figures are printed too; from a cold
+# start the first one or two seconds carry most of the tail.
 # The database is first brought to a running gateway's steady state, as in bench-watch.sh
 # (bench_steady_state in scripts/lib/bench.sh).
 # Every setting keeps its production default but the per-connection and per-address EVENT rates
@@ -59,8 +65,23 @@ PIDS+=($GATEWAY_PID)
 for _ in $(seq 1 300); do curl -sf "http://$LISTEN_ADDR/readyz" >/dev/null && break; sleep 0.1; done
 curl -sf "http://$LISTEN_ADDR/readyz" >/dev/null || { tail -20 "$WORK/gateway.log" >&2; exit 1; }
 
+# The measured stream's recipients first, the warm-up's after them, so that no device of the
+# measured stream was pushed moments before (its push would be coalesced, not sent).
+WARMUP="${WARMUP:-3}"
+MEASURED=$((RATE * DURATION < RECIPIENTS ? RATE * DURATION : RECIPIENTS))
+head -n "$MEASURED" "$WORK/pubkeys.txt" >"$WORK/measured.txt"
+if [[ "$WARMUP" -gt 0 ]]; then
+    tail -n +"$((MEASURED + 1))" "$WORK/pubkeys.txt" >"$WORK/warm.txt"
+    [[ -s "$WORK/warm.txt" ]] || cp "$WORK/measured.txt" "$WORK/warm.txt"
+    say "warm-up: $RATE wraps/s for $WARMUP s (not measured)"
+    "$BIN/linkstr-load" inbox --url "ws://127.0.0.1:$INBOX_PORT/relay" --recipients "$WORK/warm.txt" --rate "$RATE" \
+        --seconds "$WARMUP" --connections "$CONNECTIONS" --sandbox "https://localhost:$SANDBOX_PORT" --ca "$WORK/sandbox-ca.pem" |
+        grep -E "^(accepted|EVENT-to-OK|publish-to-APNs)" | sed 's/^/warm-up /'
+    if [[ "${PGSTATS:-}" == 1 ]]; then bench_pgstats_reset; fi
+fi
+
 say "linkstr-load publishes $RATE wraps/s for $DURATION s to ws://127.0.0.1:$INBOX_PORT/relay over $CONNECTIONS connections"
-stdbuf -oL "$BIN/linkstr-load" inbox --url "ws://127.0.0.1:$INBOX_PORT/relay" --recipients "$WORK/pubkeys.txt" --rate "$RATE" \
+stdbuf -oL "$BIN/linkstr-load" inbox --url "ws://127.0.0.1:$INBOX_PORT/relay" --recipients "$WORK/measured.txt" --rate "$RATE" \
     --seconds "$DURATION" --connections "$CONNECTIONS" --sandbox "https://localhost:$SANDBOX_PORT" --ca "$WORK/sandbox-ca.pem" \
     >"$WORK/load.log" 2>&1 &
 LOAD_PID=$!

@@ -161,9 +161,21 @@ bench_stop_gateway() {
 # PostgreSQL's per-statement figures (pg_stat_statements, planning counted): bench_pgstats_enable
 # restarts the cluster with the extension loaded; bench_pgstats_reset starts counting afresh;
 # bench_pgstats_print prints the 8 statements that took longest in all. PG_PORT_USED must be set.
+# With PGPLANS=1 as well, auto_explain logs the measured plan of one statement in 200 taking
+# over 1 ms, node by node (EXPLAIN ANALYZE, buffers), to $PGPLANS_LOG (default
+# /tmp/bench-plans.log) at the end: where a statement's time goes inside it.
 bench_pgstats_enable() {
-    psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'" >/dev/null
-    pg_as_owner "$(pg_bin_dir)/pg_ctl" -D "$WORK/pg" -w restart >/dev/null
+    # A list is given as separate literals: 'a,b' would be one library named "a,b".
+    local libraries="'pg_stat_statements'"
+    [[ "${PGPLANS:-}" == 1 ]] && libraries+=", 'auto_explain'"
+    psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "ALTER SYSTEM SET shared_preload_libraries = $libraries" >/dev/null
+    pg_as_owner "$(pg_bin_dir)/pg_ctl" -D "$WORK/pg" -l "$WORK/pg/server.log" -w restart >/dev/null
+    if [[ "${PGPLANS:-}" == 1 ]]; then
+        # Known to ALTER SYSTEM only once the library is loaded.
+        psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "ALTER SYSTEM SET auto_explain.log_min_duration = 1" \
+            -c "ALTER SYSTEM SET auto_explain.log_analyze = on" -c "ALTER SYSTEM SET auto_explain.log_buffers = on" \
+            -c "ALTER SYSTEM SET auto_explain.sample_rate = 0.005" >/dev/null
+    fi
     psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" \
         -c "ALTER SYSTEM SET pg_stat_statements.track_planning = on" -c "SELECT pg_reload_conf()" -c "SELECT pg_stat_statements_reset()" >/dev/null
 }
@@ -171,6 +183,10 @@ bench_pgstats_reset() {
     psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "SELECT pg_stat_statements_reset()" >/dev/null
 }
 bench_pgstats_print() {
+    if [[ "${PGPLANS:-}" == 1 ]]; then
+        cp "$WORK/pg/server.log" "${PGPLANS_LOG:-/tmp/bench-plans.log}"
+        say "sampled plans: $(grep -c 'duration:' "${PGPLANS_LOG:-/tmp/bench-plans.log}") in ${PGPLANS_LOG:-/tmp/bench-plans.log}"
+    fi
     psql -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "SELECT calls, plans, round(total_plan_time) AS plan_ms, round(total_exec_time) AS total_ms, round(mean_exec_time::numeric, 2) AS mean_ms,
         rows, left(regexp_replace(query, '\s+', ' ', 'g'), 60) AS statement FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 8"
 }
