@@ -5,7 +5,7 @@ import PackageDescription
 //   executables (thin @main)
 //   PushGateway, LinkstrCore, APNsSandbox, LoadSupport   (gateway, client core, sandbox)
 //   NostrRelay                                           (relay client)
-//   GatewayWire, LinkstrWire                             (parsers of outside input, no I/O)
+//   GatewayWire, LinkstrWire, WebPush                    (parsers of outside input, message crypto; no I/O)
 //   NostrProtocol                                        (pure, no I/O)  over CSecp256k1
 // scripts/test.sh (and so CI) sets LINKSTR_STRICT=1: warnings in our own targets are errors there.
 // MemberImportVisibility makes each file import the modules whose members it uses, and
@@ -90,6 +90,16 @@ let package = Package(
         .target(
             name: "GatewayWire",
             dependencies: ["NostrProtocol"],
+            swiftSettings: strictSwift
+        ),
+        // Web Push's message layer: RFC 8291 encryption (and the receiving side, for the sandbox)
+        // and RFC 8292 VAPID, on swift-crypto. No I/O.
+        .target(
+            name: "WebPush",
+            dependencies: [
+                "NostrProtocol",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strictSwift
         ),
         // linkstr's wire format as values: payloads, rumors, fan-out, opening a wrap. No I/O.
@@ -239,6 +249,16 @@ let package = Package(
                 "NostrRelay",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "WebPushTests",
+            dependencies: [
+                "WebPush",
+                "NostrProtocol",
+                "TestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strictSwift
         ),

@@ -85,8 +85,8 @@ public final class ProviderTokenVerifier: Sendable {
     private func checkSignature(_ token: String) -> Verdict {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
-            let headerBytes = Self.base64URLDecode(parts[0]), let claimsBytes = Self.base64URLDecode(parts[1]),
-            let signatureBytes = Self.base64URLDecode(parts[2]),
+            let headerBytes = Base64URL.decode(parts[0]), let claimsBytes = Base64URL.decode(parts[1]),
+            let signatureBytes = Base64URL.decode(parts[2]),
             let header = try? JSONValue(parsing: String(decoding: headerBytes, as: UTF8.self)),
             let claims = try? JSONValue(parsing: String(decoding: claimsBytes, as: UTF8.self))
         else { return .rejected("InvalidProviderToken") }
@@ -97,10 +97,5 @@ public final class ProviderTokenVerifier: Sendable {
             key.publicKey.isValidSignature(signature, for: Array((parts[0] + "." + parts[1]).utf8))
         else { return .rejected("InvalidProviderToken") }
         return .valid(issuedAt: issuedAt)
-    }
-
-    static func base64URLDecode(_ text: Substring) -> [UInt8]? {
-        guard !text.contains("=") else { return nil } // JWS uses unpadded base64url
-        return Base64.decode(String(text.map { $0 == "-" ? "+" : ($0 == "_" ? "/" : $0) }), requirePadding: false)
     }
 }

@@ -19,14 +19,8 @@ public struct APNsTokenSigner: Sendable {
     public func token(issuedAt: Date) throws -> String {
         let header = JSONValue.object(["alg": "ES256", "kid": .string(keyID)]).serialized
         let claims = JSONValue.object(["iss": .string(teamID), "iat": .integer(Int64(issuedAt.timeIntervalSince1970))]).serialized
-        let signingInput = Self.base64URL(Array(header.utf8)) + "." + Self.base64URL(Array(claims.utf8))
+        let signingInput = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
         let signature = try key.signature(for: Array(signingInput.utf8))
-        return signingInput + "." + Self.base64URL(Array(signature.rawRepresentation))
-    }
-
-    static func base64URL(_ bytes: [UInt8]) -> String {
-        var text = Base64.encode(bytes)
-        while text.hasSuffix("=") { text.removeLast() }
-        return String(text.map { $0 == "+" ? "-" : ($0 == "/" ? "_" : $0) })
+        return signingInput + "." + Base64URL.encode(Array(signature.rawRepresentation))
     }
 }
