@@ -85,7 +85,11 @@ public final class RelayFixture: @unchecked Sendable {
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             if LoopbackPort.accepts(port) { return }
-            guard process.isRunning else { throw FixtureError("nostr-relay exited early; see \(directory.path)/relay.log") }
+            guard process.isRunning else {
+                // The directory goes with the fixture: the error carries the log's end.
+                let log = (try? String(contentsOf: directory.appendingPathComponent("relay.log"), encoding: .utf8)) ?? ""
+                throw FixtureError("nostr-relay on port \(port) exited early; its log ends: \(log.suffix(800))")
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
         throw FixtureError("nostr-relay did not listen on \(port) within 60 s")

@@ -8,15 +8,30 @@ import Testing
     static let token = GatewayHarness.token(9)
     static let pubkey = String(repeating: "cd", count: 32)
 
+    /// Inserts `count` jobs and has the inserting backend report them to the statistics at once:
+    /// left pending (up to 10 s when the backend goes idle), they would land after a later
+    /// ANALYZE and add to its count.
     static func insertJobs(_ client: PostgresClient, count: Int, dueIn seconds: Int) async throws {
         let (token, pubkey) = (Self.token, Self.pubkey)
-        try await client.query(
-            """
-            INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay, next_attempt_at, expires_at)
-            SELECT gen_random_uuid(), \(token), \(pubkey), 'gift_wrap', md5(i::text), '', 'ws://relay',
-                   now() + make_interval(secs => \(seconds)), now() + interval '1 day'
-            FROM generate_series(1, \(count)) AS i
-            """, logger: TestDatabase.logger)
+        try await client.withConnection { connection in
+            try await connection.query(
+                """
+                INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay, next_attempt_at, expires_at)
+                SELECT gen_random_uuid(), \(token), \(pubkey), 'gift_wrap', md5(i::text), '', 'ws://relay',
+                       now() + make_interval(secs => \(seconds)), now() + interval '1 day'
+                FROM generate_series(1, \(count)) AS i
+                """, logger: TestDatabase.logger)
+            try await connection.query("SELECT pg_stat_force_next_flush()", logger: TestDatabase.logger)
+        }
+    }
+
+    /// Waits until the statistics have every insert so far: nothing pending can move the
+    /// estimate between two reads of it.
+    static func awaitInsertsCounted(_ client: PostgresClient, _ count: Int) async throws {
+        let counted = try await GatewayHarness.eventually(within: 30) {
+            try await TestDatabase.count(client, "SELECT n_tup_ins::int FROM pg_stat_user_tables WHERE relname = 'push_jobs'") >= count
+        }
+        try #require(counted, "the statistics never counted \(count) inserts")
     }
 
     /// A drained queue reads 0 at once, even while the statistics still hold the rows it had.
@@ -44,6 +59,7 @@ import Testing
             let cap = DeliveryQueue.exactCountCap
             try await Self.insertJobs(client, count: cap + 40, dueIn: 0)
             try await Self.insertJobs(client, count: 10, dueIn: 3600)
+            try await Self.awaitInsertsCounted(client, cap + 50)
             try await client.query("ANALYZE push_jobs", logger: TestDatabase.logger)
             let estimate = try await TestDatabase.count(
                 client, "SELECT n_live_tup::int FROM pg_stat_user_tables WHERE relname = 'push_jobs'")
