@@ -65,6 +65,12 @@ PIDS+=($GATEWAY_PID)
 for _ in $(seq 1 300); do curl -sf "http://$LISTEN_ADDR/readyz" >/dev/null && break; sleep 0.1; done
 curl -sf "http://$LISTEN_ADDR/readyz" >/dev/null || { tail -20 "$WORK/gateway.log" >&2; exit 1; }
 
+# One stream: RATE wraps/s to the recipients in file $1 for $2 seconds.
+load_inbox() {
+    stdbuf -oL "$BIN/linkstr-load" inbox --url "ws://127.0.0.1:$INBOX_PORT/relay" --recipients "$1" --rate "$RATE" --seconds "$2" \
+        --connections "$CONNECTIONS" --sandbox "https://localhost:$SANDBOX_PORT" --ca "$WORK/sandbox-ca.pem"
+}
+
 # The measured stream's recipients first, the warm-up's after them, so that no device of the
 # measured stream was pushed moments before (its push would be coalesced, not sent).
 WARMUP="${WARMUP:-3}"
@@ -74,16 +80,12 @@ if [[ "$WARMUP" -gt 0 ]]; then
     tail -n +"$((MEASURED + 1))" "$WORK/pubkeys.txt" >"$WORK/warm.txt"
     [[ -s "$WORK/warm.txt" ]] || cp "$WORK/measured.txt" "$WORK/warm.txt"
     say "warm-up: $RATE wraps/s for $WARMUP s (not measured)"
-    "$BIN/linkstr-load" inbox --url "ws://127.0.0.1:$INBOX_PORT/relay" --recipients "$WORK/warm.txt" --rate "$RATE" \
-        --seconds "$WARMUP" --connections "$CONNECTIONS" --sandbox "https://localhost:$SANDBOX_PORT" --ca "$WORK/sandbox-ca.pem" |
-        grep -E "^(accepted|EVENT-to-OK|publish-to-APNs)" | sed 's/^/warm-up /'
+    load_inbox "$WORK/warm.txt" "$WARMUP" | grep -E "^(accepted|EVENT-to-OK|publish-to-APNs)" | sed 's/^/warm-up /'
     if [[ "${PGSTATS:-}" == 1 ]]; then bench_pgstats_reset; fi
 fi
 
 say "linkstr-load publishes $RATE wraps/s for $DURATION s to ws://127.0.0.1:$INBOX_PORT/relay over $CONNECTIONS connections"
-stdbuf -oL "$BIN/linkstr-load" inbox --url "ws://127.0.0.1:$INBOX_PORT/relay" --recipients "$WORK/measured.txt" --rate "$RATE" \
-    --seconds "$DURATION" --connections "$CONNECTIONS" --sandbox "https://localhost:$SANDBOX_PORT" --ca "$WORK/sandbox-ca.pem" \
-    >"$WORK/load.log" 2>&1 &
+load_inbox "$WORK/measured.txt" "$DURATION" >"$WORK/load.log" 2>&1 &
 LOAD_PID=$!
 bench_stream_figures
 status=$LOAD_STATUS

@@ -86,7 +86,6 @@ package struct InboxStore: Sendable {
         return (wraps, wraps.count == size ? last : nil)
     }
 
-    /// One stored wrap (for the live subscriptions of its recipient): its JSON and `created_at`.
     /// The wraps stored for `recipients` since `since`, oldest first, at most `limit`: what a
     /// lost LISTEN connection did not announce.
     package func stored(for recipients: [String], since: Date, limit: Int) async throws -> [(
@@ -102,6 +101,7 @@ package struct InboxStore: Sendable {
         return wraps
     }
 
+    /// One stored wrap (for the live subscriptions of its recipient): its JSON and `created_at`.
     package func wrap(id: String) async throws -> (event: String, createdAt: Int64)? {
         for (event, createdAt) in try await database.query(
             "SELECT event, created_at FROM inbox_wraps WHERE id = \(id)", logger: logger
