@@ -33,8 +33,9 @@ public final class RawHTTPClient: Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard bound == 0, connected == 0 else {
+            // No close here: the instance is whole, so `deinit` runs as the init throws and closes
+            // the socket. A second close could close a descriptor another thread has opened since.
             let reason = String(cString: strerror(errno))
-            close(socket)
             throw FixtureError("cannot connect to 127.0.0.1:\(port) from \(source): \(reason)")
         }
     }
