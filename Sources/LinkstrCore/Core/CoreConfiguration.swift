@@ -27,6 +27,11 @@ public struct CoreConfiguration: Sendable {
     public var pushGateway: URL?
     /// How the registrar reaches the gateway.
     public var pushTransport: any HTTPTransport = URLSessionTransport()
+    /// Called on the core, before each step that applies a chunk of history, with how many of
+    /// the page's messages are applied so far and how many it holds. A test queues an action
+    /// from here to pin where in a restore that action lands; timing it from outside races the
+    /// restore on a loaded machine.
+    package var willApplyHistoryStep: (@Sendable (_ applied: Int, _ total: Int) -> Void)?
 
     public init(dataDirectory: URL) {
         self.dataDirectory = dataDirectory

@@ -204,6 +204,7 @@ extension LinkstrAppCore {
             return
         }
         if work.applied < work.messages.count {
+            configuration.willApplyHistoryStep?(work.applied, work.messages.count)
             let end = min(work.applied + chunk, work.messages.count)
             apply(Array(work.messages[work.applied..<end]), origin: work.origin)
             work.applied = end
