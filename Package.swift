@@ -89,7 +89,7 @@ let package = Package(
         // fuzz targets build it without the server stack).
         .target(
             name: "GatewayWire",
-            dependencies: ["NostrProtocol"],
+            dependencies: ["NostrProtocol", "WebPush"],
             swiftSettings: strictSwift
         ),
         // Web Push's message layer: RFC 8291 encryption (and the receiving side, for the sandbox)
@@ -126,6 +126,7 @@ let package = Package(
             name: "PushGateway",
             dependencies: [
                 "GatewayWire",
+                "WebPush",
                 "NostrProtocol",
                 "NostrRelay",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -282,6 +283,7 @@ let package = Package(
                 "APNsSandbox",
                 "NostrProtocol",
                 "PushLoad",
+                "WebPush",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

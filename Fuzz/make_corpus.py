@@ -290,6 +290,9 @@ def push(kind: str, extra: str = "", recipients: str = f'"{KEY}"', event: str = 
             f'"recipient_pubkeys":[{recipients}]{extra}}}')
 
 
+# RFC 8291 Appendix A's receiver key: a point on P-256.
+P256DH = "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4"
+
 BODIES = [
     (REGISTER, f'{{"device_token":"{TOKEN}","apns_environment":"sandbox"}}'),
     (REGISTER, f'{{"device_token":" {TOKEN.upper()} ","apns_environment":"SANDBOX","topic":"app.test","relay_watch":true}}'),
@@ -298,6 +301,13 @@ BODIES = [
                '"relays":["WSS://Inbox.Example:443/","wss://inbox.example","ws://[::1]:7777","wss://u@x.example"]}}'),
     (REGISTER, '{"device_token":"abc","apns_environment":"sandbox"}'),
     (REGISTER, f'{{"device_token":"{TOKEN}","apns_environment":"staging"}}'),
+    (REGISTER, f'{{"platform":"apns","device_token":"{TOKEN}","apns_environment":"sandbox","push_type":"voip"}}'),
+    (REGISTER, '{"platform":"fcm","device_token":"cZ1q2-Xy_3:APA91bH' + 'k9' * 60 + '"}'),
+    (REGISTER, '{"platform":"webpush","subscription":{"endpoint":"https://Push.Example:443/wpush/v2/gAAA?x=1",'
+               '"expirationTime":null,"keys":{"p256dh":"' + P256DH + '","auth":"BwcHBwcHBwcHBwcHBwcHBw"}}}'),
+    (REGISTER, '{"platform":"unifiedpush","endpoint":"https://up.example/UP?token=abc"}'),
+    (REGISTER, '{"platform":"unifiedpush","endpoint":"https://up.example/UP","keys":{"p256dh":"' + P256DH + '","auth":"AAAA"}}'),
+    (UNREGISTER, '{"endpoint":"https://push.example/wpush/v2/gAAA"}'),
     (UNREGISTER, f'{{"device_token":"{TOKEN}"}}'),
     (UNREGISTER, f'{{"device_token":"{"a" * 200}"}}'),
     (UNREGISTER, '{}'),
@@ -386,7 +396,8 @@ DICTIONARIES = {
                   "xn--", "localhost", "127.0.0.1", "255", "0x", "fe80", "ffff"],
     "gateway-requests": JSON_TOKENS + [
         '"device_token"', '"apns_environment"', '"topic"', '"relay_watch"', '"sandbox"', '"production"', '"relays"',
-        '"wss://', '"ws://',
+        '"wss://', '"ws://', '"platform"', '"apns"', '"fcm"', '"webpush"', '"unifiedpush"', '"push_type"', '"voip"',
+        '"alert"', '"subscription"', '"endpoint"', '"keys"', '"p256dh"', '"auth"', '"https://', '"' + P256DH + '"',
         '"archived_conversation_ids"', '"known_conversation_ids"', '"notification_type"', '"new_post"',
         '"new_emoji_reaction"', '"gift_wrap"', '"event_id"', '"conversation_id"', '"recipient_pubkeys"', '"emoji"',
         '"post_id"', '"event_ids"', '"' + KEY + '"', '"' + TOKEN + '"',

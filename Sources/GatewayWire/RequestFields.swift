@@ -34,6 +34,15 @@ public struct RequestFields: Sendable {
         }
     }
 
+    /// A nested object's fields, or nil when absent or null; anything else is refused.
+    public func object(_ key: String) throws(RequestBodyError) -> RequestFields? {
+        switch object[key] {
+        case nil, .null?: return nil
+        case .object(let value)?: return RequestFields(object: value)
+        default: throw RequestBodyError("invalid json body: \(key) must be an object")
+        }
+    }
+
     public func bool(_ key: String) throws(RequestBodyError) -> Bool? {
         switch object[key] {
         case nil, .null?: return nil

@@ -21,8 +21,13 @@ public struct RelayAddressPolicy: Sendable, Equatable {
     /// connects to a user's relay must judge the addresses it resolved with `refusal(resolved:)`,
     /// and connect to those very addresses, or a second lookup could answer differently.
     public func refusal(for url: RelayURL) -> String? {
+        refusal(for: url.host)
+    }
+
+    /// The same judgement for any URL's host (a Web Push endpoint's).
+    public func refusal(for host: URLHost) -> String? {
         guard !allowsPrivate else { return nil }
-        switch url.host {
+        switch host {
         case .address(let address):
             return address.isPublic ? nil : "names a non-public address"
         case .name(let name):

@@ -13,14 +13,17 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     switch selector % 5 {
     case 0:
         guard let request = try? RegisterDeviceRequest.parse(body) else { return 0 }
-        check(isToken(request.deviceToken), "register: bad device token \(request.deviceToken)")
+        check(isDestination(request.destination), "register: bad destination \(request.deviceToken)")
         check(request.topic.map(isCleanText) ?? true, "register: topic not clean")
         check(request.relays.count <= RegisterDeviceRequest.maxRelays, "register: \(request.relays.count) relays")
         check(Set(request.relays).count == request.relays.count, "register: duplicate relays")
         check(request.relays.allSatisfy { (try? RelayURL($0.description)) == $0 }, "register: a relay not in normal form")
     case 1:
         guard let request = try? UnregisterDeviceRequest.parse(body) else { return 0 }
-        check(isToken(request.deviceToken), "unregister: bad device token \(request.deviceToken)")
+        let token = request.deviceToken
+        check(
+            isToken(token) || isFCMToken(token) || (try? PushEndpoint(token))?.description == token,
+            "unregister: bad device token \(token)")
     case 2:
         guard let request = try? ArchiveStateRequest.parse(body) else { return 0 }
         check(isIDList(request.archived, max: ArchiveStateRequest.maxIDs), "archive: bad archived ids")
@@ -54,6 +57,22 @@ func isCleanText(_ text: String) -> Bool { !text.isEmpty && !text.containsContro
 
 func isToken(_ token: String) -> Bool {
     (64...200).contains(token.utf8.count) && token.utf8.count % 2 == 0 && Hex.decode(token) != nil
+}
+
+func isFCMToken(_ token: String) -> Bool {
+    (32...1_024).contains(token.utf8.count) && token.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_:".contains($0)) }
+}
+
+/// Each platform's promise: an APNs token lowercase hex, an FCM token of its characters, an
+/// endpoint in normal form (it parses again to itself) and https.
+func isDestination(_ destination: PushDestination) -> Bool {
+    switch destination {
+    case .apns(let token, _, _): isToken(token) && token == token.lowercased()
+    case .fcm(let token): isFCMToken(token)
+    case .webPush(let endpoint, _), .unifiedPush(let endpoint, _):
+        endpoint.description.hasPrefix("https://") && (try? PushEndpoint(endpoint.description)) == endpoint
+            && endpoint.description.utf8.count <= PushEndpoint.maxLength
+    }
 }
 
 func isLowercaseKey(_ text: String) -> Bool { Hex.decode(text, count: 32) != nil }

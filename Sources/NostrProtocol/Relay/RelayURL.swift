@@ -8,11 +8,7 @@
 /// (`[…]`) are refused: the WebSocket client reads a URL's host up to its first colon, so such a
 /// relay could never be reached.
 public struct RelayURL: Sendable, Hashable, Comparable, CustomStringConvertible {
-    public enum Host: Sendable, Hashable {
-        /// A DNS name, lowercased (internationalised names in their `xn--` form).
-        case name(String)
-        case address(IPAddress)
-    }
+    public typealias Host = URLHost
 
     public static let maxLength = 512
 
@@ -39,20 +35,23 @@ public struct RelayURL: Sendable, Hashable, Comparable, CustomStringConvertible 
         let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
         let authority = rest[..<authorityEnd]
         guard !authority.contains("@") else { throw .userInfo }
-        (host, port) = try Self.parseAuthority(authority, defaultPort: isSecure ? 443 : 80)
+        do {
+            (host, port) = try URLHost.parseAuthority(authority, defaultPort: isSecure ? 443 : 80)
+        } catch {
+            switch error {
+            case .badHost: throw .badHost
+            case .ipv6Host: throw .ipv6Host
+            case .badPort: throw .badPort
+            }
+        }
         var pathAndQuery = String(rest[authorityEnd...])
-        guard pathAndQuery.allSatisfy({ Self.pathCharacters.contains($0) }) else { throw .badPath }
+        guard pathAndQuery.allSatisfy({ URLHost.pathCharacters.contains($0) }) else { throw .badPath }
         if pathAndQuery.hasPrefix("?") { pathAndQuery = "/" + pathAndQuery }
         // Every trailing slash: removing one would leave `/a//` a different URL from its own
         // normal form `/a/`.
         while !pathAndQuery.contains("?"), pathAndQuery.hasSuffix("/") { pathAndQuery.removeLast() }
         self.pathAndQuery = pathAndQuery
-        let hostText: String
-        switch host {
-        case .name(let name): hostText = name
-        case .address(let address): hostText = address.description
-        }
-        let normal = scheme + "://" + hostText + (port.map { ":\($0)" } ?? "") + pathAndQuery
+        let normal = scheme + "://" + host.description + (port.map { ":\($0)" } ?? "") + pathAndQuery
         // The limit holds for the normal form too, which can be a byte longer (`?q` becomes
         // `/?q`): a URL accepted here must parse again from its own normal form.
         guard normal.utf8.count <= Self.maxLength else { throw .tooLong }
@@ -64,47 +63,6 @@ public struct RelayURL: Sendable, Hashable, Comparable, CustomStringConvertible 
     public static func == (lhs: RelayURL, rhs: RelayURL) -> Bool { lhs.description == rhs.description }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(description) }
-
-    // RFC 3986 unreserved, sub-delims, ":", "@", "/", "?", and "%" of percent-encoding.
-    private static let pathCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@/?%")
-
-    private static func parseAuthority(_ authority: Substring, defaultPort: Int) throws(RelayURLError) -> (Host, Int?) {
-        var hostText = authority
-        var portText: Substring?
-        if authority.hasPrefix("[") {
-            throw .ipv6Host
-        } else if let colon = authority.lastIndex(of: ":") {
-            hostText = authority[..<colon]
-            portText = authority[authority.index(after: colon)...]
-        }
-        var port: Int?
-        if let portText {
-            guard (1...5).contains(portText.count), portText.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(portText),
-                (1...65_535).contains(value)
-            else { throw .badPort }
-            port = value == defaultPort ? nil : value
-        }
-        if let address = IPAddress(hostText), case .v4 = address { return (.address(address), port) }
-        return (.name(try Self.hostName(hostText)), port)
-    }
-
-    /// A DNS name: labels of letters, digits and hyphens, none starting or ending with a hyphen,
-    /// at most 63 bytes each and 253 in all; one trailing dot dropped. The last label starts with
-    /// a letter, as every top-level domain does: `127.1`, `0x7f.0.0.1` or `2130706433` are no
-    /// IPv4 addresses we accept, yet resolvers read them as such.
-    private static func hostName(_ text: Substring) throws(RelayURLError) -> String {
-        var name = text.lowercased()
-        if name.hasSuffix(".") { name.removeLast() }
-        guard !name.isEmpty, name.utf8.count <= 253 else { throw .badHost }
-        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
-        for label in labels {
-            guard (1...63).contains(label.count), label.first != "-", label.last != "-",
-                label.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
-            else { throw .badHost }
-        }
-        guard labels.last?.first?.isLetter == true else { throw .badHost }
-        return name
-    }
 }
 
 /// Why a relay URL was refused; the description is safe to return to whoever sent it.

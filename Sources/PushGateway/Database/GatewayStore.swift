@@ -6,8 +6,13 @@ public import PostgresNIO
 
 /// A registered device as the API shows it to its owner.
 public struct DeviceRecord: Sendable, Equatable {
+    /// The token, or the endpoint.
     public var deviceToken: String
-    public var environment: String
+    public var platform: String
+    /// APNs only.
+    public var environment: String?
+    /// APNs: `alert` or `voip`.
+    public var pushType: String
     public var topic: String
     public var relayWatch: Bool
     /// The relays the registration named, in their normal form.
@@ -154,9 +159,8 @@ public struct GatewayStore: Sendable {
         let (key, expires) = replayKey(auth)
         let applied = try await registrations.register(
             PendingRegistration(
-                pubkey: pubkey, replayKey: key, replayExpires: expires, deviceToken: request.deviceToken,
-                environment: request.environment.rawValue, topic: topic, relayWatch: request.relayWatch,
-                relays: request.relays.map(\.description)))
+                registering: request.destination, pubkey: pubkey, replayKey: key, replayExpires: expires, topic: topic,
+                relayWatch: request.relayWatch, relays: request.relays.map(\.description)))
         guard applied else { throw APIError.replayed }
     }
 
@@ -305,16 +309,16 @@ public struct GatewayStore: Sendable {
         let logger = self.logger
         return try await authorized(auth) { connection in
             var listing = DeviceListing()
-            for (token, environment, topic, watch, relays, registered) in try await connection.query(
+            for (token, platform, environment, pushType, topic, watch, relays, registered) in try await connection.query(
                 """
-                SELECT device_token, apns_environment, topic, relay_watch, relays, registered_at FROM devices
+                SELECT device_token, platform, apns_environment, push_type, topic, relay_watch, relays, registered_at FROM devices
                 WHERE pubkey = \(pubkey) ORDER BY registered_at, device_token
                 """, logger: logger
-            ).decode((String, String, String, Bool, [String], Date).self) {
+            ).decode((String, String, String?, String, String, Bool, [String], Date).self) {
                 listing.devices.append(
                     DeviceRecord(
-                        deviceToken: token, environment: environment, topic: topic, relayWatch: watch, relays: relays,
-                        registeredAt: registered))
+                        deviceToken: token, platform: platform, environment: environment, pushType: pushType, topic: topic,
+                        relayWatch: watch, relays: relays, registeredAt: registered))
             }
             guard listing.devices.contains(where: \.relayWatch) else { return listing }
             for relays in try await connection.query(

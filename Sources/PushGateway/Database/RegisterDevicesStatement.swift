@@ -17,8 +17,12 @@ import PostgresNIO
 package struct RegisterDevicesStatement: PostgresPreparedStatement {
     static let sql = """
         WITH input AS (
-            SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[])
-                WITH ORDINALITY AS i(pubkey, replay_key, expires_at, device_token, apns_environment, topic, relay_watch, relays, position)
+            SELECT * FROM unnest(
+                $1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::text[],
+                $10::text[], $11::text[], $12::text[])
+                WITH ORDINALITY AS i(
+                    pubkey, replay_key, expires_at, device_token, apns_environment, topic, relay_watch, relays, platform, push_type,
+                    p256dh, auth_secret, position)
         ), replay AS (
             INSERT INTO auth_replays (pubkey, replay_key, expires_at)
             SELECT pubkey, replay_key, expires_at FROM input ORDER BY position
@@ -31,11 +35,14 @@ package struct RegisterDevicesStatement: PostgresPreparedStatement {
         ), upsert AS (
             -- A registration's relays travel as one space-separated text (no relay URL holds a space):
             -- unnest cannot take an array of arrays of different lengths.
-            INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch, relays)
-            SELECT device_token, pubkey, apns_environment, topic, relay_watch, string_to_array(relays, ' ')
+            INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch, relays, platform, push_type, p256dh, auth_secret)
+            -- Absent values travel as '' (an array of optionals cannot be bound).
+            SELECT device_token, pubkey, NULLIF(apns_environment, ''), topic, relay_watch, string_to_array(relays, ' '), platform,
+                push_type, NULLIF(p256dh, ''), NULLIF(auth_secret, '')
             FROM fresh ORDER BY device_token
             ON CONFLICT (device_token) DO UPDATE SET pubkey = EXCLUDED.pubkey, apns_environment = EXCLUDED.apns_environment,
-                topic = EXCLUDED.topic, relay_watch = EXCLUDED.relay_watch, relays = EXCLUDED.relays, updated_at = now()
+                topic = EXCLUDED.topic, relay_watch = EXCLUDED.relay_watch, relays = EXCLUDED.relays, platform = EXCLUDED.platform,
+                push_type = EXCLUDED.push_type, p256dh = EXCLUDED.p256dh, auth_secret = EXCLUDED.auth_secret, updated_at = now()
         ), moved AS (
             SELECT device_token, previous_pubkey FROM previous WHERE previous_pubkey <> new_pubkey
         ), moved_jobs AS (
@@ -57,15 +64,19 @@ package struct RegisterDevicesStatement: PostgresPreparedStatement {
     var registrations: [PendingRegistration]
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 8)
+        var bindings = PostgresBindings(capacity: 12)
         bindings.append(registrations.map(\.pubkey))
         bindings.append(registrations.map(\.replayKey))
         bindings.append(registrations.map(\.replayExpires))
         bindings.append(registrations.map(\.deviceToken))
-        bindings.append(registrations.map(\.environment))
+        bindings.append(registrations.map { $0.environment ?? "" })
         bindings.append(registrations.map(\.topic))
         bindings.append(registrations.map(\.relayWatch))
         bindings.append(registrations.map { $0.relays.joined(separator: " ") })
+        bindings.append(registrations.map(\.platform))
+        bindings.append(registrations.map(\.pushType))
+        bindings.append(registrations.map { $0.p256dh ?? "" })
+        bindings.append(registrations.map { $0.authSecret ?? "" })
         return bindings
     }
 

@@ -1,29 +1,61 @@
 package import Foundation
+package import GatewayWire
+import WebPush
 
 /// One `POST /v1/devices/register`, ready for the database: its replay key and the device row.
 package struct PendingRegistration: Sendable, Equatable {
     var pubkey: String
     package var replayKey: String
     var replayExpires: Date
+    /// The device's identity (`PushDestination.address`).
     package var deviceToken: String
-    var environment: String
+    var platform: String
+    /// APNs only.
+    var environment: String?
+    /// `alert` or, for an APNs VoIP token, `voip`.
+    var pushType: String
+    /// A subscription's keys, base64url.
+    var p256dh: String?
+    var authSecret: String?
     var topic: String
     var relayWatch: Bool
     /// Normal-form relay URLs (`RelayURL.description`).
     var relays: [String]
 
     package init(
-        pubkey: String, replayKey: String, replayExpires: Date, deviceToken: String, environment: String, topic: String, relayWatch: Bool,
+        pubkey: String, replayKey: String, replayExpires: Date, deviceToken: String, platform: String = "apns", environment: String?,
+        pushType: String = "alert", p256dh: String? = nil, authSecret: String? = nil, topic: String, relayWatch: Bool,
         relays: [String] = []
     ) {
         self.pubkey = pubkey
         self.replayKey = replayKey
         self.replayExpires = replayExpires
         self.deviceToken = deviceToken
+        self.platform = platform
         self.environment = environment
+        self.pushType = pushType
+        self.p256dh = p256dh
+        self.authSecret = authSecret
         self.topic = topic
         self.relayWatch = relayWatch
         self.relays = relays
+    }
+
+    /// The row `destination` is stored as.
+    package init(
+        registering destination: PushDestination, pubkey: String, replayKey: String, replayExpires: Date, topic: String, relayWatch: Bool,
+        relays: [String]
+    ) {
+        var environment: String?
+        var pushType = APNsTokenKind.alert.rawValue
+        if case .apns(_, let apnsEnvironment, let kind) = destination {
+            environment = apnsEnvironment.rawValue
+            pushType = kind.rawValue
+        }
+        self.init(
+            pubkey: pubkey, replayKey: replayKey, replayExpires: replayExpires, deviceToken: destination.address,
+            platform: destination.platform.rawValue, environment: environment, pushType: pushType, p256dh: destination.keys?.p256dh,
+            authSecret: destination.keys?.auth, topic: topic, relayWatch: relayWatch, relays: relays)
     }
 }
 

@@ -74,9 +74,14 @@ public struct DeliveryQueue: Sendable {
             relay, wrapCount
         )
             in try rows.decode(
-                (Int64, UUID, String, String, String, String, Date, String, String, String, String?, String?, Int, Date, String?, Int).self)
+                (Int64, UUID, String, String, String?, String, Date, String, String, String, String?, String?, Int, Date, String?, Int).self
+            )
         {
-            guard let environment = APNsEnvironment(rawValue: environment), let type = NotificationType(rawValue: type) else { continue }
+            // No environment: a device of a platform this build has no transport for. Its job is
+            // left to expire rather than fail every claim round that meets it.
+            guard let environment = environment.flatMap(APNsEnvironment.init(rawValue:)), let type = NotificationType(rawValue: type) else {
+                continue
+            }
             jobs.append(
                 ClaimedJob(
                     id: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic,

@@ -18,6 +18,9 @@ public struct GatewayAPI: Sendable {
     let verifier: HTTPAuthVerifier
     let defaultTopic: String
     let topics: Set<String>
+    /// The platforms this gateway delivers to: a registration for another is refused rather than
+    /// stored and never pushed.
+    let platforms: Set<PushPlatform> = [.apns]
     /// Which relay URLs a registration may name (`WATCH_ALLOW_PRIVATE_RELAYS`).
     let relayPolicy: RelayAddressPolicy
     /// `RELAYS`, the shard count and the per-user relay limit, for `GET /v1/devices`' `watch`.
@@ -170,13 +173,25 @@ public struct GatewayAPI: Sendable {
             for relay in registration.relays {
                 if let refusal = relayPolicy.refusal(for: relay) { throw APIError.badRequest("relays: \(relay) \(refusal)") }
             }
+            // An endpoint is a URL the gateway will POST to: judged like a relay URL, so that a
+            // registration cannot aim the gateway at its own network.
+            if let endpoint = registration.destination.endpoint, let refusal = relayPolicy.refusal(for: endpoint.host) {
+                throw APIError.badRequest("endpoint \(refusal)")
+            }
+            let platform = registration.destination.platform
+            guard platforms.contains(platform) else {
+                throw APIError.badRequest("platform \(platform.rawValue) is not enabled on this gateway")
+            }
             try await store.register(registration, topic: topic, auth: auth)
-            store.logger.info(
-                "device registered",
-                metadata: [
-                    "nostr.pubkey": "\(auth.pubkey.hex)", "apns.token": "\(DeviceToken.redacted(registration.deviceToken))",
-                    "apns.environment": "\(registration.environment.rawValue)", "push.relay_watch": "\(registration.relayWatch)",
-                ])
+            var metadata: Logger.Metadata = [
+                "nostr.pubkey": "\(auth.pubkey.hex)", "push.platform": "\(platform.rawValue)",
+                "push.device": "\(DeviceToken.redacted(registration.deviceToken))", "push.relay_watch": "\(registration.relayWatch)",
+            ]
+            if case .apns(_, let environment, let kind) = registration.destination {
+                metadata["apns.environment"] = "\(environment.rawValue)"
+                metadata["apns.push_type"] = "\(kind.rawValue)"
+            }
+            store.logger.info("device registered", metadata: metadata)
             return JSONBody.response(.accepted, ["status": "registered"])
         }
     }
@@ -236,11 +251,18 @@ public struct GatewayAPI: Sendable {
                     "devices": .array(
                         devices.map { device in
                             var object: [String: JSONValue] = [
-                                "device_token": .string(device.deviceToken), "apns_environment": .string(device.environment),
-                                "topic": .string(device.topic), "relay_watch": .bool(device.relayWatch),
-                                "relays": .array(device.relays.map { .string($0) }),
+                                "platform": .string(device.platform), "topic": .string(device.topic),
+                                "relay_watch": .bool(device.relayWatch), "relays": .array(device.relays.map { .string($0) }),
                                 "registered_at": .string(formatter.string(from: device.registeredAt)),
                             ]
+                            // An endpoint names the device as `endpoint`, as it was registered.
+                            let isEndpoint =
+                                device.platform == PushPlatform.webpush.rawValue || device.platform == PushPlatform.unifiedpush.rawValue
+                            object[isEndpoint ? "endpoint" : "device_token"] = .string(device.deviceToken)
+                            if let environment = device.environment {
+                                object["apns_environment"] = .string(environment)
+                                object["push_type"] = .string(device.pushType)
+                            }
                             if device.relayWatch, let watch { object["watch"] = watch }
                             return .object(object)
                         }),

@@ -37,10 +37,33 @@ public enum OpenAPIDocument {
                 status: {type: string}
             Register:
               type: object
-              required: [device_token, apns_environment]
+              description: >-
+                What a device needs depends on its platform. apns (the default): device_token (hex)
+                and apns_environment, optionally push_type. fcm: device_token, an FCM registration
+                token. webpush: subscription, the browser's PushSubscription.toJSON(). unifiedpush:
+                endpoint, optionally keys. Endpoints must be https and, unless
+                WATCH_ALLOW_PRIVATE_RELAYS is set, name no loopback, private or link-local address.
+                A platform the gateway has no transport for is refused (400).
               properties:
-                device_token: {type: string, pattern: "^[0-9a-fA-F]{64,200}$"}
-                apns_environment: {type: string, description: "sandbox or production, case-insensitive"}
+                platform: {type: string, enum: [apns, fcm, webpush, unifiedpush], default: apns}
+                device_token:
+                  type: string
+                  description: "apns: hex, 64 to 200 characters. fcm: 32 to 1024 of letters, digits, '-', '_', ':'."
+                apns_environment: {type: string, description: "apns: sandbox or production, case-insensitive"}
+                push_type:
+                  type: string
+                  enum: [alert, voip]
+                  default: alert
+                  description: "apns: voip registers a PushKit VoIP token (topic <bundle id>.voip)"
+                subscription:
+                  type: object
+                  description: "webpush: PushSubscription.toJSON() as the browser gives it"
+                  required: [endpoint, keys]
+                  properties:
+                    endpoint: {type: string, maxLength: 1024, pattern: "^[hH][tT][tT][pP][sS]://"}
+                    keys: {$ref: "#/components/schemas/SubscriptionKeys"}
+                endpoint: {type: string, maxLength: 1024, pattern: "^[hH][tT][tT][pP][sS]://", description: "unifiedpush: the distributor's endpoint"}
+                keys: {$ref: "#/components/schemas/SubscriptionKeys"}
                 topic: {type: string}
                 relay_watch: {type: boolean, default: false}
                 relays:
@@ -51,11 +74,19 @@ public enum OpenAPIDocument {
                     wss:// URLs, stored normalised; non-public addresses are refused unless
                     WATCH_ALLOW_PRIVATE_RELAYS is set. Each registration replaces the token's list.
                   items: {type: string, pattern: "^[wW][sS][sS]?://"}
+            SubscriptionKeys:
+              type: object
+              description: RFC 8291 message keys, base64url without padding
+              required: [p256dh, auth]
+              properties:
+                p256dh: {type: string, description: "a 65-byte uncompressed P-256 point"}
+                auth: {type: string, description: "16 bytes"}
             Unregister:
               type: object
-              required: [device_token]
+              description: One of device_token (apns, fcm) or endpoint (webpush, unifiedpush).
               properties:
                 device_token: {type: string}
+                endpoint: {type: string}
             ArchiveState:
               type: object
               required: [archived_conversation_ids]
@@ -104,8 +135,11 @@ public enum OpenAPIDocument {
                   items:
                     type: object
                     properties:
-                      device_token: {type: string}
-                      apns_environment: {type: string}
+                      platform: {type: string, enum: [apns, fcm, webpush, unifiedpush]}
+                      device_token: {type: string, description: "apns and fcm"}
+                      endpoint: {type: string, description: "webpush and unifiedpush"}
+                      apns_environment: {type: string, description: apns}
+                      push_type: {type: string, enum: [alert, voip], description: apns}
                       topic: {type: string}
                       relay_watch: {type: boolean}
                       relays: {type: array, items: {type: string}}
@@ -171,7 +205,7 @@ public enum OpenAPIDocument {
                 "200": {description: OpenAPI 3.1 YAML, content: {application/yaml: {schema: {type: string}}}}
           /v1/devices/register:
             post:
-              summary: Register (or move) a device token to the caller's pubkey
+              summary: Register (or move) a device to the caller's pubkey
               security: [{nostr: []}]
               requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/Register"}}}}
               responses:

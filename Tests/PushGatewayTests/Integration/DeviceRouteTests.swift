@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
@@ -125,6 +126,62 @@ import Testing
             let body = GatewayHarness.registerBody(GatewayHarness.token(0x23), extra: #","relays":["ws://127.0.0.1:7777"]"#)
             #expect(try await gateway.send(Keys.generate(), .post, "/v1/devices/register", json: body).status == .accepted)
             #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE relays = ARRAY['ws://127.0.0.1:7777']") == 1)
+        }
+    }
+
+    /// An APNs VoIP token is stored and listed as such; every device is listed with its platform.
+    @Test func aVoIPTokenIsStoredAndListedWithItsPushType() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate()
+            let alert = GatewayHarness.token(0x31), voip = GatewayHarness.token(0x32)
+            #expect(
+                try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(alert)).status == .accepted)
+            let body = GatewayHarness.registerBody(voip, extra: #","platform":"apns","push_type":"voip""#)
+            #expect(try await gateway.send(alice, .post, "/v1/devices/register", json: body).status == .accepted)
+            #expect(
+                try await gateway.count(
+                    "SELECT count(*)::int FROM devices WHERE device_token = '\(voip)' AND platform = 'apns' AND push_type = 'voip'")
+                    == 1)
+            let devices = try #require(try await gateway.send(alice, .get, "/v1/devices").json?["devices"]?.arrayValue)
+            let byToken = Dictionary(
+                uniqueKeysWithValues: devices.compactMap { device in device["device_token"]?.stringValue.map { ($0, device) } })
+            #expect(byToken[alert]?["platform"] == "apns")
+            #expect(byToken[alert]?["push_type"] == "alert")
+            #expect(byToken[voip]?["push_type"] == "voip")
+            #expect(byToken[voip]?["apns_environment"] == "sandbox")
+        }
+    }
+
+    /// A platform this gateway has no transport for is refused, not stored to be never pushed;
+    /// before that, an endpoint into the gateway's own network is refused like a relay URL.
+    @Test func aPlatformWithoutATransportOrAPrivateEndpointIsRefusedAndStoresNothing() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate()
+            let receiver = Base64URL.encode(P256.KeyAgreement.PrivateKey().publicKey.x963Representation)
+            let keys = #""keys":{"p256dh":"\#(receiver)","auth":"\#(Base64URL.encode([UInt8](repeating: 1, count: 16)))"}"#
+            func webPush(_ endpoint: String) -> String {
+                #"{"platform":"webpush","subscription":{"endpoint":"\#(endpoint)",\#(keys)}}"#
+            }
+            let fcmToken = "fcm:" + String(repeating: "A1b2", count: 30)
+            let cases: [(String, String)] = [
+                (#"{"platform":"fcm","device_token":"\#(fcmToken)"}"#, "platform fcm is not enabled on this gateway"),
+                (webPush("https://push.example/sub/1"), "platform webpush is not enabled on this gateway"),
+                (
+                    #"{"platform":"unifiedpush","endpoint":"https://up.example/UP?t=1"}"#,
+                    "platform unifiedpush is not enabled on this gateway"
+                ),
+                (webPush("https://127.0.0.1:5432/x"), "endpoint names a non-public address"),
+                (webPush("https://169.254.169.254/latest/meta-data"), "endpoint names a non-public address"),
+                (webPush("https://10.1.2.3/x"), "endpoint names a non-public address"),
+                (#"{"platform":"unifiedpush","endpoint":"https://localhost:8080/UP"}"#, "endpoint names a local host"),
+                (#"{"platform":"unifiedpush","endpoint":"https://metadata.google.internal/x"}"#, "endpoint names a local host"),
+            ]
+            for (body, message) in cases {
+                let response = try await gateway.send(alice, .post, "/v1/devices/register", json: body)
+                #expect(response.status == .badRequest, "\(body)")
+                #expect(response.errorMessage == message, "\(body)")
+            }
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 0)
         }
     }
 

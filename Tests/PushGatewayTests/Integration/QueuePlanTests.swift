@@ -180,10 +180,10 @@ import Testing
             // A moved token's queued jobs.
             QueueStatement(
                 name: "registering devices", sql: RegisterDevicesStatement.sql,
-                types: "text[], text[], timestamptz[], text[], text[], text[], bool[], text[]",
+                types: "text[], text[], timestamptz[], text[], text[], text[], bool[], text[], text[], text[], text[], text[]",
                 arguments: { _ in
                     "\(literal([String(repeating: "cd", count: 32)])), '{replay}', '{2030-01-01T00:00:00Z}', \(literal([QueuePlanTests.token])), "
-                        + "'{sandbox}', '{app.test}', '{true}', '{\"wss://inbox.example wss://dm.example\"}'"
+                        + "'{sandbox}', '{app.test}', '{true}', '{\"wss://inbox.example wss://dm.example\"}', '{apns}', '{alert}', '{\"\"}', '{\"\"}'"
                 }, reads: [queuedByDevice]),
             QueueStatement(
                 name: "archiving conversations", sql: ArchivedJobsDeletion.sql, types: "text, text[]",

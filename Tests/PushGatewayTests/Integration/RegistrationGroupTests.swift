@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import GatewayWire
 import HTTPTypes
 import HummingbirdTesting
 import NostrProtocol
@@ -6,6 +8,7 @@ import PostgresNIO
 import PushGateway
 import Synchronization
 import Testing
+import WebPush
 
 /// Group commit of registrations: the batch rules as a value, the batcher's concurrency with a
 /// recording writer, and the group statement against PostgreSQL.
@@ -180,6 +183,87 @@ import Testing
             #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs") == 0)
             #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM archived_conversations") == 0)
             #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM auth_replays") == 6)
+        }
+    }
+
+    /// Every platform's row, written by the group statement: the platform's own columns set, the
+    /// others NULL, and a token that registers again as another platform takes the new shape. The
+    /// table's check refuses a row whose columns do not fit its platform.
+    @Test func eachPlatformIsStoredWithItsOwnColumns() async throws {
+        try await TestDatabase.with { _, client in
+            let logger = TestDatabase.logger
+            let keys = try WebPushSubscriptionKeys(
+                point: Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation), authSecret: [UInt8](repeating: 9, count: 16))
+            let endpoint = try PushEndpoint("https://push.example/sub/1")
+            let fcmToken = "fcm:" + String(repeating: "Z9y8", count: 30)
+            let destinations: [PushDestination] = [
+                .apns(token: GatewayHarness.token(1), environment: .production, kind: .voip),
+                .fcm(token: fcmToken),
+                .webPush(endpoint: endpoint, keys: keys),
+                .unifiedPush(endpoint: try PushEndpoint("https://up.example/UP?t=1"), keys: nil),
+            ]
+            let registrations = destinations.enumerated().map { index, destination in
+                PendingRegistration(
+                    registering: destination, pubkey: Self.pubkey(0xA1), replayKey: "r\(index)",
+                    replayExpires: Date().addingTimeInterval(600),
+                    topic: GatewayHarness.topic, relayWatch: true, relays: [])
+            }
+            let outcomes = try await GatewayStore.applyRegistrations(
+                registrations, maxDevicesPerPubkey: 10, database: Database(client), logger: logger)
+            #expect(outcomes.map { try? $0.get() } == [true, true, true, true])
+            var rows: [String: [String?]] = [:]
+            for try await (token, platform, environment, pushType, p256dh, auth) in try await client.query(
+                "SELECT device_token, platform, apns_environment, push_type, p256dh, auth_secret FROM devices", logger: logger
+            ).decode((String, String, String?, String, String?, String?).self) {
+                rows[token] = [platform, environment, pushType, p256dh, auth]
+            }
+            #expect(rows[GatewayHarness.token(1)] == ["apns", "production", "voip", nil, nil])
+            #expect(rows[fcmToken] == ["fcm", nil, "alert", nil, nil])
+            #expect(rows["https://push.example/sub/1"] == ["webpush", nil, "alert", keys.p256dh, keys.auth])
+            #expect(rows["https://up.example/UP?t=1"] == ["unifiedpush", nil, "alert", nil, nil])
+
+            // An endpoint registered again as another platform takes that platform's shape.
+            let again = try await GatewayStore.applyRegistrations(
+                [
+                    PendingRegistration(
+                        registering: .unifiedPush(endpoint: endpoint, keys: keys), pubkey: Self.pubkey(0xA1), replayKey: "r9",
+                        replayExpires: Date().addingTimeInterval(600), topic: GatewayHarness.topic, relayWatch: false, relays: [])
+                ], maxDevicesPerPubkey: 10, database: Database(client), logger: logger)
+            #expect(again.map { try? $0.get() } == [true])
+            #expect(
+                try await TestDatabase.count(
+                    client,
+                    "SELECT count(*)::int FROM devices WHERE device_token = 'https://push.example/sub/1' AND platform = 'unifiedpush' AND p256dh IS NOT NULL"
+                ) == 1)
+
+            for bad in [
+                "('t1', 'p', NULL, 'app', 'apns', 'alert', NULL, NULL)", // APNs without an environment
+                "('t2', 'p', 'sandbox', 'app', 'fcm', 'alert', NULL, NULL)", // an environment off APNs
+                "('t3', 'p', NULL, 'app', 'fcm', 'voip', NULL, NULL)", // VoIP off APNs
+                "('t4', 'p', NULL, 'app', 'webpush', 'alert', NULL, NULL)", // Web Push without keys
+                "('t5', 'p', NULL, 'app', 'unifiedpush', 'alert', 'k', NULL)", // half a key pair
+                "('t6', 'p', NULL, 'app', 'fcm', 'alert', 'k', 'a')", // keys off Web Push
+            ] {
+                await #expect(throws: PSQLError.self, "\(bad)") {
+                    try await client.query(
+                        PostgresQuery(
+                            unsafeSQL:
+                                "INSERT INTO devices (device_token, pubkey, apns_environment, topic, platform, push_type, p256dh, auth_secret) VALUES \(bad)"
+                        ), logger: logger)
+                }
+            }
+            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM devices") == 4)
+
+            // A job for a device no transport in this build serves is left to expire: the claim
+            // round that meets it still returns the APNs job beside it.
+            try await client.query(
+                """
+                INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, expires_at)
+                SELECT gen_random_uuid(), device_token, pubkey, 'new_post', 'e1', 'c1', now() + interval '15 minutes' FROM devices
+                WHERE platform IN ('apns', 'fcm')
+                """, logger: logger)
+            let claimed = try await DeliveryQueue(client: client, logger: logger).claim(limit: 10)
+            #expect(claimed.map(\.deviceToken) == [GatewayHarness.token(1)])
         }
     }
 
