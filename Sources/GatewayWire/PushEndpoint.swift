@@ -18,30 +18,14 @@ public struct PushEndpoint: Sendable, Hashable, CustomStringConvertible {
     public init(_ text: some StringProtocol) throws(RequestBodyError) {
         let text = String(text)
         guard text.utf8.count <= Self.maxLength else { throw Self.refused("is longer than \(Self.maxLength) bytes") }
-        guard text.allSatisfy({ $0.isASCII && !$0.isWhitespace }), !text.containsControlCharacters else {
-            throw Self.refused("must be ASCII without spaces")
-        }
-        guard let separator = text.firstRange(of: "://"), text[..<separator.lowerBound].lowercased() == "https" else {
-            throw Self.refused("must start with https://")
-        }
-        let rest = text[separator.upperBound...]
-        guard !rest.contains("#") else { throw Self.refused("must not have a fragment (#)") }
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
-        let authority = rest[..<authorityEnd]
-        guard !authority.contains("@") else { throw Self.refused("must not carry a user name or password") }
+        let parts: URLHost.Parts
         do {
-            (host, port) = try URLHost.parseAuthority(authority, defaultPort: 443)
+            parts = try URLHost.split(text) { $0 == "https" ? 443 : nil }
         } catch {
-            switch error {
-            case .badHost: throw Self.refused("has no valid host name or IP address")
-            case .ipv6Host: throw Self.refused("names an IPv6 address; use a host name")
-            case .badPort: throw Self.refused("has an invalid port")
-            }
+            throw Self.refused(error)
         }
-        var pathAndQuery = String(rest[authorityEnd...])
-        guard pathAndQuery.allSatisfy({ URLHost.pathCharacters.contains($0) }) else {
-            throw Self.refused("has characters a URL path cannot hold")
-        }
+        (host, port) = (parts.host, parts.port)
+        var pathAndQuery = parts.pathAndQuery
         if !pathAndQuery.hasPrefix("/") { pathAndQuery = "/" + pathAndQuery }
         self.pathAndQuery = pathAndQuery
         description = "https://" + host.description + (port.map { ":\($0)" } ?? "") + pathAndQuery
@@ -53,4 +37,17 @@ public struct PushEndpoint: Sendable, Hashable, CustomStringConvertible {
     public var origin: String { "https://" + host.description + (port.map { ":\($0)" } ?? "") }
 
     private static func refused(_ reason: String) -> RequestBodyError { RequestBodyError("endpoint \(reason)") }
+
+    private static func refused(_ error: URLHost.SplitError) -> RequestBodyError {
+        switch error {
+        case .notASCII: refused("must be ASCII without spaces")
+        case .badScheme: refused("must start with https://")
+        case .fragment: refused("must not have a fragment (#)")
+        case .userInfo: refused("must not carry a user name or password")
+        case .badHost: refused("has no valid host name or IP address")
+        case .ipv6Host: refused("names an IPv6 address; use a host name")
+        case .badPort: refused("has an invalid port")
+        case .badPath: refused("has characters a URL path cannot hold")
+        }
+    }
 }

@@ -25,33 +25,21 @@ public struct RelayURL: Sendable, Hashable, Comparable, CustomStringConvertible 
         let text = String(text).trimmingWhitespace()
         guard !text.isEmpty else { throw .empty }
         guard text.utf8.count <= Self.maxLength else { throw .tooLong }
-        guard !text.containsControlCharacters, text.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else { throw .notASCII }
-        guard let separator = text.firstRange(of: "://") else { throw .notWebSocket }
-        let scheme = text[..<separator.lowerBound].lowercased()
-        guard scheme == "ws" || scheme == "wss" else { throw .notWebSocket }
-        isSecure = scheme == "wss"
-        let rest = text[separator.upperBound...]
-        guard !rest.contains("#") else { throw .fragment }
-        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
-        let authority = rest[..<authorityEnd]
-        guard !authority.contains("@") else { throw .userInfo }
+        let parts: URLHost.Parts
         do {
-            (host, port) = try URLHost.parseAuthority(authority, defaultPort: isSecure ? 443 : 80)
+            parts = try URLHost.split(text) { ["ws": 80, "wss": 443][$0] }
         } catch {
-            switch error {
-            case .badHost: throw .badHost
-            case .ipv6Host: throw .ipv6Host
-            case .badPort: throw .badPort
-            }
+            throw RelayURLError(error)
         }
-        var pathAndQuery = String(rest[authorityEnd...])
-        guard pathAndQuery.allSatisfy({ URLHost.pathCharacters.contains($0) }) else { throw .badPath }
+        isSecure = parts.scheme == "wss"
+        (host, port) = (parts.host, parts.port)
+        var pathAndQuery = parts.pathAndQuery
         if pathAndQuery.hasPrefix("?") { pathAndQuery = "/" + pathAndQuery }
         // Every trailing slash: removing one would leave `/a//` a different URL from its own
         // normal form `/a/`.
         while !pathAndQuery.contains("?"), pathAndQuery.hasSuffix("/") { pathAndQuery.removeLast() }
         self.pathAndQuery = pathAndQuery
-        let normal = scheme + "://" + host.description + (port.map { ":\($0)" } ?? "") + pathAndQuery
+        let normal = parts.scheme + "://" + host.description + (port.map { ":\($0)" } ?? "") + pathAndQuery
         // The limit holds for the normal form too, which can be a byte longer (`?q` becomes
         // `/?q`): a URL accepted here must parse again from its own normal form.
         guard normal.utf8.count <= Self.maxLength else { throw .tooLong }
@@ -77,6 +65,20 @@ public enum RelayURLError: Error, Sendable, Equatable, CustomStringConvertible {
     case ipv6Host
     case badPort
     case badPath
+
+    init(_ error: URLHost.SplitError) {
+        self =
+            switch error {
+            case .notASCII: .notASCII
+            case .badScheme: .notWebSocket
+            case .fragment: .fragment
+            case .userInfo: .userInfo
+            case .badHost: .badHost
+            case .ipv6Host: .ipv6Host
+            case .badPort: .badPort
+            case .badPath: .badPath
+            }
+    }
 
     public var description: String {
         switch self {

@@ -15,14 +15,66 @@ public enum URLHost: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Why an authority was refused.
-    public enum AuthorityError: Error, Sendable, Equatable {
+    enum AuthorityError: Error, Sendable, Equatable {
         case badHost
         case ipv6Host
         case badPort
     }
 
+    /// A URL's parts as `split` checked them.
+    public struct Parts: Sendable {
+        /// Lowercased.
+        public let scheme: String
+        public let host: URLHost
+        /// Nil when absent or the scheme's default.
+        public let port: Int?
+        /// As written: empty, or from `/` or `?`.
+        public let pathAndQuery: String
+    }
+
+    /// Why `split` refused a URL, in the order it checks.
+    public enum SplitError: Error, Sendable, Equatable {
+        case notASCII
+        case badScheme
+        case fragment
+        case userInfo
+        case badHost
+        case ipv6Host
+        case badPort
+        case badPath
+    }
+
+    /// `scheme://host[:port][/path][?query]`, checked the one way every URL someone else wrote is
+    /// (a relay's, a push endpoint's): ASCII without spaces or control characters, a scheme that
+    /// `defaultPort` knows (it gives that scheme's port, nil for a scheme refused), no fragment, no
+    /// user info, the authority by `parseAuthority`, and a path of URL characters.
+    public static func split(_ text: String, defaultPort: (String) -> Int?) throws(SplitError) -> Parts {
+        guard !text.containsControlCharacters, text.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else { throw .notASCII }
+        guard let separator = text.firstRange(of: "://") else { throw .badScheme }
+        let scheme = text[..<separator.lowerBound].lowercased()
+        guard let schemePort = defaultPort(scheme) else { throw .badScheme }
+        let rest = text[separator.upperBound...]
+        guard !rest.contains("#") else { throw .fragment }
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        guard !authority.contains("@") else { throw .userInfo }
+        let host: URLHost, port: Int?
+        do {
+            (host, port) = try parseAuthority(authority, defaultPort: schemePort)
+        } catch {
+            switch error {
+            case .badHost: throw .badHost
+            case .ipv6Host: throw .ipv6Host
+            case .badPort: throw .badPort
+            }
+        }
+        let pathAndQuery = rest[authorityEnd...]
+        guard pathAndQuery.allSatisfy({ pathCharacters.contains($0) }) else { throw .badPath }
+        return Parts(scheme: scheme, host: host, port: port, pathAndQuery: String(pathAndQuery))
+    }
+
     /// `host[:port]` without user info; the port is nil when absent or equal to `defaultPort`.
-    public static func parseAuthority(_ authority: Substring, defaultPort: Int) throws(AuthorityError) -> (host: URLHost, port: Int?) {
+    static func parseAuthority(_ authority: Substring, defaultPort: Int) throws(AuthorityError) -> (host: URLHost, port: Int?) {
         var hostText = authority
         var portText: Substring?
         if authority.hasPrefix("[") {
@@ -62,5 +114,5 @@ public enum URLHost: Sendable, Hashable, CustomStringConvertible {
 
     /// RFC 3986 unreserved, sub-delims, ":", "@", "/", "?", and "%" of percent-encoding: what a
     /// URL's path and query may hold as written.
-    public static let pathCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@/?%")
+    static let pathCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@/?%")
 }
