@@ -60,9 +60,15 @@ public final class ChildProcess: @unchecked Sendable {
         }
     }
 
-    /// Sends `signal` to the whole process group.
+    /// Sends `signal` to the whole process group, unless the leader has been reaped: its pid, the
+    /// group's id, can then be handed to any new process (on a busy machine within seconds), and
+    /// the signal would kill a stranger: another test's relay or gateway, or the shell running
+    /// the tests. The lock keeps `isRunning` from reaping between the check and the signal.
     public func signal(_ signal: Int32) {
-        _ = Foundation.kill(-pid, signal)
+        lock.withLock {
+            guard exitStatus == nil else { return }
+            _ = Foundation.kill(-pid, signal)
+        }
     }
 
     /// SIGKILL to the group, then reaps the leader.

@@ -81,6 +81,13 @@ final class GatewayProcess: Sendable {
         self.logPath = logPath
     }
 
+    /// The last `characters` of the process's log so far, for a failure's message (CI keeps no
+    /// files, and a test's own view rarely says why a process did not do its part).
+    func logTail(_ characters: Int = 6_000) -> String {
+        let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "(no log at \(logPath))"
+        return String(log.suffix(characters))
+    }
+
     /// SIGKILL: no graceful shutdown, in-flight sends are lost mid-air.
     func kill() {
         process.kill()
