@@ -157,6 +157,7 @@ let package = Package(
             name: "APNsSandbox",
             dependencies: [
                 "NostrProtocol",
+                "WebPush",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -120,13 +120,14 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
         guard var stream = streams[id], stream.receiving else { return }
         stream.receiving = false
         streams[id] = stream
-        var method = "", path = ""
+        var method = "", path = "", authority = ""
         var fields: [(name: String, value: String)] = []
         fields.reserveCapacity(stream.headers.count)
         for (name, value, _) in stream.headers {
             switch name {
             case ":method": method = value
             case ":path": path = value
+            case ":authority": authority = value
             case _ where name.utf8.first == UInt8(ascii: ":"): continue
             default: fields.append((name, value))
             }
@@ -134,6 +135,13 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
         let mark = path.firstIndex(of: "?")
         let query = mark.map { Self.query(path[$0...].dropFirst()) } ?? [:]
         let plainPath = mark.map { String(path[..<$0]) } ?? path
+        if plainPath.hasPrefix("/webpush/") {
+            let (status, json, headers) = state.webPush.answer(
+                method: method, path: plainPath, query: query, headers: fields, body: stream.body, authority: authority)
+            highestProcessedStreamID = max(highestProcessedStreamID, id)
+            write(id, status: status, body: json?.serialized, headers: headers, context: context)
+            return
+        }
         if APNsRequestValidator.deviceToken(inPath: plainPath) == nil,
             let (status, json) = management(method: method, path: plainPath, query: query)
         {

@@ -8,6 +8,8 @@ import Synchronization
 /// of answered pushes and stream statistics. Thread-safe: NIO calls it from every event loop.
 public final class SandboxState: Sendable {
     public let configuration: SandboxConfiguration
+    /// The Web Push face (`/webpush/`), on the same port.
+    package let webPush = WebPushService()
     let validator: APNsRequestValidator
     let verifier: ProviderTokenVerifier?
     private let scriptedFailuresPlayed = Locked<[String: Int]>([:])

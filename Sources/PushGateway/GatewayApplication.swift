@@ -1,8 +1,10 @@
 import Foundation
+import GatewayWire
 public import Hummingbird
 import HummingbirdCore
 public import Logging
 import NIOCore
+import NostrRelay
 public import PostgresNIO
 import ServiceLifecycle
 
@@ -45,10 +47,14 @@ public enum GatewayApplication {
         let queue = DeliveryQueue(client: client, logger: logger)
         let wakeup = WakeupSignal(interval: .milliseconds(200))
         var services: [any Service] = [client]
+        let vapidKeys =
+            configuration.webPush.enabled
+            ? VAPIDKeyStore(database: Database(client), configured: configuration.webPush.privateKey, logger: logger) : nil
         let worker =
             deliver
             ? try deliveryWorker(
-                configuration: configuration, queue: queue, wakeup: wakeup, metrics: metrics, logger: logger, services: &services)
+                configuration: configuration, queue: queue, vapidKeys: vapidKeys, wakeup: wakeup, metrics: metrics, logger: logger,
+                services: &services)
             : nil
         let direct = worker?.direct
         var watcher: RelayWatcher?
@@ -68,7 +74,7 @@ public enum GatewayApplication {
             : nil
         let api = GatewayAPI(
             store: store, configuration: configuration, latestMigration: migrator.latestVersion, metrics: metrics, watcher: watcher,
-            inbox: inbox, wakeup: wakeup, directDelivery: direct)
+            inbox: inbox, vapidKeys: vapidKeys, wakeup: wakeup, directDelivery: direct)
         // The services that query our tables start once the migrations are in (see StartGate);
         // the PostgreSQL client and the APNs connections run from the start.
         let migrated = StartGate()
@@ -88,22 +94,40 @@ public enum GatewayApplication {
     }
 
     /// The worker, with the direct path (jobs handed over without a queue round trip) when
-    /// `DELIVERY_DIRECT_LIMIT` allows one. The APNs connections it needs are appended to `services`.
+    /// `DELIVERY_DIRECT_LIMIT` allows one, and a transport per enabled platform. The connections
+    /// the transports keep are closed by services appended to `services`.
     private static func deliveryWorker(
-        configuration: GatewayConfiguration, queue: DeliveryQueue, wakeup: WakeupSignal, metrics: GatewayMetrics, logger: Logger,
-        services: inout [any Service]
+        configuration: GatewayConfiguration, queue: DeliveryQueue, vapidKeys: VAPIDKeyStore?, wakeup: WakeupSignal,
+        metrics: GatewayMetrics, logger: Logger, services: inout [any Service]
     ) throws -> DeliveryWorker {
-        let sender: any APNsSender
+        let apns: any PushSender
         if configuration.apns.disabled {
-            sender = LoggingAPNsSender(logger: logger)
+            apns = LoggingPushSender(logger: logger)
         } else {
             let http2 = try HTTP2APNsSender(configuration: configuration.apns, metrics: metrics, logger: logger)
             // Listed before the worker: services stop in reverse order, so the connections close last.
-            services.append(APNsClientService(sender: http2))
-            sender = http2
+            services.append(TransportShutdownService { await http2.shutdown() })
+            apns = http2
+        }
+        var transports: [PushPlatform: any PushSender] = [.apns: apns]
+        if let vapidKeys {
+            let webPush: any PushSender
+            if configuration.apns.disabled {
+                webPush = LoggingPushSender(logger: logger)
+            } else {
+                let sender = try WebPushSender(
+                    settings: configuration.webPush, keys: vapidKeys,
+                    policy: RelayAddressPolicy(allowsPrivate: configuration.watch.allowPrivateRelays), logger: logger)
+                services.append(TransportShutdownService { await sender.shutdown() })
+                webPush = sender
+            }
+            // A UnifiedPush distributor takes the same request as a Web Push service.
+            transports[.webpush] = webPush
+            transports[.unifiedpush] = webPush
         }
         var worker = DeliveryWorker(
-            queue: queue, sender: sender, settings: configuration.delivery, metrics: metrics, logger: logger, wakeup: wakeup)
+            queue: queue, sender: PushRouter(transports), settings: configuration.delivery, metrics: metrics, logger: logger,
+            wakeup: wakeup)
         if configuration.delivery.directLimit > 0 {
             let sending = worker
             worker.direct = DirectDelivery(leaseSeconds: configuration.delivery.leaseSeconds, limit: configuration.delivery.directLimit) {

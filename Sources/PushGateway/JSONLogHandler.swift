@@ -3,7 +3,7 @@ public import Logging
 import NostrProtocol
 
 /// One JSON object per line on stdout: `{"ts","level","label","msg", …metadata}`.
-/// Metadata keys are dotted (`nostr.pubkey`, `apns.reason`); callers never pass keys or full
+/// Metadata keys are dotted (`nostr.pubkey`, `push.reason`); callers never pass keys or full
 /// device tokens.
 public struct JSONLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]

@@ -1,21 +1,4 @@
-/// What a gateway does with one APNs answer (see docs/apns.md).
-public enum APNsOutcome: Sendable, Equatable {
-    case delivered
-    /// The token is dead: remove the device (for 410, only if it was not re-registered after
-    /// `invalidSince`, Apple's timestamp in milliseconds).
-    case removeDevice(reason: String, invalidSinceMilliseconds: Int64?)
-    /// The provider token was rejected as expired: refresh it (rules permitting) and retry.
-    case refreshTokenAndRetry(reason: String)
-    /// Back off and retry (429, 5xx, connection problems).
-    case retry(reason: String)
-    /// A sender bug or a permanent refusal: count it and drop the job.
-    case drop(reason: String)
-    /// The operator's configuration is wrong (topic, key, certificate, environment): nothing about
-    /// the device. Drop the job, count it, log it at error level and keep the device; removing
-    /// devices here would wipe every registration over one bad setting.
-    case configurationError(reason: String)
-}
-
+/// What each APNs answer means for its job (docs/apns.md).
 public enum APNsResponseClassifier {
     /// 400 answers that say the token itself is bad. Any 410 also removes it (`Unregistered`,
     /// `ExpiredToken`), under the timestamp rule.
@@ -27,7 +10,7 @@ public enum APNsResponseClassifier {
     ]
 
     /// `status` and the `reason` from Apple's JSON body (nil on 200 or an empty body).
-    public static func classify(status: Int, reason: String?, timestampMilliseconds: Int64? = nil) -> APNsOutcome {
+    public static func classify(status: Int, reason: String?, timestampMilliseconds: Int64? = nil) -> PushOutcome {
         let reason = reason ?? ""
         switch status {
         case 200: return .delivered

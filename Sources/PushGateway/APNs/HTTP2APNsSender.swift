@@ -17,7 +17,7 @@ import NostrProtocol
 /// - `apns-id` is the job's id, so retries of one job carry the same id.
 /// - A 403 `ExpiredProviderToken` refreshes the token (within Apple's 20-minute rule) and, when a
 ///   new one was issued, retries once at once; otherwise the worker backs off as usual.
-public final class HTTP2APNsSender: APNsSender {
+public final class HTTP2APNsSender: PushSender {
     private let transport: any APNsTransport
     private let production: APNsEndpoint
     private let sandbox: APNsEndpoint
@@ -87,7 +87,7 @@ public final class HTTP2APNsSender: APNsSender {
     }
 
     /// One job is a round of one: the same checks, token handling and retry as a batch.
-    public func send(_ job: ClaimedJob) async -> APNsSendResult {
+    public func send(_ job: ClaimedJob) async -> PushSendResult {
         await send([job])[0]
     }
 
@@ -96,8 +96,12 @@ public final class HTTP2APNsSender: APNsSender {
     /// flush). A job whose topic has no key or whose payload is too large is refused before
     /// sending; an `ExpiredProviderToken` answer refreshes the token (rules permitting) and that
     /// job is sent once more at once.
-    public func send(_ jobs: [ClaimedJob]) async -> [APNsSendResult] {
-        var results = [APNsSendResult?](repeating: nil, count: jobs.count)
+    public func send(_ jobs: [ClaimedJob]) async -> [PushSendResult] {
+        await answers(jobs).map(\.result)
+    }
+
+    func answers(_ jobs: [ClaimedJob]) async -> [APNsAnswer] {
+        var results = [APNsAnswer?](repeating: nil, count: jobs.count)
         // Per app: its provider token and the header made of it, once per round, not per push.
         var tokens: [ObjectIdentifier: (token: String, authorization: String)] = [:]
         var requests: [APNsRequest] = []
@@ -105,14 +109,19 @@ public final class HTTP2APNsSender: APNsSender {
         requests.reserveCapacity(jobs.count)
         sent.reserveCapacity(jobs.count)
         for (index, job) in jobs.enumerated() {
+            guard job.destination.platform == .apns else {
+                // The router sends only APNs devices here; anything else is a routing bug.
+                results[index] = APNsAnswer(status: 0, reason: "NotAnAPNsDevice")
+                continue
+            }
             guard let app = appsByTopic[job.topic] else {
                 // Registered for a topic this instance no longer has a key for: nothing can deliver it.
-                results[index] = APNsSendResult(status: 0, reason: "TopicNotConfigured")
+                results[index] = APNsAnswer(status: 0, reason: "TopicNotConfigured")
                 continue
             }
             let payload = job.notification.payload
             guard payload.utf8.count <= APNsNotification.maxPayloadBytes else {
-                results[index] = APNsSendResult(status: 0, reason: "PayloadTooLarge")
+                results[index] = APNsAnswer(status: 0, reason: "PayloadTooLarge")
                 continue
             }
             let token: (token: String, authorization: String)
@@ -123,7 +132,7 @@ public final class HTTP2APNsSender: APNsSender {
                     let signed = try await app.tokens.token()
                     token = (signed, Self.authorization(signed))
                 } catch {
-                    results[index] = APNsSendResult(status: 0, reason: "ProviderTokenSigningFailed")
+                    results[index] = APNsAnswer(status: 0, reason: "ProviderTokenSigningFailed")
                     continue
                 }
                 tokens[ObjectIdentifier(app.tokens)] = token
@@ -156,16 +165,16 @@ public final class HTTP2APNsSender: APNsSender {
                 metadata: ["apns.key_id": "\(app.keyID)", "apns.jwt_refreshed": "\(refreshed)"])
             if refreshed { results[index] = await attempt(jobs[index], payload: jobs[index].notification.payload, app: app) }
         }
-        return results.map { $0 ?? APNsSendResult(status: 0, reason: "ConnectionError") }
+        return results.map { $0 ?? APNsAnswer(status: 0, reason: "ConnectionError") }
     }
 
-    private func attempt(_ job: ClaimedJob, payload: String, app: App) async -> APNsSendResult {
+    private func attempt(_ job: ClaimedJob, payload: String, app: App) async -> APNsAnswer {
         let started = ContinuousClock.now
         let token: String
         do {
             token = try await app.tokens.token()
         } catch {
-            return APNsSendResult(status: 0, reason: "ProviderTokenSigningFailed")
+            return APNsAnswer(status: 0, reason: "ProviderTokenSigningFailed")
         }
         let response: Result<APNsStreamResponse, any Error>
         do {
@@ -199,7 +208,7 @@ public final class HTTP2APNsSender: APNsSender {
     private static let typedUniqueHeaders = ["apns-id"]
     private static let giftWrapUniqueHeaders = ["apns-id", "apns-collapse-id"]
 
-    private func outcome(_ response: Result<APNsStreamResponse, any Error>, job: ClaimedJob) -> APNsSendResult {
+    private func outcome(_ response: Result<APNsStreamResponse, any Error>, job: ClaimedJob) -> APNsAnswer {
         switch response {
         case .success(let answer):
             return Self.result(status: answer.status, body: answer.body)
@@ -207,7 +216,7 @@ public final class HTTP2APNsSender: APNsSender {
             // No answer (connect, TLS, reset, timeout): retried with backoff like a 503.
             logger.warning(
                 "APNs request failed", metadata: ["apns.id": "\(job.apnsID)", "error.type": "\(type(of: error))", "error": "\(error)"])
-            return APNsSendResult(status: 0, reason: "ConnectionError")
+            return APNsAnswer(status: 0, reason: "ConnectionError")
         }
     }
 
@@ -215,12 +224,12 @@ public final class HTTP2APNsSender: APNsSender {
     public func shutdown() async { await transport.shutdown() }
 
     /// Apple's answer: the status, and for errors `{"reason": …, "timestamp"?: ms}`.
-    static func result(status: Int, body: ByteBuffer) -> APNsSendResult {
+    static func result(status: Int, body: ByteBuffer) -> APNsAnswer {
         guard status != 200, body.readableBytes > 0, let json = try? JSONValue(parsing: Array(body.readableBytesView)) else {
-            return APNsSendResult(status: status)
+            return APNsAnswer(status: status)
         }
         var timestamp: Int64?
         if case .integer(let value)? = json["timestamp"] { timestamp = value }
-        return APNsSendResult(status: status, reason: json["reason"]?.stringValue, timestampMilliseconds: timestamp)
+        return APNsAnswer(status: status, reason: json["reason"]?.stringValue, timestampMilliseconds: timestamp)
     }
 }

@@ -37,6 +37,8 @@ public struct GatewayConfiguration: Sendable {
     public var http: HTTPServerSettings
     /// The inbox relay (`INBOX_RELAY`); off by default.
     public var inbox: InboxRelaySettings
+    /// Web Push and UnifiedPush (`VAPID_SUBJECT`); off by default.
+    public var webPush: WebPushSettings
 
     /// The defaults this type holds itself, each written once: the initializer and
     /// `fromEnvironment` both use them.
@@ -55,7 +57,8 @@ public struct GatewayConfiguration: Sendable {
         watch: WatchSettings = WatchSettings(), rateLimits: RateLimitSettings = .disabled,
         shutdownTimeoutSeconds: Int = defaultShutdownTimeoutSeconds,
         maxDevicesPerPubkey: Int = GatewayStore.defaultMaxDevicesPerPubkey, deviceBudget: PushBudget? = .default,
-        http: HTTPServerSettings = HTTPServerSettings(), inbox: InboxRelaySettings = InboxRelaySettings()
+        http: HTTPServerSettings = HTTPServerSettings(), inbox: InboxRelaySettings = InboxRelaySettings(),
+        webPush: WebPushSettings = WebPushSettings()
     ) {
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -74,6 +77,7 @@ public struct GatewayConfiguration: Sendable {
         self.deviceBudget = deviceBudget
         self.http = http
         self.inbox = inbox
+        self.webPush = webPush
     }
 
     /// `watch`, knowing the gateway's own inbox relay when it serves one.
@@ -145,7 +149,8 @@ public struct GatewayConfiguration: Sendable {
             apns: try APNsConfiguration.fromEnvironment(env), delivery: try DeliverySettings.fromEnvironment(env),
             watch: try WatchSettings.fromEnvironment(env), rateLimits: try RateLimitSettings.fromEnvironment(env),
             shutdownTimeoutSeconds: shutdownTimeout, maxDevicesPerPubkey: maxDevices, deviceBudget: try PushBudget.fromEnvironment(env),
-            http: try HTTPServerSettings.fromEnvironment(env), inbox: try inboxSettings(env, publicURL: publicURL))
+            http: try HTTPServerSettings.fromEnvironment(env), inbox: try inboxSettings(env, publicURL: publicURL),
+            webPush: try WebPushSettings.fromEnvironment(env))
     }
 
     /// The inbox relay's settings; `INBOX_RELAY=1` needs `PUBLIC_URL`, which names the relay.

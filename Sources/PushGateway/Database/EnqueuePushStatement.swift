@@ -29,13 +29,15 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
             -- The generic plan (the one a prepared statement gets after five runs) guesses the
             -- unnest at 200 rows and hashes a sequential scan of every device; OFFSET 0 keeps the
             -- planner from flattening the LATERAL subquery into that join.
-            SELECT d.device_token, d.pubkey, d.apns_environment, d.topic, d.updated_at,
+            SELECT d.device_token, d.pubkey, d.apns_environment, d.topic, d.updated_at, d.platform, d.push_type, d.p256dh, d.auth_secret,
                    NOT $13 OR coalesce(b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)) * $15, $14) >= 1 AS within_budget
             FROM (SELECT DISTINCT r AS pubkey FROM unnest($4::text[]) AS r WHERE r <> $1 AND EXISTS (SELECT 1 FROM replay)) rc
             CROSS JOIN LATERAL (SELECT * FROM devices WHERE pubkey = rc.pubkey OFFSET 0) d
             LEFT JOIN device_budgets b ON $13 AND b.device_token = d.device_token
             WHERE NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = d.pubkey AND a.conversation_id = $7)
               AND NOT (d.relay_watch AND $11)
+              -- A VoIP token takes calls only: PushKit requires every push to it to report one.
+              AND d.push_type = 'alert'
         ), fresh AS (
             -- Dedupe rows only for recipients who get a job: a push to pubkeys without devices
             -- stores nothing but its replay key.
@@ -67,9 +69,10 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
                    + (SELECT count(*) FROM targets)::int - (SELECT count(*) FROM jobs)::int AS over_budget
         )
         SELECT c.fresh, c.recipients, c.jobs, c.over_budget, l.id, l.apns_id, l.device_token, l.pubkey, l.apns_environment, l.topic,
-               l.updated_at, l.attempts, l.expires_at
+               l.updated_at, l.attempts, l.expires_at, l.platform, l.push_type, l.p256dh, l.auth_secret
         FROM counts c LEFT JOIN (
-            SELECT j.id, j.apns_id, j.device_token, t.pubkey, t.apns_environment, t.topic, t.updated_at, j.attempts, j.expires_at
+            SELECT j.id, j.apns_id, j.device_token, t.pubkey, t.apns_environment, t.topic, t.updated_at, j.attempts, j.expires_at,
+                   t.platform, t.push_type, t.p256dh, t.auth_secret
             FROM jobs j JOIN targets t ON t.device_token = j.device_token
             WHERE j.locked_until IS NOT NULL
         ) l ON true
@@ -141,12 +144,20 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
     }
 
     package func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (fresh, recipients, jobs, overBudget, id, apnsID, token, pubkey, environment, topic, updatedAt, attempts, expiresAt) =
-            try row.decode((Int, Int, Int, Int, Int64?, UUID?, String?, String?, String?, String?, Date?, Int?, Date?).self)
+        let (
+            fresh, recipients, jobs, overBudget, id, apnsID, token, pubkey, environment, topic, updatedAt, attempts, expiresAt, platform,
+            pushType, p256dh, authSecret
+        ) =
+            try row.decode(
+                (
+                    Int, Int, Int, Int, Int64?, UUID?, String?, String?, String?, String?, Date?, Int?, Date?, String?, String?, String?,
+                    String?
+                )
+                .self)
         let leased = ClaimedJob(
             leasedID: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic,
-            deviceUpdatedAt: updatedAt,
-            attempts: attempts, expiresAt: expiresAt
+            deviceUpdatedAt: updatedAt, attempts: attempts, expiresAt: expiresAt,
+            device: (platform, pushType, p256dh, authSecret)
         ) { _ in
             APNsNotification(type: notificationType, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID)
         }

@@ -45,7 +45,8 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
                    count(*) OVER (PARTITION BY d.device_token) AS wraps
             FROM input i
             JOIN claim c ON c.wrap_id = i.wrap_id
-            JOIN devices d ON d.pubkey = i.recipient AND d.relay_watch
+            -- A VoIP token takes calls only: PushKit requires every push to it to report one.
+            JOIN devices d ON d.pubkey = i.recipient AND d.relay_watch AND d.push_type = 'alert'
             WHERE i.live
               AND NOT EXISTS (SELECT 1 FROM push_suppressions s WHERE s.pubkey = i.recipient AND s.event_id = i.wrap_id AND s.expires_at > now())
             ORDER BY d.device_token, i.wrap_id
@@ -91,7 +92,7 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
                    (SELECT count(*) FROM scheduled)::int - (SELECT count(*) FROM jobs)::int AS over_budget
         )
         SELECT c.claimed, c.queued, c.merged, c.over_budget, j.id, j.apns_id, j.device_token, j.pubkey, d.apns_environment, d.topic, d.updated_at,
-               j.event_id, j.relay, j.wrap_count, j.attempts, j.expires_at
+               j.event_id, j.relay, j.wrap_count, j.attempts, j.expires_at, d.platform, d.push_type, d.p256dh, d.auth_secret
         FROM counts c LEFT JOIN (jobs j JOIN devices d ON d.device_token = j.device_token) ON j.locked_until IS NOT NULL
         """
 
@@ -138,14 +139,18 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row {
         let (
             claimed, queued, merged, overBudget, id, apnsID, token, pubkey, environment, topic, updatedAt, wrapID, relay, count, attempts,
-            expiresAt
+            expiresAt, platform, pushType, p256dh, authSecret
         ) =
             try row.decode(
-                (Int, Int, Int, Int, Int64?, UUID?, String?, String?, String?, String?, Date?, String?, String?, Int?, Int?, Date?).self)
+                (
+                    Int, Int, Int, Int, Int64?, UUID?, String?, String?, String?, String?, Date?, String?, String?, Int?, Int?, Date?,
+                    String?,
+                    String?, String?, String?
+                ).self)
         let job = ClaimedJob(
             leasedID: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic,
-            deviceUpdatedAt: updatedAt,
-            attempts: attempts, expiresAt: expiresAt
+            deviceUpdatedAt: updatedAt, attempts: attempts, expiresAt: expiresAt,
+            device: (platform, pushType, p256dh, authSecret)
         ) { pubkey in
             wrapID.map { .giftWrap(wrapID: $0, relay: relay ?? "", count: count ?? 1, recipient: pubkey) }
         }

@@ -1,5 +1,5 @@
 /// Runs `body` on every item concurrently (a child task each) and returns the results in the
-/// items' order: the default batch sends of `APNsSender` and `APNsTransport`.
+/// items' order: the default batch sends of `PushSender` and `APNsTransport`.
 func concurrentlyInOrder<Item: Sendable, Output: Sendable>(
     _ items: [Item], _ body: @escaping @Sendable (Item) async -> Output
 ) async -> [Output] {

@@ -6,11 +6,12 @@ public import PostgresNIO
 /// A job claimed for delivery, joined with its device.
 public struct ClaimedJob: Sendable, Equatable {
     public var id: Int64
-    /// Stable across retries: Apple dedupes and reports by it.
+    /// Stable across retries: Apple dedupes and reports by it, and it names the message to every
+    /// other push service too.
     public var apnsID: UUID
-    public var deviceToken: String
+    /// The device: its platform and what that platform needs to reach it.
+    public var destination: PushDestination
     public var pubkey: String
-    public var environment: APNsEnvironment
     public var topic: String
     /// When the device was last (re-)registered, for the 410 rule.
     public var deviceUpdatedAt: Date
@@ -20,19 +21,36 @@ public struct ClaimedJob: Sendable, Equatable {
     public var expiresAt: Date
 
     package init(
-        id: Int64, apnsID: UUID, deviceToken: String, pubkey: String, environment: APNsEnvironment, topic: String, deviceUpdatedAt: Date,
+        id: Int64, apnsID: UUID, destination: PushDestination, pubkey: String, topic: String, deviceUpdatedAt: Date,
         notification: APNsNotification, attempts: Int, expiresAt: Date
     ) {
         self.id = id
         self.apnsID = apnsID
-        self.deviceToken = deviceToken
+        self.destination = destination
         self.pubkey = pubkey
-        self.environment = environment
         self.topic = topic
         self.deviceUpdatedAt = deviceUpdatedAt
         self.notification = notification
         self.attempts = attempts
         self.expiresAt = expiresAt
+    }
+
+    /// A job for an APNs alert token.
+    package init(
+        id: Int64, apnsID: UUID, deviceToken: String, pubkey: String, environment: APNsEnvironment, topic: String, deviceUpdatedAt: Date,
+        notification: APNsNotification, attempts: Int, expiresAt: Date
+    ) {
+        self.init(
+            id: id, apnsID: apnsID, destination: .apns(token: deviceToken, environment: environment, kind: .alert), pubkey: pubkey,
+            topic: topic, deviceUpdatedAt: deviceUpdatedAt, notification: notification, attempts: attempts, expiresAt: expiresAt)
+    }
+
+    /// What the device is stored under (its token, or its endpoint): how it is removed.
+    public var deviceToken: String { destination.address }
+
+    /// The APNs environment of an APNs device; nil on every other platform.
+    public var environment: APNsEnvironment? {
+        if case .apns(_, let environment, _) = destination { environment } else { nil }
     }
 }
 
@@ -42,14 +60,19 @@ extension ClaimedJob {
     /// where they are all NULL. `notification` builds the payload from the recipient's pubkey.
     init?(
         leasedID id: Int64?, apnsID: UUID?, deviceToken: String?, pubkey: String?, environment: String?, topic: String?,
-        deviceUpdatedAt: Date?, attempts: Int?, expiresAt: Date?, notification: (String) -> APNsNotification?
+        deviceUpdatedAt: Date?, attempts: Int?, expiresAt: Date?,
+        device: (platform: String?, pushType: String?, p256dh: String?, authSecret: String?),
+        notification: (String) -> APNsNotification?
     ) {
-        guard let id, let apnsID, let deviceToken, let pubkey, let environment = environment.flatMap(APNsEnvironment.init(rawValue:)),
+        guard let id, let apnsID, let deviceToken, let pubkey, let platform = device.platform, let pushType = device.pushType,
+            let destination = PushDestination(
+                storedPlatform: platform, address: deviceToken, environment: environment, pushType: pushType, p256dh: device.p256dh,
+                authSecret: device.authSecret),
             let topic, let deviceUpdatedAt, let attempts, let expiresAt, let notification = notification(pubkey)
         else { return nil }
         self.init(
-            id: id, apnsID: apnsID, deviceToken: deviceToken, pubkey: pubkey, environment: environment, topic: topic,
-            deviceUpdatedAt: deviceUpdatedAt, notification: notification, attempts: attempts, expiresAt: expiresAt)
+            id: id, apnsID: apnsID, destination: destination, pubkey: pubkey, topic: topic, deviceUpdatedAt: deviceUpdatedAt,
+            notification: notification, attempts: attempts, expiresAt: expiresAt)
     }
 }
 
@@ -71,21 +94,25 @@ public struct DeliveryQueue: Sendable {
         var jobs: [ClaimedJob] = []
         for (
             id, apnsID, token, pubkey, environment, topic, updatedAt, type, eventID, conversationID, emoji, postID, attempts, expiresAt,
-            relay, wrapCount
+            relay, wrapCount, platform, pushType, p256dh, authSecret
         )
             in try rows.decode(
-                (Int64, UUID, String, String, String?, String, Date, String, String, String, String?, String?, Int, Date, String?, Int).self
-            )
+                (
+                    Int64, UUID, String, String, String?, String, Date, String, String, String, String?, String?, Int, Date, String?, Int,
+                    String, String, String?, String?
+                ).self)
         {
-            // No environment: a device of a platform this build has no transport for. Its job is
-            // left to expire rather than fail every claim round that meets it.
-            guard let environment = environment.flatMap(APNsEnvironment.init(rawValue:)), let type = NotificationType(rawValue: type) else {
-                continue
-            }
+            // A device row this build cannot read (see `PushDestination(storedPlatform:…)`): its
+            // job is left to expire rather than fail every claim round that meets it.
+            guard
+                let destination = PushDestination(
+                    storedPlatform: platform, address: token, environment: environment, pushType: pushType, p256dh: p256dh,
+                    authSecret: authSecret),
+                let type = NotificationType(rawValue: type)
+            else { continue }
             jobs.append(
                 ClaimedJob(
-                    id: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic,
-                    deviceUpdatedAt: updatedAt,
+                    id: id, apnsID: apnsID, destination: destination, pubkey: pubkey, topic: topic, deviceUpdatedAt: updatedAt,
                     notification: APNsNotification(
                         type: type, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID,
                         relay: relay, count: wrapCount, recipient: type == .giftWrap ? pubkey : nil),

@@ -3,12 +3,13 @@ import GatewayWire
 public import Logging
 public import ServiceLifecycle
 
-/// Drains the queue: claims due jobs, sends them concurrently (bounded), and applies what APNs
-/// answered: finish, remove the device, refresh the provider token and retry, back off, or drop.
+/// Drains the queue: claims due jobs, sends them concurrently (bounded) through the sender (a
+/// `PushRouter` in the gateway), and applies what each push service answered: finish, remove the
+/// device, retry with backoff, or drop.
 /// A `Service`: it stops claiming on graceful shutdown and lets in-flight sends finish.
 public struct DeliveryWorker: Service {
     let queue: DeliveryQueue
-    let sender: any APNsSender
+    let sender: any PushSender
     let logger: Logger
     let metrics: GatewayMetrics?
     let settings: DeliverySettings
@@ -22,7 +23,7 @@ public struct DeliveryWorker: Service {
     public var direct: DirectDelivery?
 
     public init(
-        queue: DeliveryQueue, sender: any APNsSender, settings: DeliverySettings = DeliverySettings(), metrics: GatewayMetrics? = nil,
+        queue: DeliveryQueue, sender: any PushSender, settings: DeliverySettings = DeliverySettings(), metrics: GatewayMetrics? = nil,
         logger: Logger, idleInterval: Duration = .milliseconds(200), wakeup: WakeupSignal? = nil
     ) {
         self.wakeup = wakeup
@@ -81,9 +82,9 @@ public struct DeliveryWorker: Service {
         let results = await sender.send(jobs)
         var finished: [ClaimedJob] = []
         finished.reserveCapacity(jobs.count)
-        var followUps: [(ClaimedJob, APNsSendResult)] = []
+        var followUps: [(ClaimedJob, PushSendResult)] = []
         for (job, result) in zip(jobs, results) {
-            if result.status == 200 {
+            if result.outcome == .delivered {
                 record(.delivered, result: result, job: job)
                 finished.append(job)
             } else {
@@ -111,12 +112,13 @@ public struct DeliveryWorker: Service {
         }
     }
 
-    /// Applies what APNs answered for `job`; true when the job is done and should be deleted.
-    func apply(_ result: APNsSendResult, to job: ClaimedJob) async -> Bool {
-        let outcome = APNsResponseClassifier.classify(
-            status: result.status, reason: result.reason, timestampMilliseconds: result.timestampMilliseconds)
+    /// Applies what the push service answered for `job`; true when the job is done and should be
+    /// deleted.
+    func apply(_ result: PushSendResult, to job: ClaimedJob) async -> Bool {
+        let outcome = result.outcome
         let metadata: Logger.Metadata = [
-            "apns.id": "\(job.apnsID)", "apns.token": "\(DeviceToken.redacted(job.deviceToken))", "apns.status": "\(result.status)",
+            "push.id": "\(job.apnsID)", "push.platform": "\(job.destination.platform.rawValue)",
+            "push.device": "\(DeviceToken.redacted(job.deviceToken))", "push.status": "\(result.status)",
         ]
         record(outcome, result: result, job: job)
         do {
@@ -129,22 +131,22 @@ public struct DeliveryWorker: Service {
                 let removed = try await queue.removeDevice(
                     token: job.deviceToken, notUpdatedAfter: min(invalidSince, job.deviceUpdatedAt).addingTimeInterval(0.001))
                 logger.notice(
-                    "device token rejected by APNs",
-                    metadata: metadata.merging(["apns.reason": "\(reason)", "push.device_removed": "\(removed)"]) { $1 })
+                    "device rejected by its push service",
+                    metadata: metadata.merging(["push.reason": "\(reason)", "push.device_removed": "\(removed)"]) { $1 })
                 // Removing the device removed its jobs; a kept device still has this one to finish.
                 return !removed
             case .refreshTokenAndRetry(let reason):
                 // The sender has already refreshed the token (rules permitting) and retried once.
                 return try await retryOrExpire(job, reason: reason)
-            case .retry(let reason):
-                return try await retryOrExpire(job, reason: reason)
+            case .retry(let reason, let afterSeconds):
+                return try await retryOrExpire(job, reason: reason, notBefore: afterSeconds)
             case .drop(let reason):
-                logger.warning("push dropped", metadata: metadata.merging(["apns.reason": "\(reason)"]) { $1 })
+                logger.warning("push dropped", metadata: metadata.merging(["push.reason": "\(reason)"]) { $1 })
                 return true
             case .configurationError(let reason):
                 logger.error(
-                    "push dropped: APNs refused the gateway's configuration; the device is kept",
-                    metadata: metadata.merging(["apns.reason": "\(reason)", "apns.topic": "\(job.topic)"]) { $1 })
+                    "push dropped: the push service refused the gateway's configuration; the device is kept",
+                    metadata: metadata.merging(["push.reason": "\(reason)", "apns.topic": "\(job.topic)"]) { $1 })
                 return true
             }
         } catch {
@@ -154,14 +156,14 @@ public struct DeliveryWorker: Service {
         }
     }
 
-    private func record(_ outcome: APNsOutcome, result: APNsSendResult, job: ClaimedJob) {
+    private func record(_ outcome: PushOutcome, result: PushSendResult, job: ClaimedJob) {
         guard let metrics else { return }
         let (name, reason): (String, String?) =
             switch outcome {
             case .delivered: ("delivered", nil)
             case .removeDevice(let reason, _): ("device_removed", reason)
             case .refreshTokenAndRetry(let reason): ("token_refresh", reason)
-            case .retry(let reason): ("retry", reason)
+            case .retry(let reason, _): ("retry", reason)
             case .drop(let reason): ("dropped", reason)
             case .configurationError(let reason): ("configuration_error", reason)
             }
@@ -173,12 +175,13 @@ public struct DeliveryWorker: Service {
         }
     }
 
-    /// Reschedules with backoff, or reports the job done when the retry would land after expiry.
-    private func retryOrExpire(_ job: ClaimedJob, reason: String) async throws -> Bool {
-        let delay = retryPolicy.delay(afterAttempt: job.attempts)
+    /// Reschedules with backoff (and no sooner than the service asked, `notBefore` seconds), or
+    /// reports the job done when the retry would land after expiry.
+    private func retryOrExpire(_ job: ClaimedJob, reason: String, notBefore: Double? = nil) async throws -> Bool {
+        let delay = max(retryPolicy.delay(afterAttempt: job.attempts), notBefore ?? 0)
         if Date().addingTimeInterval(delay) >= job.expiresAt {
             metrics?.push(outcome: "expired", reason: reason)
-            logger.notice("push expired before delivery", metadata: ["apns.id": "\(job.apnsID)", "apns.reason": "\(reason)"])
+            logger.notice("push expired before delivery", metadata: ["push.id": "\(job.apnsID)", "push.reason": "\(reason)"])
             return true
         }
         try await queue.reschedule(job, delaySeconds: delay, error: reason)

@@ -7,6 +7,7 @@ import NIOCore
 import NostrProtocol
 import NostrRelay
 import PostgresNIO
+import WebPush
 
 /// The HTTP API: linkstr's routes exactly as the app calls them, plus the additions.
 /// Every signed route reads the body (≤ 64 KiB), verifies the `Authorization: Nostr` header
@@ -20,7 +21,9 @@ public struct GatewayAPI: Sendable {
     let topics: Set<String>
     /// The platforms this gateway delivers to: a registration for another is refused rather than
     /// stored and never pushed.
-    let platforms: Set<PushPlatform> = [.apns]
+    let platforms: Set<PushPlatform>
+    /// The VAPID key browsers subscribe with; nil when Web Push is off.
+    let vapidKeys: VAPIDKeyStore?
     /// Which relay URLs a registration may name (`WATCH_ALLOW_PRIVATE_RELAYS`).
     let relayPolicy: RelayAddressPolicy
     /// `RELAYS`, the shard count and the per-user relay limit, for `GET /v1/devices`' `watch`.
@@ -62,10 +65,12 @@ public struct GatewayAPI: Sendable {
     /// `store` should be built with `configuration.authMaxSkewSeconds` as its replay window.
     public init(
         store: GatewayStore, configuration: GatewayConfiguration, latestMigration: Int, metrics: GatewayMetrics = GatewayMetrics(),
-        watcher: RelayWatcher? = nil, inbox: InboxRelay? = nil, wakeup: WakeupSignal? = nil, directDelivery: DirectDelivery? = nil,
-        startedAt: Date = Date()
+        watcher: RelayWatcher? = nil, inbox: InboxRelay? = nil, vapidKeys: VAPIDKeyStore? = nil, wakeup: WakeupSignal? = nil,
+        directDelivery: DirectDelivery? = nil, startedAt: Date = Date()
     ) {
         self.store = store
+        self.platforms = configuration.webPush.enabled ? [.apns, .webpush, .unifiedpush] : [.apns]
+        self.vapidKeys = vapidKeys
         self.wakeup = wakeup
         self.directDelivery = directDelivery
         self.watcher = watcher
@@ -164,6 +169,14 @@ public struct GatewayAPI: Sendable {
             usedAuthorizations.insert(used)
             throw error
         }
+    }
+
+    /// `GET /v1/webpush/vapid-public-key`: the key a browser passes to `pushManager.subscribe` as
+    /// `applicationServerKey` (65-byte point, base64url). 404 when Web Push is off.
+    public func vapidPublicKey() async throws -> Response {
+        guard let vapidKeys else { throw APIError(.notFound, "Web Push is not enabled on this gateway") }
+        let key = try await store.storage { try await vapidKeys.current() }
+        return JSONBody.response(.ok, ["public_key": .string(key.publicKey)])
     }
 
     public func register(_ request: inout Request) async throws -> Response {
@@ -391,6 +404,7 @@ public func buildRouter(api: GatewayAPI) -> Router<GatewayRequestContext> {
         var request = request
         return try await api.suppress(&request)
     }
+    router.get("/v1/webpush/vapid-public-key") { _, _ in try await api.vapidPublicKey() }
     router.get("/v1/devices") { request, _ in
         var request = request
         return try await api.listDevices(&request)

@@ -225,6 +225,17 @@ public enum OpenAPIDocument {
                 "401": {$ref: "#/components/responses/Unauthorized"}
                 "429": {$ref: "#/components/responses/RateLimited"}
                 "500": {$ref: "#/components/responses/StorageError"}
+          /v1/webpush/vapid-public-key:
+            get:
+              summary: The gateway's VAPID public key, a browser's applicationServerKey for pushManager.subscribe
+              responses:
+                "200":
+                  description: The 65-byte uncompressed P-256 point, base64url without padding
+                  content:
+                    application/json:
+                      schema: {type: object, required: [public_key], properties: {public_key: {type: string}}}
+                "404": {description: Web Push is not enabled (VAPID_SUBJECT unset), content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
+                "500": {$ref: "#/components/responses/StorageError"}
           /v1/devices:
             get:
               summary: The caller's devices

@@ -33,11 +33,11 @@ import Testing
         (0..<count).map { (GatewayHarness.token(UInt8($0 + 1)), Keys.generate().publicKey.hex) }
     }
 
-    final class ScriptedSender: APNsSender {
-        let answers: @Sendable (ClaimedJob) -> APNsSendResult
+    final class ScriptedSender: PushSender {
+        let answers: @Sendable (ClaimedJob) -> PushSendResult
         let sent = Mutex<[ClaimedJob]>([])
-        init(answers: @escaping @Sendable (ClaimedJob) -> APNsSendResult) { self.answers = answers }
-        func send(_ job: ClaimedJob) async -> APNsSendResult {
+        init(answers: @escaping @Sendable (ClaimedJob) -> PushSendResult) { self.answers = answers }
+        func send(_ job: ClaimedJob) async -> PushSendResult {
             sent.withLock { $0.append(job) }
             return answers(job)
         }
@@ -188,14 +188,14 @@ import Testing
             try await Self.seed(client, devices: devices)
             // Device 3 was re-registered after the 410 timestamp APNs will report for it.
             let longAgo = Int64(Date().addingTimeInterval(-3600).timeIntervalSince1970 * 1000)
-            let answers: [String: APNsSendResult] = [
-                devices[0].token: APNsSendResult(status: 200),
-                devices[1].token: APNsSendResult(status: 400, reason: "BadDeviceToken"),
-                devices[2].token: APNsSendResult(
+            let answers: [String: PushSendResult] = [
+                devices[0].token: PushSendResult.apns(status: 200),
+                devices[1].token: PushSendResult.apns(status: 400, reason: "BadDeviceToken"),
+                devices[2].token: PushSendResult.apns(
                     status: 410, reason: "Unregistered", timestampMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 1000),
-                devices[3].token: APNsSendResult(status: 410, reason: "Unregistered", timestampMilliseconds: longAgo),
-                devices[4].token: APNsSendResult(status: 500, reason: "InternalServerError"),
-                devices[5].token: APNsSendResult(status: 400, reason: "BadCollapseId"),
+                devices[3].token: PushSendResult.apns(status: 410, reason: "Unregistered", timestampMilliseconds: longAgo),
+                devices[4].token: PushSendResult.apns(status: 500, reason: "InternalServerError"),
+                devices[5].token: PushSendResult.apns(status: 400, reason: "BadCollapseId"),
             ]
             let sender = ScriptedSender { answers[$0.deviceToken]! }
             let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)

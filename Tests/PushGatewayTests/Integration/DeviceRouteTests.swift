@@ -149,6 +149,14 @@ import Testing
             #expect(byToken[alert]?["push_type"] == "alert")
             #expect(byToken[voip]?["push_type"] == "voip")
             #expect(byToken[voip]?["apns_environment"] == "sandbox")
+
+            // A VoIP token takes calls only (PushKit requires each push to report one): a post
+            // from bob reaches alice's alert token and not her VoIP token.
+            let push = ArchiveAndPushTests.pushBody(event: "voip-check", to: [alice])
+            let answer = try await gateway.send(Keys.generate(), .post, "/v1/push", json: push)
+            #expect(answer.json?["candidate_devices"] == 1)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE device_token = '\(alert)'") == 1)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE device_token = '\(voip)'") == 0)
         }
     }
 

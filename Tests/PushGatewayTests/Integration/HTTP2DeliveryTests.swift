@@ -219,7 +219,7 @@ import Testing
             // A token younger than 20 minutes is not replaced: the 403 goes back to the worker.
             let young = try HTTP2APNsSender(configuration: sandbox.apns, logger: TestDatabase.logger)
             var again = job
-            again.deviceToken = Self.token(prefix: "0403", 0xD2)
+            again.destination = .apns(token: Self.token(prefix: "0403", 0xD2), environment: .sandbox, kind: .alert)
             let refused = await young.send(again)
             #expect(refused.status == 403 && refused.reason == "ExpiredProviderToken")
             #expect(
@@ -233,7 +233,7 @@ import Testing
     /// The same job to a healthy token, so the sender's connection and token exist first.
     static func warmUp(_ job: ClaimedJob) -> ClaimedJob {
         var warm = job
-        warm.deviceToken = token(0xD0)
+        warm.destination = .apns(token: token(0xD0), environment: .sandbox, kind: .alert)
         warm.apnsID = UUID()
         return warm
     }
@@ -270,7 +270,7 @@ import Testing
             let bodyBytes = sandbox.state.records().count * #"{"reason":"BadDeviceToken"}"#.utf8.count
             #expect(bodyBytes > 65_535, "more than one connection window of answers")
             var healthy = jobs[0]
-            healthy.deviceToken = Self.token(0xEE)
+            healthy.destination = .apns(token: Self.token(0xEE), environment: .sandbox, kind: .alert)
             #expect(await sender.send(healthy).status == 200)
             await sender.shutdown()
         }

@@ -39,7 +39,7 @@ import Testing
             }
         }
         let lines = capture.lines.withLock { $0 }
-        #expect(lines.contains { $0.contains("push (APNs disabled)") }, "the run did log")
+        #expect(lines.contains { $0.contains("push (delivery disabled)") }, "the run did log")
         #expect(lines.contains { $0.contains("…" + token.suffix(6)) }, "tokens appear redacted")
         let secrets = [
             token, bob.secretKey.exportHex(), bob.secretKey.exportNsec(), alice.secretKey.exportHex(), alice.secretKey.exportNsec(),

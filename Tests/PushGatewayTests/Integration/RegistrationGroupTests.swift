@@ -254,16 +254,23 @@ import WebPush
             }
             #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM devices") == 4)
 
-            // A job for a device no transport in this build serves is left to expire: the claim
-            // round that meets it still returns the APNs job beside it.
+            // Each device's job is claimed with the destination it registered. A row this build
+            // cannot read (keys that do not parse) is left to expire: the claim round that meets
+            // it still returns the jobs beside it.
+            try await client.query(
+                """
+                INSERT INTO devices (device_token, pubkey, topic, platform, p256dh, auth_secret)
+                VALUES ('https://up.example/garbled', \(Self.pubkey(0xA1)), 'app', 'unifiedpush', 'not-a-key', 'AAAA')
+                """, logger: logger)
             try await client.query(
                 """
                 INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, expires_at)
                 SELECT gen_random_uuid(), device_token, pubkey, 'new_post', 'e1', 'c1', now() + interval '15 minutes' FROM devices
-                WHERE platform IN ('apns', 'fcm')
                 """, logger: logger)
             let claimed = try await DeliveryQueue(client: client, logger: logger).claim(limit: 10)
-            #expect(claimed.map(\.deviceToken) == [GatewayHarness.token(1)])
+            let expected = [destinations[0], destinations[1], .unifiedPush(endpoint: endpoint, keys: keys), destinations[3]]
+            #expect(
+                claimed.map(\.destination).sorted { $0.address < $1.address } == expected.sorted { $0.address < $1.address })
         }
     }
 

@@ -84,7 +84,7 @@ import Testing
 
     @Test(
         arguments: [
-            (200, nil, APNsOutcome.delivered),
+            (200, nil, PushOutcome.delivered),
             (400, "BadDeviceToken", .removeDevice(reason: "BadDeviceToken", invalidSinceMilliseconds: nil)),
             (400, "DeviceTokenNotForTopic", .removeDevice(reason: "DeviceTokenNotForTopic", invalidSinceMilliseconds: nil)),
             (410, "Unregistered", .removeDevice(reason: "Unregistered", invalidSinceMilliseconds: 1_700_000_000_000)),
@@ -109,8 +109,8 @@ import Testing
             (400, "BadCollapseId", .drop(reason: "BadCollapseId")),
             (413, "PayloadTooLarge", .drop(reason: "PayloadTooLarge")),
             (404, nil, .drop(reason: "HTTP 404")),
-        ] as [(Int, String?, APNsOutcome)])
-    func classification(status: Int, reason: String?, expected: APNsOutcome) {
+        ] as [(Int, String?, PushOutcome)])
+    func classification(status: Int, reason: String?, expected: PushOutcome) {
         #expect(
             APNsResponseClassifier.classify(status: status, reason: reason, timestampMilliseconds: status == 410 ? 1_700_000_000_000 : nil)
                 == expected)

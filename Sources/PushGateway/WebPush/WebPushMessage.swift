@@ -1,0 +1,51 @@
+import Crypto
+package import Foundation
+import GatewayWire
+import NostrProtocol
+
+/// One job as a Web Push (or UnifiedPush) message, before encryption: the JSON a service worker
+/// or distributor receives, and the RFC 8030 headers that go with it.
+///
+/// The JSON carries what the APNs payload carries, without `aps`: the type and ids, never
+/// content (the gateway has none: a relay-watch wrap is sealed to the recipient), plus the
+/// generic alert text for a service worker to show as it is.
+package struct WebPushMessage: Sendable, Equatable {
+    package var plaintext: [UInt8]
+    /// Seconds the push service may hold the message for an offline device: what is left of the
+    /// job's lifetime.
+    package var ttl: Int
+    package var urgency: String
+    /// Replaces an undelivered message with the same topic: the APNs collapse id, hashed into the
+    /// 32 base64url characters RFC 8030 §5.4 allows.
+    package var topic: String
+
+    package init(_ job: ClaimedJob, now: Date = Date()) {
+        let notification = job.notification
+        var fields: [String: JSONValue] = [
+            "type": .string(notification.type.rawValue), "title": .string(notification.title),
+        ]
+        if notification.type == .giftWrap {
+            fields["body"] = "New activity"
+            fields["wrap_id"] = .string(notification.eventID)
+            fields["count"] = .integer(Int64(notification.count))
+            if let relay = notification.relay, relay.utf8.count <= 1024 { fields["relay"] = .string(relay) }
+        } else {
+            fields["body"] = "Open linkstr to view"
+            fields["event_id"] = .string(notification.eventID)
+            fields["conversation_id"] = .string(notification.conversationID)
+            if notification.type == .newEmojiReaction {
+                if let emoji = notification.emoji { fields["emoji"] = .string(emoji) }
+                if let postID = notification.postID { fields["post_id"] = .string(postID) }
+            }
+        }
+        plaintext = Array(JSONValue.object(fields).serialized.utf8)
+        ttl = max(0, Int(job.expiresAt.timeIntervalSince(now).rounded(.down)))
+        urgency = "normal"
+        topic = Self.topic(for: notification.collapseID)
+    }
+
+    /// 24 bytes of SHA-256 of the collapse id, base64url: 32 characters, no padding.
+    static func topic(for collapseID: String) -> String {
+        Base64URL.encode(Array(SHA256.hash(data: Array(collapseID.utf8))).prefix(24))
+    }
+}

@@ -1,0 +1,174 @@
+import APNsSandbox
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NostrProtocol
+import PostgresNIO
+import PushGateway
+import Synchronization
+import Testing
+import WebPush
+
+/// Web Push and UnifiedPush delivery through the gateway's own worker to the sandbox's Web Push
+/// face over HTTP/2 and TLS: each message is encrypted to its subscription and decrypted by the
+/// sandbox, signed with the gateway's VAPID key, and each answer is acted on as a push service
+/// means it.
+@Suite(.serialized) struct WebPushDeliveryTests {
+    static let subject = "mailto:ops@push.example.com"
+
+    /// A gateway that delivers to `sandbox`, with Web Push on and loopback endpoints allowed.
+    static func withGateway(_ body: @Sendable @escaping (GatewayHarness, SandboxFixture) async throws -> Void) async throws {
+        try await SandboxFixture.with { sandbox in
+            try await GatewayHarness.run(
+                deliver: true, apns: sandbox.apns, watch: WatchSettings(allowPrivateRelays: true),
+                webPush: WebPushSettings(subject: subject, caFile: sandbox.caFile)
+            ) { gateway in try await body(gateway, sandbox) }
+        }
+    }
+
+    /// A subscription as a browser gets it from its push service: `{endpoint, keys}`.
+    static func subscribe(_ sandbox: SandboxFixture, _ query: [String: String] = [:]) throws -> JSONValue {
+        let answer = sandbox.state.webPush.answer(
+            method: "POST", path: "/webpush/subscriptions", query: query, headers: [], body: [],
+            authority: "localhost:\(sandbox.server.port)")
+        #expect(answer.status == 201)
+        return try #require(answer.json)
+    }
+
+    static func registerBody(_ subscription: JSONValue) -> String {
+        JSONValue.object(["platform": "webpush", "subscription": subscription]).serialized
+    }
+
+    static func deliveries(_ sandbox: SandboxFixture, to subscription: JSONValue) -> [WebPushService.Delivery] {
+        let id = subscription["endpoint"]?.stringValue?.split(separator: "/").last.map(String.init)
+        return sandbox.state.webPush.recorded.filter { $0.subscription == id }
+    }
+
+    @Test func aTypedPushReachesTheBrowserEncryptedAndSignedBesideTheIPhone() async throws {
+        try await Self.withGateway { gateway, sandbox in
+            let alice = Keys.generate(), bob = Keys.generate()
+            let browser = try Self.subscribe(sandbox)
+            #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: Self.registerBody(browser)).status == .accepted)
+            let phone = GatewayHarness.token(0x61)
+            #expect(
+                try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(phone)).status == .accepted)
+
+            let push = ArchiveAndPushTests.pushBody(event: "ev-web", conversation: "conv-web", to: [bob])
+            #expect(try await gateway.send(alice, .post, "/v1/push", json: push).json?["candidate_devices"] == 2)
+            #expect(try await GatewayHarness.eventually { !Self.deliveries(sandbox, to: browser).isEmpty && !sandbox.delivered().isEmpty })
+
+            let delivery = try #require(Self.deliveries(sandbox, to: browser).first)
+            #expect(delivery.status == 201, "\(delivery.reason ?? "")")
+            let payload = try JSONValue(parsing: Array((delivery.plaintext ?? "").utf8))
+            #expect(payload["type"] == "new_post")
+            #expect(payload["event_id"] == "ev-web")
+            #expect(payload["conversation_id"] == "conv-web")
+            #expect(payload["title"] == "New post in linkstr")
+            #expect(Int(delivery.ttl ?? "") ?? 0 > 0)
+            #expect(delivery.urgency == "normal")
+            #expect(delivery.topic?.count == 32)
+            // Signed with the key browsers are given.
+            let published = try await gateway.send(nil, .get, "/v1/webpush/vapid-public-key").json?["public_key"]?.stringValue
+            #expect(published != nil && delivery.vapidKey == published)
+            #expect(try await gateway.count("SELECT count(*)::int FROM vapid_key") == 1, "generated once and kept")
+            #expect(sandbox.delivered().map(\.deviceToken) == [phone], "the iPhone got its own push")
+            #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 })
+        }
+    }
+
+    @Test func aUnifiedPushEndpointWithoutKeysGetsThePlainJSON() async throws {
+        try await Self.withGateway { gateway, sandbox in
+            let bob = Keys.generate()
+            let distributor = try Self.subscribe(sandbox, ["plain": "1"])
+            #expect(distributor["keys"] == nil)
+            let body = JSONValue.object(["platform": "unifiedpush", "endpoint": distributor["endpoint"] ?? .null]).serialized
+            #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: body).status == .accepted)
+            let push = ArchiveAndPushTests.pushBody(event: "ev-up", to: [bob])
+            #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: push).status == .accepted)
+            #expect(try await GatewayHarness.eventually { !Self.deliveries(sandbox, to: distributor).isEmpty })
+            let delivery = try #require(Self.deliveries(sandbox, to: distributor).first)
+            #expect(delivery.status == 201)
+            #expect(try JSONValue(parsing: Array((delivery.plaintext ?? "").utf8))["event_id"] == "ev-up")
+        }
+    }
+
+    /// 404/410 remove the subscription; 403 (the VAPID key refused) and 413 drop the job and keep
+    /// it; 429 waits out its Retry-After and then delivers the same message.
+    @Test func eachAnswerIsActedOnAsThePushServiceMeansIt() async throws {
+        try await Self.withGateway { gateway, sandbox in
+            var subscriptions: [String: JSONValue] = [:]
+            for (name, query) in [
+                ("gone", ["answer": "410"]), ("unknown", ["answer": "404"]), ("refused", ["answer": "403"]),
+                ("large", ["answer": "413"]), ("busy", ["answer": "429", "times": "1", "retry_after": "2"]),
+            ] {
+                let subscription = try Self.subscribe(sandbox, query)
+                subscriptions[name] = subscription
+                #expect(
+                    try await gateway.send(Keys.generate(), .post, "/v1/devices/register", json: Self.registerBody(subscription)).status
+                        == .accepted)
+            }
+            let owners = try await gateway.count("SELECT count(DISTINCT pubkey)::int FROM devices")
+            #expect(owners == 5)
+            // One push to every owner.
+            var pubkeys: [String] = []
+            for try await pubkey in try await gateway.database.query("SELECT pubkey FROM devices", logger: TestDatabase.logger).decode(
+                String.self)
+            {
+                pubkeys.append(pubkey)
+            }
+            let list = pubkeys.map { "\"\($0)\"" }.joined(separator: ",")
+            let push = #"{"notification_type":"new_post","event_id":"ev-answers","conversation_id":"c","recipient_pubkeys":[\#(list)]}"#
+            let started = Date()
+            #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: push).json?["candidate_devices"] == 5)
+
+            let named = subscriptions
+            let endpoint = { (name: String) in named[name]?["endpoint"]?.stringValue ?? "" }
+            let devices = "SELECT count(*)::int FROM devices WHERE device_token = "
+            let busySubscription = try #require(named["busy"])
+            #expect(
+                try await GatewayHarness.eventually(within: 15) {
+                    let answered = Self.deliveries(sandbox, to: busySubscription).map(\.status)
+                    let queued = try await gateway.count("SELECT count(*)::int FROM push_jobs")
+                    return answered == [429, 201] && queued == 0
+                })
+            let busy = Self.deliveries(sandbox, to: busySubscription)
+            #expect(busy.count == 2 && busy[0].topic == busy[1].topic, "the retry is the same message")
+            #expect(Date().timeIntervalSince(started) >= 2, "Retry-After was honoured")
+            #expect(try await gateway.count(devices + "'\(endpoint("gone"))'") == 0, "410 removes the subscription")
+            #expect(try await gateway.count(devices + "'\(endpoint("unknown"))'") == 0, "404 removes the subscription")
+            #expect(try await gateway.count(devices + "'\(endpoint("refused"))'") == 1, "403 is the gateway's own fault: kept")
+            #expect(try await gateway.count(devices + "'\(endpoint("large"))'") == 1, "413 is the gateway's bug: kept")
+            #expect(Self.deliveries(sandbox, to: try #require(named["refused"])).count == 1, "a configuration error is not retried")
+            #expect(Self.deliveries(sandbox, to: try #require(named["large"])).count == 1, "nor is a message too large")
+        }
+    }
+
+    @Test func theVAPIDKeyIsKeptAcrossRestartsAndAbsentWhenWebPushIsOff() async throws {
+        try await TestDatabase.with { url, database in
+            let settings = WebPushSettings(subject: Self.subject)
+            let collected = Mutex<[String?]>([])
+            for _ in 0..<2 {
+                try await GatewayHarness.run(url: url, database: database, webPush: settings) { gateway in
+                    let answer = try await gateway.send(nil, .get, "/v1/webpush/vapid-public-key")
+                    #expect(answer.status == .ok)
+                    collected.withLock { $0.append(answer.json?["public_key"]?.stringValue) }
+                }
+            }
+            let keys = collected.withLock { $0 }
+            #expect(keys[0] != nil && keys[0] == keys[1], "one key for every start")
+            #expect(Base64URL.decode(keys[0] ?? "")?.count == 65, "a P-256 point, as applicationServerKey takes it")
+            try await GatewayHarness.run(url: url, database: database) { gateway in
+                #expect(try await gateway.send(nil, .get, "/v1/webpush/vapid-public-key").status == .notFound)
+                let subscription = JSONValue.object([
+                    "endpoint": "https://push.example.com/sub/1",
+                    "keys": [
+                        "p256dh": .string(Base64URL.encode(Array(repeating: 4, count: 1) + Array(repeating: 1, count: 64))),
+                        "auth": "AAAAAAAAAAAAAAAAAAAAAA",
+                    ],
+                ])
+                let refused = try await gateway.send(Keys.generate(), .post, "/v1/devices/register", json: Self.registerBody(subscription))
+                #expect(refused.status == .badRequest)
+            }
+        }
+    }
+}
