@@ -85,6 +85,11 @@ export ADMIN_TOKEN="${ADMIN_TOKEN:-local-admin-token}"
 # per-address limit here. The per-pubkey limit keeps its production default.
 export RATE_LIMIT_IP="${RATE_LIMIT_IP:-0}"
 export MIGRATIONS_DIR="$REPO_ROOT/migrations"
+# Web Push and UnifiedPush, to the sandbox's Web Push face on the same port (its endpoints are on
+# localhost, which only WATCH_ALLOW_PRIVATE_RELAYS lets a registration name).
+export VAPID_SUBJECT="${VAPID_SUBJECT:-mailto:ops@localhost}"
+export WEBPUSH_CA_FILE="$APNS_CA_FILE"
+export WATCH_ALLOW_PRIVATE_RELAYS="${WATCH_ALLOW_PRIVATE_RELAYS:-1}"
 
 say "applying migrations"
 "$BIN/linkstr-push" migrate
@@ -115,6 +120,17 @@ cat <<EOT
     PUSH='{"notification_type":"new_post","event_id":"e1","conversation_id":"C1","recipient_pubkeys":["$DEMO_HEX"]}'
     curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/push -H 'content-type: application/json' \
       -H "Authorization: \$(sign --nsec $OTHER_NSEC --method POST --path /v1/push --body "\$PUSH")" -d "\$PUSH"
+    # 3. a browser: the sandbox's Web Push face makes a subscription as a browser's push service
+    #    would; registered, it gets the same push, encrypted to its keys and signed with VAPID:
+    SUB="\$(curl -s --cacert $APNS_CA_FILE -X POST https://localhost:$SANDBOX_PORT/webpush/subscriptions)"
+    BODY="{\"platform\":\"webpush\",\"subscription\":\$SUB}"
+    curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/devices/register -H 'content-type: application/json' \
+      -H "Authorization: \$(sign --method POST --path /v1/devices/register --body "\$BODY")" -d "\$BODY"
+    PUSH='{"notification_type":"new_post","event_id":"e2","conversation_id":"C1","recipient_pubkeys":["$DEMO_HEX"]}'
+    curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/push -H 'content-type: application/json' \
+      -H "Authorization: \$(sign --nsec $OTHER_NSEC --method POST --path /v1/push --body "\$PUSH")" -d "\$PUSH"
+    curl -s --cacert $APNS_CA_FILE https://localhost:$SANDBOX_PORT/webpush/deliveries   # the decrypted plaintext
+    curl -s http://127.0.0.1:$GATEWAY_PORT/v1/webpush/vapid-public-key                # a web app's applicationServerKey
     # what arrived, and the state of things:
     curl -s http://127.0.0.1:$GATEWAY_PORT/v1/devices -H "Authorization: \$(sign --method GET --path /v1/devices)"
     curl -s --cacert $APNS_CA_FILE https://localhost:$SANDBOX_PORT/deliveries    # also in $STATE_DIR/deliveries.jsonl

@@ -74,7 +74,12 @@ public actor PushRegistrar {
     public func register(deviceToken: String, environment: Environment, relayWatch: Bool = false, topic: String? = nil)
         async throws(RegistrarError)
     {
-        var body: [String: JSONValue] = ["device_token": .string(deviceToken), "apns_environment": .string(environment.rawValue)]
+        try await register(.apns(token: deviceToken, environment: environment), relayWatch: relayWatch, topic: topic)
+    }
+
+    /// Registers (or moves to this account) a device of any platform the gateway serves.
+    public func register(_ device: PushDevice, relayWatch: Bool = false, topic: String? = nil) async throws(RegistrarError) {
+        var body = device.fields
         if relayWatch { body["relay_watch"] = .bool(true) }
         if let topic { body["topic"] = .string(topic) }
         _ = try await call("POST", "/v1/devices/register", body: .object(body))
@@ -84,6 +89,21 @@ public actor PushRegistrar {
     /// signed by the account that registered it.
     public func unregister(deviceToken: String) async throws(RegistrarError) {
         _ = try await call("POST", "/v1/devices/unregister", body: .object(["device_token": .string(deviceToken)]))
+    }
+
+    /// Unregisters a device of any platform.
+    public func unregister(_ device: PushDevice) async throws(RegistrarError) {
+        _ = try await call("POST", "/v1/devices/unregister", body: .object(device.unregisterFields))
+    }
+
+    /// The key a web app passes to `pushManager.subscribe` as `applicationServerKey`; nil when the
+    /// gateway does not serve Web Push.
+    public func vapidPublicKey() async throws(RegistrarError) -> String? {
+        do {
+            return try await call("GET", "/v1/webpush/vapid-public-key", body: nil)["public_key"]?.stringValue
+        } catch .rejected(404, _) {
+            return nil
+        }
     }
 
     /// The caller's devices, as the gateway lists them.

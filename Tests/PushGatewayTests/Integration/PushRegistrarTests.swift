@@ -1,8 +1,10 @@
+import APNsSandbox
 import Foundation
 import HummingbirdTesting
 import LinkstrCore
 import NostrProtocol
 import PostgresNIO
+import PushGateway
 import Synchronization
 import TestSupport
 import Testing
@@ -127,6 +129,50 @@ import Testing
         } throws: { error in
             guard case PushRegistrar.RegistrarError.unreachable? = error as? PushRegistrar.RegistrarError else { return false }
             return true
+        }
+    }
+}
+
+/// The registrar's other platforms against a gateway that delivers Web Push to the sandbox.
+@Suite struct PushRegistrarPlatformTests {
+    @Test func everyPlatformIsRegisteredListedAndUnregistered() async throws {
+        try await SandboxFixture.with { sandbox in
+            try await GatewayHarness.run(
+                apns: sandbox.apns, watch: WatchSettings(allowPrivateRelays: true),
+                webPush: WebPushSettings(subject: "mailto:ops@example.com", caFile: sandbox.caFile)
+            ) { gateway in
+                let alice = Keys.generate()
+                let registrar = try PushRegistrarTests.registrar(gateway, keys: alice)
+                let subscription = try WebPushDeliveryTests.subscribe(sandbox)
+                let browser = PushDevice.webPush(
+                    endpoint: try #require(subscription["endpoint"]?.stringValue),
+                    p256dh: try #require(subscription["keys"]?["p256dh"]?.stringValue),
+                    auth: try #require(subscription["keys"]?["auth"]?.stringValue))
+                let distributor = PushDevice.unifiedPush(endpoint: "https://localhost:\(sandbox.server.port)/up/1", keys: nil)
+                let voip = PushDevice.apns(token: "0b" + String(repeating: "0c", count: 31), environment: .sandbox, voip: true)
+                for device in [browser, distributor, voip] { try await registrar.register(device) }
+                let listed = try await registrar.devices()
+                #expect(Set(listed.compactMap { $0["platform"]?.stringValue }) == ["webpush", "unifiedpush", "apns"])
+                #expect(listed.contains { $0["push_type"] == "voip" })
+                #expect(try await registrar.vapidPublicKey()?.isEmpty == false)
+
+                // FCM has no transport here: refused with the gateway's message, nothing stored.
+                await #expect(
+                    throws: PushRegistrar.RegistrarError.rejected(status: 400, message: "platform fcm is not enabled on this gateway")
+                ) {
+                    try await registrar.register(.fcm(token: String(repeating: "f", count: 40)))
+                }
+                for device in [browser, distributor, voip] { try await registrar.unregister(device) }
+                #expect(try await registrar.devices().isEmpty)
+            }
+        }
+    }
+
+    @Test func aGatewayWithoutWebPushHasNoVAPIDKey() async throws {
+        try await GatewayHarness.run { gateway in
+            let registrar = try PushRegistrarTests.registrar(gateway, keys: Keys.generate())
+            let key = try await registrar.vapidPublicKey()
+            #expect(key == nil)
         }
     }
 }
