@@ -1,8 +1,10 @@
 public import Logging
 import NIOCore
+import NIOHTTP1
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import NIOTLS
 
 /// A running sandbox: HTTP/2 over TLS (ALPN `h2`) on `port`, advertising the configured
 /// `SETTINGS_MAX_CONCURRENT_STREAMS` on every connection.
@@ -21,7 +23,8 @@ public final class APNsSandboxServer: Sendable {
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: try NIOSSLCertificate.fromPEMBytes(Array(certificate.chainPEM.utf8)).map { .certificate($0) },
             privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(certificate.privateKeyPEM.utf8), format: .pem)))
-        tls.applicationProtocols = ["h2"]
+        // h2 for APNs (and Web Push clients that speak it); http/1.1 for the Web Push face alone.
+        tls.applicationProtocols = ["h2", "http/1.1"]
         let sslContext = try NIOSSLContext(configuration: tls)
         let streamConfiguration = NIOHTTP2Handler.StreamConfiguration()
 
@@ -41,11 +44,23 @@ public final class APNsSandboxServer: Sendable {
                         HTTP2Setting(parameter: .maxHeaderListSize, value: 16 * 1024),
                     ]
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
-                    try channel.pipeline.syncOperations.addHandler(
-                        NIOHTTP2Handler(
-                            mode: .server, connectionConfiguration: connectionConfiguration, streamConfiguration: streamConfiguration))
-                    try channel.pipeline.syncOperations.addHandler(SandboxConnectionHandler(state: state, connection: connection))
-                    try channel.pipeline.syncOperations.addHandler(ConnectionErrorHandler(logger: logger))
+                    // A client that names no protocol gets HTTP/2, as before (APNs clients do name it).
+                    let negotiation = ApplicationProtocolNegotiationHandler { result, channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            if case .negotiated("http/1.1") = result {
+                                try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                                try channel.pipeline.syncOperations.addHandler(HTTP1SandboxHandler(state: state))
+                            } else {
+                                try channel.pipeline.syncOperations.addHandler(
+                                    NIOHTTP2Handler(
+                                        mode: .server, connectionConfiguration: connectionConfiguration,
+                                        streamConfiguration: streamConfiguration))
+                                try channel.pipeline.syncOperations.addHandler(SandboxConnectionHandler(state: state, connection: connection))
+                            }
+                            try channel.pipeline.syncOperations.addHandler(ConnectionErrorHandler(logger: logger))
+                        }
+                    }
+                    try channel.pipeline.syncOperations.addHandler(negotiation)
                 }
             }
             .bind(host: configuration.host, port: configuration.port)

@@ -12,6 +12,10 @@ without padding, as Web Push writes them.
                                                                      a sender nobody here wrote
   verify_vapid  {authorization}                  -> {"valid", "claims"}  py_vapid's Vapid02.verify,
                                                                      and the JWT's claims as sent
+  send          {subscription, data, vapid_private_key, subject, ca_file}
+                                                 -> {"status", "body"}  pywebpush.webpush: a real
+                                                                     sender POSTs to a push service
+                                                                     (the sandbox), trusting ca_file
 
 Exit status 1 with the exception on stderr when an op fails.
 """
@@ -20,6 +24,7 @@ import json
 import sys
 
 import http_ece
+import requests
 from cryptography.hazmat.primitives.asymmetric import ec
 from py_vapid import Vapid02
 from pywebpush import WebPusher
@@ -56,9 +61,27 @@ def verify_vapid(request):
     return {"valid": bool(valid), "claims": claims}
 
 
+def send(request):
+    from pywebpush import webpush
+
+    session = requests.Session()
+    session.verify = request["ca_file"]
+    # REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE in the environment would override session.verify.
+    session.trust_env = False
+    response = webpush(
+        subscription_info=request["subscription"],
+        data=request["data"],
+        vapid_private_key=request["vapid_private_key"],
+        vapid_claims={"sub": request["subject"]},
+        ttl=60,
+        requests_session=session,
+    )
+    return {"status": response.status_code, "body": response.text}
+
+
 def main() -> int:
     request = json.loads(sys.argv[1])
-    operations = {"decrypt": decrypt, "encrypt": encrypt, "verify_vapid": verify_vapid}
+    operations = {"decrypt": decrypt, "encrypt": encrypt, "verify_vapid": verify_vapid, "send": send}
     json.dump(operations[request["op"]](request), sys.stdout)
     return 0
 

@@ -119,12 +119,12 @@ import Testing
                     return Int(count)
                 }
                 #expect(
-                    try await GatewayHarness.eventually(within: 10) { try await live(a) + live(b) == users.count },
+                    try await GatewayHarness.eventually(within: 30) { try await live(a) + live(b) == users.count },
                     "every pubkey watched once")
 
                 try await RelayWatchTests.publish(try users.map { try RelayWatchTests.wrap(to: $0, "before") }, to: relay)
                 #expect(
-                    try await GatewayHarness.eventually { RelayWatchTests.giftWrapDeliveries(sandbox).count == users.count },
+                    try await GatewayHarness.eventually(within: 30) { RelayWatchTests.giftWrapDeliveries(sandbox).count == users.count },
                     "a's log:\n\(a.logTail())\nb's log:\n\(b.logTail())")
 
                 a.kill()
@@ -139,10 +139,10 @@ import Testing
                         let distinctOwners = try await TestDatabase.count(database, owners)
                         return held == 4 && distinctOwners == 1
                     }, "the survivor holds every shard")
-                #expect(try await GatewayHarness.eventually(within: 10) { try await live(b) == users.count }, "b's log:\n\(b.logTail())")
+                #expect(try await GatewayHarness.eventually(within: 30) { try await live(b) == users.count }, "b's log:\n\(b.logTail())")
                 try await RelayWatchTests.publish(try users.map { try RelayWatchTests.wrap(to: $0, "after") }, to: relay)
                 #expect(
-                    try await GatewayHarness.eventually { RelayWatchTests.giftWrapDeliveries(sandbox).count == 3 * users.count },
+                    try await GatewayHarness.eventually(within: 30) { RelayWatchTests.giftWrapDeliveries(sandbox).count == 3 * users.count },
                     "b's log:\n\(b.logTail())")
                 try await Task.sleep(for: .milliseconds(500))
                 let perDevice = Dictionary(grouping: RelayWatchTests.giftWrapDeliveries(sandbox), by: \.deviceToken).mapValues(\.count)

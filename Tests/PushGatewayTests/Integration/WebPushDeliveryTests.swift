@@ -6,6 +6,7 @@ import NostrProtocol
 import PostgresNIO
 import PushGateway
 import Synchronization
+import TestSupport
 import Testing
 import WebPush
 
@@ -140,6 +141,32 @@ import WebPush
             #expect(try await gateway.count(devices + "'\(endpoint("large"))'") == 1, "413 is the gateway's bug: kept")
             #expect(Self.deliveries(sandbox, to: try #require(named["refused"])).count == 1, "a configuration error is not retried")
             #expect(Self.deliveries(sandbox, to: try #require(named["large"])).count == 1, "nor is a message too large")
+        }
+    }
+
+    /// pywebpush, a sender nobody here wrote, POSTs to the sandbox's Web Push face over HTTP/1.1:
+    /// its VAPID JWT verifies and its `aes128gcm` body decrypts there, so the sandbox that tests
+    /// the gateway speaks the wire format real senders use.
+    @Test(.enabled(if: RustNostrPeer.enabled, "set LINKSTR_SKIP_INTEROP=1 to skip"))
+    func pywebpushSendsToTheSandboxAndIsDecrypted() async throws {
+        try await SandboxFixture.with { sandbox in
+            let subscription = try Self.subscribe(sandbox)
+            let key = VAPIDKey()
+            let message = #"{"type":"new_message","conversation_id":"c1","event_id":"e1"}"#
+            let answer = try await RustNostrPeer.script(
+                "webpush_peer.py",
+                [
+                    JSONValue.object([
+                        "op": "send", "subscription": subscription, "data": .string(message), "vapid_private_key": .string(key.encoded),
+                        "subject": "mailto:interop@example.com", "ca_file": .string(sandbox.caFile),
+                    ]).serialized
+                ])
+            #expect(answer["status"] == .integer(201), "\(answer)")
+            let delivery = try #require(Self.deliveries(sandbox, to: subscription).first)
+            #expect(delivery.status == 201, "\(delivery.reason ?? "")")
+            #expect(delivery.plaintext == message)
+            #expect(delivery.vapidKey == key.publicKey)
+            #expect(delivery.ttl == "60")
         }
     }
 
