@@ -55,7 +55,8 @@ public final class APNsSandboxServer: Sendable {
                                     NIOHTTP2Handler(
                                         mode: .server, connectionConfiguration: connectionConfiguration,
                                         streamConfiguration: streamConfiguration))
-                                try channel.pipeline.syncOperations.addHandler(SandboxConnectionHandler(state: state, connection: connection))
+                                try channel.pipeline.syncOperations.addHandler(
+                                    SandboxConnectionHandler(state: state, connection: connection))
                             }
                             try channel.pipeline.syncOperations.addHandler(ConnectionErrorHandler(logger: logger))
                         }

@@ -142,7 +142,9 @@ import Testing
                 #expect(try await GatewayHarness.eventually(within: 30) { try await live(b) == users.count }, "b's log:\n\(b.logTail())")
                 try await RelayWatchTests.publish(try users.map { try RelayWatchTests.wrap(to: $0, "after") }, to: relay)
                 #expect(
-                    try await GatewayHarness.eventually(within: 30) { RelayWatchTests.giftWrapDeliveries(sandbox).count == 3 * users.count },
+                    try await GatewayHarness.eventually(within: 30) {
+                        RelayWatchTests.giftWrapDeliveries(sandbox).count == 3 * users.count
+                    },
                     "b's log:\n\(b.logTail())")
                 try await Task.sleep(for: .milliseconds(500))
                 let perDevice = Dictionary(grouping: RelayWatchTests.giftWrapDeliveries(sandbox), by: \.deviceToken).mapValues(\.count)
