@@ -324,6 +324,8 @@ BODIES = [
     (PUSH, push("new_emoji_reaction", ',"emoji":"🔥","post_id":"p"', recipients=f'"{KEY.upper()}","","{KEY}"', event=" e ")),
     (PUSH, push("new_post", ',"emoji":"x","post_id":"p"')),
     (PUSH, push("new_thing")),
+    (PUSH, push("incoming_call")),
+    (PUSH, push("group_invite", ',"emoji":"x"')),
     (PUSH, push("gift_wrap")),
     (PUSH, push("new_post", recipients="")),
     (PUSH, push("new_post", recipients='"", " "')),

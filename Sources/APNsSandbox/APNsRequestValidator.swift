@@ -33,7 +33,11 @@ public struct APNsRequestValidator: Sendable {
             seen.append(name)
         }
         guard let topic = request.header("apns-topic"), !topic.isEmpty else { return SandboxReply(status: 400, reason: "MissingTopic") }
-        if !allowedTopics.isEmpty, !allowedTopics.contains(topic) { return SandboxReply(status: 400, reason: "TopicDisallowed") }
+        // An app's VoIP pushes go to `<bundle id>.voip`, which its key covers as it does the app.
+        let appTopic = topic.hasSuffix(".voip") ? String(topic.dropLast(5)) : topic
+        if !allowedTopics.isEmpty, !allowedTopics.contains(topic), !allowedTopics.contains(appTopic) {
+            return SandboxReply(status: 400, reason: "TopicDisallowed")
+        }
         let pushType = request.header("apns-push-type") ?? "alert"
         guard Self.pushTypes.contains(pushType) else { return SandboxReply(status: 400, reason: "InvalidPushType") }
         if let priority = request.header("apns-priority") {

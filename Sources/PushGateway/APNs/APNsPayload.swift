@@ -41,7 +41,21 @@ public struct APNsNotification: Sendable, Equatable {
         switch type {
         case .newPost: "New post in linkstr"
         case .newEmojiReaction: "New reaction \(emoji ?? "") in linkstr"
+        case .newMessage: "New message"
+        case .mention: "You were mentioned"
+        case .incomingCall: "Incoming call"
+        case .missedCall: "Missed call"
+        case .groupInvite: "New group invite"
         case .giftWrap: "linkstr"
+        }
+    }
+
+    /// The alert's body: linkstr's own wording for its two types, a generic one for the rest.
+    public var body: String {
+        switch type {
+        case .newPost, .newEmojiReaction: "Open linkstr to view"
+        case .giftWrap: "New activity"
+        case .newMessage, .mention, .incomingCall, .missedCall, .groupInvite: "Open the app to view"
         }
     }
 
@@ -50,7 +64,7 @@ public struct APNsNotification: Sendable, Equatable {
         if type == .giftWrap { return giftWrapPayload }
         var fields: [String: JSONValue] = [
             "aps": .object([
-                "alert": .object(["title": .string(title), "body": "Open linkstr to view"]),
+                "alert": .object(["title": .string(title), "body": .string(body)]),
                 "sound": "default",
                 "thread-id": .string(conversationID),
             ]),
@@ -107,5 +121,25 @@ public struct APNsNotification: Sendable, Equatable {
             ("apns-topic", topic), ("apns-push-type", "alert"), ("apns-priority", "10"),
             ("apns-collapse-id", collapseID), ("apns-expiration", String(expiration)),
         ]
+    }
+
+    /// A call to a PushKit token: the app's VoIP topic, at once, and never delivered late (a call
+    /// that rang a minute ago is a missed call). No collapse id: every call must ring.
+    public func voipHeaders(topic: String, expiration: Int64) -> [(String, String)] {
+        [
+            ("apns-topic", topic + ".voip"), ("apns-push-type", "voip"), ("apns-priority", "10"),
+            ("apns-expiration", String(expiration)),
+        ]
+    }
+
+    /// How long APNs may hold a VoIP push for an unreachable device.
+    public static let voipLifetimeSeconds: Int64 = 30
+
+    /// What PushKit hands the app: the type and ids, no alert (the app reports the call to
+    /// CallKit itself). `{"type","event_id","conversation_id"}`.
+    public var voipPayload: String {
+        JSONValue.object([
+            "type": .string(type.rawValue), "event_id": .string(eventID), "conversation_id": .string(conversationID),
+        ]).serialized
     }
 }

@@ -119,7 +119,7 @@ public final class HTTP2APNsSender: PushSender {
                 results[index] = APNsAnswer(status: 0, reason: "TopicNotConfigured")
                 continue
             }
-            let payload = job.notification.payload
+            let payload = Self.payload(of: job)
             guard payload.utf8.count <= APNsNotification.maxPayloadBytes else {
                 results[index] = APNsAnswer(status: 0, reason: "PayloadTooLarge")
                 continue
@@ -163,7 +163,7 @@ public final class HTTP2APNsSender: PushSender {
             logger.notice(
                 "APNs rejected the provider token as expired",
                 metadata: ["apns.key_id": "\(app.keyID)", "apns.jwt_refreshed": "\(refreshed)"])
-            if refreshed { results[index] = await attempt(jobs[index], payload: jobs[index].notification.payload, app: app) }
+            if refreshed { results[index] = await attempt(jobs[index], payload: Self.payload(of: jobs[index]), app: app) }
         }
         return results.map { $0 ?? APNsAnswer(status: 0, reason: "ConnectionError") }
     }
@@ -190,10 +190,22 @@ public final class HTTP2APNsSender: PushSender {
 
     package static func authorization(_ providerToken: String) -> String { "bearer " + providerToken }
 
+    /// A VoIP token gets the call's own payload; every other device the alert.
+    static func payload(of job: ClaimedJob) -> String {
+        if case .apns(_, _, .voip) = job.destination { return job.notification.voipPayload }
+        return job.notification.payload
+    }
+
     /// `authorization` is the header's whole value (`authorization(_:)`).
     package func request(_ job: ClaimedJob, payload: String, authorization: String) -> APNsRequest {
         var headers: [(String, String)] = [("authorization", authorization), ("apns-id", job.apnsID.uuidString.lowercased())]
-        headers += job.notification.headers(topic: job.topic, expiration: Int64(job.expiresAt.timeIntervalSince1970))
+        let expiration = Int64(job.expiresAt.timeIntervalSince1970)
+        if case .apns(_, _, .voip) = job.destination {
+            let ringing = Int64(Date().timeIntervalSince1970) + APNsNotification.voipLifetimeSeconds
+            headers += job.notification.voipHeaders(topic: job.topic, expiration: min(expiration, ringing))
+        } else {
+            headers += job.notification.headers(topic: job.topic, expiration: expiration)
+        }
         let body = ByteBuffer(string: payload)
         headers += [("content-type", "application/json"), ("content-length", String(body.readableBytes))]
         return APNsRequest(

@@ -35,9 +35,15 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
             CROSS JOIN LATERAL (SELECT * FROM devices WHERE pubkey = rc.pubkey OFFSET 0) d
             LEFT JOIN device_budgets b ON $13 AND b.device_token = d.device_token
             WHERE NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = d.pubkey AND a.conversation_id = $7)
-              AND NOT (d.relay_watch AND $11)
-              -- A VoIP token takes calls only: PushKit requires every push to it to report one.
-              AND d.push_type = 'alert'
+              -- A relay-watch device gets the watcher's alert instead (a VoIP token never does).
+              AND NOT (d.relay_watch AND $11 AND d.push_type = 'alert')
+              -- A VoIP token takes calls only: PushKit requires every push to it to report one. A
+              -- call goes to a user's VoIP tokens instead of their APNs alert tokens, and to the
+              -- alert tokens of a user who has none.
+              AND CASE WHEN $6 = 'incoming_call'
+                  THEN d.push_type = 'voip' OR d.platform <> 'apns'
+                       OR NOT EXISTS (SELECT 1 FROM devices v WHERE v.pubkey = d.pubkey AND v.push_type = 'voip')
+                  ELSE d.push_type = 'alert' END
         ), fresh AS (
             -- Dedupe rows only for recipients who get a job: a push to pubkeys without devices
             -- stores nothing but its replay key.

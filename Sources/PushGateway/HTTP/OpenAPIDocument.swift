@@ -97,7 +97,7 @@ public enum OpenAPIDocument {
               type: object
               required: [notification_type, event_id, conversation_id, recipient_pubkeys]
               properties:
-                notification_type: {type: string, enum: [new_post, new_emoji_reaction]}
+                notification_type: {type: string, enum: [new_post, new_emoji_reaction, new_message, mention, incoming_call, missed_call, group_invite]}
                 event_id: {type: string, maxLength: 128}
                 conversation_id: {type: string, maxLength: 128}
                 recipient_pubkeys: {type: array, maxItems: 500, items: {type: string, pattern: "^[0-9a-fA-F]{64}$"}}

@@ -25,12 +25,12 @@ package struct WebPushMessage: Sendable, Equatable {
             "type": .string(notification.type.rawValue), "title": .string(notification.title),
         ]
         if notification.type == .giftWrap {
-            fields["body"] = "New activity"
+            fields["body"] = .string(notification.body)
             fields["wrap_id"] = .string(notification.eventID)
             fields["count"] = .integer(Int64(notification.count))
             if let relay = notification.relay, relay.utf8.count <= 1024 { fields["relay"] = .string(relay) }
         } else {
-            fields["body"] = "Open linkstr to view"
+            fields["body"] = .string(notification.body)
             fields["event_id"] = .string(notification.eventID)
             fields["conversation_id"] = .string(notification.conversationID)
             if notification.type == .newEmojiReaction {
@@ -39,10 +39,15 @@ package struct WebPushMessage: Sendable, Equatable {
             }
         }
         plaintext = Array(JSONValue.object(fields).serialized.utf8)
-        ttl = max(0, Int(job.expiresAt.timeIntervalSince(now).rounded(.down)))
-        urgency = "normal"
+        let remaining = max(0, Int(job.expiresAt.timeIntervalSince(now).rounded(.down)))
+        // A call rings now or never: high urgency, and no use to a device that wakes a minute on.
+        ttl = notification.type.isCall ? min(remaining, Self.callTTL) : remaining
+        urgency = notification.type.isCall ? "high" : "normal"
         topic = Self.topic(for: notification.collapseID)
     }
+
+    /// How long a push service may hold a call for an offline device.
+    static let callTTL = 60
 
     /// 24 bytes of SHA-256 of the collapse id, base64url: 32 characters, no padding.
     static func topic(for collapseID: String) -> String {

@@ -18,7 +18,8 @@ import WebPush
 /// - Every request carries `Authorization: vapid` (RFC 8292) with a JWT for the endpoint's
 ///   origin, signed once per origin and reused until an hour before it expires.
 /// - `TTL` is what is left of the job's lifetime, `Topic` collapses a device's undelivered
-///   messages like the APNs collapse id, `Urgency` is `normal`.
+///   messages like the APNs collapse id, `Urgency` is `normal` (`high`, and a `TTL` of at most a
+///   minute, for a call).
 /// - Before a host is contacted, its name is resolved and refused when any address is not public
 ///   (unless private addresses are allowed), as relay URLs are; the verdict is kept for a minute.
 ///   AsyncHTTPClient resolves the name again to connect, so a name whose answers change between
