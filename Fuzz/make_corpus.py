@@ -325,6 +325,8 @@ BODIES = [
     (PUSH, push("new_post", ',"emoji":"x","post_id":"p"')),
     (PUSH, push("new_thing")),
     (PUSH, push("incoming_call")),
+    (PUSH, push("new_message", ',"push_type":"background"')),
+    (PUSH, push("incoming_call", ',"push_type":"background"')),
     (PUSH, push("group_invite", ',"emoji":"x"')),
     (PUSH, push("gift_wrap")),
     (PUSH, push("new_post", recipients="")),

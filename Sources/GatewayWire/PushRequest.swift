@@ -10,13 +10,16 @@ public struct PushRequest: Sendable, Equatable {
     public var recipients: [String]
     public var emoji: String?
     public var postID: String?
+    /// `"push_type": "background"`: wake the app to refresh instead of showing an alert.
+    public var background: Bool
 
     /// A push fans out to at most this many recipients; linkstr sessions are small groups, and
     /// a 64 KiB body cannot carry many more than 950 keys anyway.
     public static let maxRecipients = 500
 
     public init(
-        type: NotificationType, eventID: String, conversationID: String, recipients: [String], emoji: String? = nil, postID: String? = nil
+        type: NotificationType, eventID: String, conversationID: String, recipients: [String], emoji: String? = nil, postID: String? = nil,
+        background: Bool = false
     ) {
         self.type = type
         self.eventID = eventID
@@ -24,6 +27,7 @@ public struct PushRequest: Sendable, Equatable {
         self.recipients = recipients
         self.emoji = emoji
         self.postID = postID
+        self.background = background
     }
 
     public static func parse(_ body: [UInt8]) throws(RequestBodyError) -> PushRequest {
@@ -53,8 +57,17 @@ public struct PushRequest: Sendable, Equatable {
         else {
             throw RequestBodyError("event_id, conversation_id and post_id are limited to 128 bytes, emoji to 64")
         }
+        let background: Bool
+        switch try fields.string("push_type") {
+        case nil, "alert": background = false
+        case "background":
+            // A call that does not ring is not a call.
+            guard !type.isCall else { throw RequestBodyError("incoming_call cannot be a background push") }
+            background = true
+        default: throw RequestBodyError("push_type must be alert or background")
+        }
         return PushRequest(
             type: type, eventID: eventID, conversationID: conversationID, recipients: recipients,
-            emoji: type == .newEmojiReaction ? emoji : nil, postID: type == .newEmojiReaction ? postID : nil)
+            emoji: type == .newEmojiReaction ? emoji : nil, postID: type == .newEmojiReaction ? postID : nil, background: background)
     }
 }

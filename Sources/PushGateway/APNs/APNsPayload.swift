@@ -14,13 +14,15 @@ public struct APNsNotification: Sendable, Equatable {
     public var relay: String?
     public var count: Int
     public var recipient: String?
+    /// A background refresh: no alert, `content-available`, priority 5.
+    public var background: Bool
 
     public static let maxPayloadBytes = 4096
     public static let maxCollapseIDBytes = 64
 
     public init(
         type: NotificationType, eventID: String, conversationID: String, emoji: String? = nil, postID: String? = nil,
-        relay: String? = nil, count: Int = 1, recipient: String? = nil
+        relay: String? = nil, count: Int = 1, recipient: String? = nil, background: Bool = false
     ) {
         self.type = type
         self.eventID = eventID
@@ -30,6 +32,7 @@ public struct APNsNotification: Sendable, Equatable {
         self.relay = relay
         self.count = count
         self.recipient = recipient
+        self.background = background
     }
 
     /// The relay watcher's generic alert for `wrapID` to `recipient`'s devices.
@@ -63,11 +66,15 @@ public struct APNsNotification: Sendable, Equatable {
     public var payload: String {
         if type == .giftWrap { return giftWrapPayload }
         var fields: [String: JSONValue] = [
-            "aps": .object([
-                "alert": .object(["title": .string(title), "body": .string(body)]),
-                "sound": "default",
-                "thread-id": .string(conversationID),
-            ]),
+            // A background push wakes the app without showing anything (Apple: no alert, sound
+            // or badge beside content-available).
+            "aps": background
+                ? ["content-available": 1]
+                : .object([
+                    "alert": .object(["title": .string(title), "body": .string(body)]),
+                    "sound": "default",
+                    "thread-id": .string(conversationID),
+                ]),
             "type": .string(type.rawValue),
             "event_id": .string(eventID),
             "conversation_id": .string(conversationID),
@@ -118,7 +125,8 @@ public struct APNsNotification: Sendable, Equatable {
     /// Headers besides `authorization` and `apns-id`.
     public func headers(topic: String, expiration: Int64) -> [(String, String)] {
         [
-            ("apns-topic", topic), ("apns-push-type", "alert"), ("apns-priority", "10"),
+            // Apple requires priority 5 for a background push (10 is refused).
+            ("apns-topic", topic), ("apns-push-type", background ? "background" : "alert"), ("apns-priority", background ? "5" : "10"),
             ("apns-collapse-id", collapseID), ("apns-expiration", String(expiration)),
         ]
     }

@@ -31,7 +31,7 @@ package struct ClaimJobsQuery {
           AND NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = j.pubkey AND a.conversation_id = j.conversation_id)
         RETURNING j.id, j.apns_id, j.device_token, j.pubkey, d.apns_environment, d.topic, d.updated_at,
                   j.notification_type, j.event_id, j.conversation_id, j.emoji, j.post_id, j.attempts, j.expires_at,
-                  j.relay, j.wrap_count, d.platform, d.push_type, d.p256dh, d.auth_secret
+                  j.relay, j.wrap_count, d.platform, d.push_type, d.p256dh, d.auth_secret, j.background
         """
 
     var limit: Int

@@ -58,11 +58,11 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
             \(PushBudget.chargeSQL(devicesFrom: "targets", enabled: "$13", burst: "$14", perSecond: "$15"))
         ), jobs AS (
             INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, emoji, post_id, expires_at,
-                                   next_attempt_at, locked_until, attempts, direct)
+                                   next_attempt_at, locked_until, attempts, direct, background)
             SELECT gen_random_uuid(), device_token, pubkey, $6, $5, $7, $8, $9, now() + make_interval(secs => $10),
                    -- $12, the lease, is NULL when the jobs are queued for the delivery loops.
                    coalesce(now() + make_interval(secs => $12), now()), now() + make_interval(secs => $12),
-                   CASE WHEN $12 IS NULL THEN 0 ELSE 1 END, $12 IS NOT NULL
+                   CASE WHEN $12 IS NULL THEN 0 ELSE 1 END, $12 IS NOT NULL, $16
             FROM targets t
             WHERE NOT $13 OR EXISTS (SELECT 1 FROM charged c WHERE c.device_token = t.device_token)
             RETURNING id, apns_id, device_token, pubkey, attempts, expires_at, locked_until
@@ -99,11 +99,13 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
     var leaseSeconds: Int?
     /// Each device's alert budget; nil: none.
     var budget: PushBudget?
+    /// A background refresh rather than an alert.
+    var background: Bool
 
     package init(
         sender: String, replayKey: String, replayExpires: Date, recipients: [String], eventID: String, notificationType: NotificationType,
         conversationID: String, emoji: String? = nil, postID: String? = nil, lifetimeSeconds: Int, skipRelayWatchDevices: Bool,
-        leaseSeconds: Int? = nil, budget: PushBudget? = nil
+        leaseSeconds: Int? = nil, budget: PushBudget? = nil, background: Bool = false
     ) {
         self.sender = sender
         self.replayKey = replayKey
@@ -118,10 +120,11 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
         self.skipRelayWatchDevices = skipRelayWatchDevices
         self.leaseSeconds = leaseSeconds
         self.budget = budget
+        self.background = background
     }
 
     package func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 15)
+        var bindings = PostgresBindings(capacity: 16)
         bindings.append(sender)
         bindings.append(replayKey)
         bindings.append(replayExpires)
@@ -137,6 +140,7 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
         bindings.append(budget != nil)
         bindings.append(budget?.burst ?? 0)
         bindings.append(budget?.perSecond ?? 0)
+        bindings.append(background)
         return bindings
     }
 
@@ -165,7 +169,9 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
             deviceUpdatedAt: updatedAt, attempts: attempts, expiresAt: expiresAt,
             device: (platform, pushType, p256dh, authSecret)
         ) { _ in
-            APNsNotification(type: notificationType, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID)
+            APNsNotification(
+                type: notificationType, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID,
+                background: background)
         }
         return Row(fresh: fresh == 1, recipients: recipients, jobs: jobs, overBudget: overBudget, leased: leased)
     }

@@ -292,7 +292,7 @@ public struct GatewayStore: Sendable {
             sender: auth.pubkey.hex, replayKey: key, replayExpires: expires, recipients: request.recipients, eventID: request.eventID,
             notificationType: request.type, conversationID: request.conversationID, emoji: request.emoji, postID: request.postID,
             lifetimeSeconds: Self.jobLifetimeSeconds, skipRelayWatchDevices: skipRelayWatchDevices, leaseSeconds: leaseSeconds,
-            budget: deviceBudget)
+            budget: deviceBudget, background: request.background)
         let rows = try await storage {
             try await Self.retryingTransient { try await database.execute(statement, logger: logger) }
         }

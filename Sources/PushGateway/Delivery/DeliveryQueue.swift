@@ -94,12 +94,12 @@ public struct DeliveryQueue: Sendable {
         var jobs: [ClaimedJob] = []
         for (
             id, apnsID, token, pubkey, environment, topic, updatedAt, type, eventID, conversationID, emoji, postID, attempts, expiresAt,
-            relay, wrapCount, platform, pushType, p256dh, authSecret
+            relay, wrapCount, platform, pushType, p256dh, authSecret, background
         )
             in try rows.decode(
                 (
                     Int64, UUID, String, String, String?, String, Date, String, String, String, String?, String?, Int, Date, String?, Int,
-                    String, String, String?, String?
+                    String, String, String?, String?, Bool
                 ).self)
         {
             // A device row this build cannot read (see `PushDestination(storedPlatform:…)`): its
@@ -115,7 +115,7 @@ public struct DeliveryQueue: Sendable {
                     id: id, apnsID: apnsID, destination: destination, pubkey: pubkey, topic: topic, deviceUpdatedAt: updatedAt,
                     notification: APNsNotification(
                         type: type, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID,
-                        relay: relay, count: wrapCount, recipient: type == .giftWrap ? pubkey : nil),
+                        relay: relay, count: wrapCount, recipient: type == .giftWrap ? pubkey : nil, background: background),
                     attempts: attempts, expiresAt: expiresAt))
         }
         return jobs

@@ -103,6 +103,7 @@ public enum OpenAPIDocument {
                 recipient_pubkeys: {type: array, maxItems: 500, items: {type: string, pattern: "^[0-9a-fA-F]{64}$"}}
                 emoji: {type: string}
                 post_id: {type: string}
+                push_type: {type: string, enum: [alert, background], description: "background: wake the app to refresh, no alert (not for incoming_call)"}
             PushAccepted:
               type: object
               required: [status, recipient_count, candidate_devices]

@@ -21,16 +21,20 @@ package struct WebPushMessage: Sendable, Equatable {
 
     package init(_ job: ClaimedJob, now: Date = Date()) {
         let notification = job.notification
-        var fields: [String: JSONValue] = [
-            "type": .string(notification.type.rawValue), "title": .string(notification.title),
-        ]
+        var fields: [String: JSONValue] = ["type": .string(notification.type.rawValue)]
+        // A background push is for the app, not the user: no text to show.
+        if notification.background {
+            fields["background"] = true
+        } else {
+            fields["title"] = .string(notification.title)
+        }
         if notification.type == .giftWrap {
             fields["body"] = .string(notification.body)
             fields["wrap_id"] = .string(notification.eventID)
             fields["count"] = .integer(Int64(notification.count))
             if let relay = notification.relay, relay.utf8.count <= 1024 { fields["relay"] = .string(relay) }
         } else {
-            fields["body"] = .string(notification.body)
+            if !notification.background { fields["body"] = .string(notification.body) }
             fields["event_id"] = .string(notification.eventID)
             fields["conversation_id"] = .string(notification.conversationID)
             if notification.type == .newEmojiReaction {
@@ -42,7 +46,7 @@ package struct WebPushMessage: Sendable, Equatable {
         let remaining = max(0, Int(job.expiresAt.timeIntervalSince(now).rounded(.down)))
         // A call rings now or never: high urgency, and no use to a device that wakes a minute on.
         ttl = notification.type.isCall ? min(remaining, Self.callTTL) : remaining
-        urgency = notification.type.isCall ? "high" : "normal"
+        urgency = notification.type.isCall ? "high" : notification.background ? "low" : "normal"
         topic = Self.topic(for: notification.collapseID)
     }
 

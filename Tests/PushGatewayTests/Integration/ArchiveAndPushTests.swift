@@ -208,6 +208,14 @@ import Testing
                     "event_id is required"
                 ),
                 (
+                    #"{"notification_type":"new_post","event_id":"e","conversation_id":"c","recipient_pubkeys":["\#(bob.publicKey.hex)"],"push_type":"voip"}"#,
+                    "push_type must be alert or background"
+                ),
+                (
+                    #"{"notification_type":"incoming_call","event_id":"e","conversation_id":"c","recipient_pubkeys":["\#(bob.publicKey.hex)"],"push_type":"background"}"#,
+                    "incoming_call cannot be a background push"
+                ),
+                (
                     #"{"notification_type":"new_post","event_id":" ","conversation_id":"c","recipient_pubkeys":["\#(bob.publicKey.hex)"]}"#,
                     "event_id is required"
                 ),

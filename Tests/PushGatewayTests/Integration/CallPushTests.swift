@@ -65,4 +65,34 @@ import Testing
             #expect(sandbox.delivered().filter { $0.deviceToken == bobVoIP }.count == 1)
         }
     }
+
+    /// `"push_type": "background"`: APNs content-available at priority 5 with no alert, Web Push at
+    /// low urgency with no text.
+    @Test func aBackgroundPushWakesTheAppWithoutAnAlert() async throws {
+        try await WebPushDeliveryTests.withGateway { gateway, sandbox in
+            let bob = Keys.generate()
+            let phone = GatewayHarness.token(0x91)
+            #expect(
+                try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(phone)).status == .accepted)
+            let browser = try WebPushDeliveryTests.subscribe(sandbox)
+            #expect(
+                try await gateway.send(bob, .post, "/v1/devices/register", json: WebPushDeliveryTests.registerBody(browser)).status
+                    == .accepted)
+            let push = ArchiveAndPushTests.pushBody("new_message", event: "sync-1", to: [bob], extra: #","push_type":"background""#)
+            #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: push).json?["candidate_devices"] == 2)
+            #expect(
+                try await GatewayHarness.eventually {
+                    sandbox.delivered().count == 1 && !WebPushDeliveryTests.deliveries(sandbox, to: browser).isEmpty
+                })
+            let woken = try #require(sandbox.delivered().first)
+            #expect(woken.pushType == "background" && woken.priority == "5")
+            let payload = try JSONValue(parsing: Array(woken.payload.utf8))
+            #expect(payload["aps"] == ["content-available": 1])
+            #expect(payload["event_id"] == "sync-1")
+            let web = try #require(WebPushDeliveryTests.deliveries(sandbox, to: browser).first)
+            #expect(web.urgency == "low")
+            let message = try JSONValue(parsing: Array((web.plaintext ?? "").utf8))
+            #expect(message["background"] == true && message["title"] == nil && message["event_id"] == "sync-1")
+        }
+    }
 }

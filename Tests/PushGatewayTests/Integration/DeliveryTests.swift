@@ -228,6 +228,31 @@ import Testing
         }
     }
 
+    /// A background push queued for the claim loops comes back from the claim still a background
+    /// push, and a leased one as well.
+    @Test func aBackgroundPushKeepsItsKindThroughTheQueue() async throws {
+        try await TestDatabase.with { _, client in
+            let devices = Self.devices(1)
+            try await Self.seed(client, devices: devices, jobsPerDevice: 0)
+            for lease in [nil, 30] as [Int?] {
+                let rows = try await Database(client).execute(
+                    EnqueuePushStatement(
+                        sender: Keys.generate().publicKey.hex, replayKey: "key-bg-\(lease ?? 0)",
+                        replayExpires: Date().addingTimeInterval(600),
+                        recipients: devices.map(\.pubkey), eventID: "ev-bg-\(lease ?? 0)", notificationType: .newMessage,
+                        conversationID: "C1",
+                        lifetimeSeconds: 900, skipRelayWatchDevices: false, leaseSeconds: lease, background: true),
+                    logger: TestDatabase.logger)
+                let job =
+                    if lease == nil { try await DeliveryQueue(client: client, logger: TestDatabase.logger).claim(limit: 10).first } else {
+                        rows.compactMap(\.leased).first
+                    }
+                #expect(job?.notification.background == true, "lease \(lease.map(String.init) ?? "none")")
+                #expect(job?.notification.headers(topic: "t", expiration: 0).contains { $0 == ("apns-priority", "5") } == true)
+            }
+        }
+    }
+
     /// `POST /v1/push` with direct delivery: the jobs come back leased to the instance that queued
     /// them, stay out of every claim (their next_attempt_at is the lease's end, so the claim's
     /// index scan stops before them) and, if that instance dies, are anyone's once the lease ends.
