@@ -3,9 +3,11 @@ import Foundation
 /// What each answer of a Web Push or UnifiedPush service means for its job (RFC 8030 §5, and
 /// what the big push services document).
 public enum WebPushResponseClassifier {
-    /// `retryAfterSeconds` is the answer's `Retry-After`, when it had one.
+    /// `retryAfterSeconds` is the answer's `Retry-After`, when it had one. The outcome's reason
+    /// is the status alone: it becomes a metric label, and a push service's own text (any
+    /// endpoint a client registers can answer anything) would make those labels unbounded.
     public static func classify(status: Int, reason: String? = nil, retryAfterSeconds: Double? = nil) -> PushOutcome {
-        let said = reason.map { "HTTP \(status): \($0)" } ?? "HTTP \(status)"
+        let said = "HTTP \(status)"
         switch status {
         // 201 Created is the RFC's answer; some services answer 200 or 202.
         case 200, 201, 202: return .delivered

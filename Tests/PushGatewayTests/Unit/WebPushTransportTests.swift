@@ -14,13 +14,13 @@ struct WebPushTransportTests {
             (200, nil, .delivered),
             (202, nil, .delivered),
             (410, nil, .removeDevice(reason: "HTTP 410", invalidSinceMilliseconds: nil)),
-            (404, "gone", .removeDevice(reason: "HTTP 404: gone", invalidSinceMilliseconds: nil)),
+            (404, "gone", .removeDevice(reason: "HTTP 404", invalidSinceMilliseconds: nil)),
             (403, nil, .configurationError(reason: "HTTP 403")),
             (401, nil, .configurationError(reason: "HTTP 401")),
             (413, nil, .drop(reason: "HTTP 413")),
             (429, nil, .retry(reason: "HTTP 429", afterSeconds: 7)),
             (503, nil, .retry(reason: "HTTP 503", afterSeconds: 7)),
-            (400, "bad", .drop(reason: "HTTP 400: bad")),
+            (400, "a service's own words never become a metric label", .drop(reason: "HTTP 400")),
             (0, "ConnectionError", .retry(reason: "ConnectionError")),
         ] as [(Int, String?, PushOutcome)])
     func eachAnswerHasItsOutcome(status: Int, reason: String?, expected: PushOutcome) {
