@@ -86,10 +86,10 @@ export ADMIN_TOKEN="${ADMIN_TOKEN:-local-admin-token}"
 export RATE_LIMIT_IP="${RATE_LIMIT_IP:-0}"
 export MIGRATIONS_DIR="$REPO_ROOT/migrations"
 # Web Push and UnifiedPush, to the sandbox's Web Push face on the same port (its endpoints are on
-# localhost, which only WATCH_ALLOW_PRIVATE_RELAYS lets a registration name).
+# localhost, which only WEBPUSH_ALLOW_PRIVATE_ENDPOINTS lets a registration name).
 export VAPID_SUBJECT="${VAPID_SUBJECT:-mailto:ops@localhost}"
 export WEBPUSH_CA_FILE="$APNS_CA_FILE"
-export WATCH_ALLOW_PRIVATE_RELAYS="${WATCH_ALLOW_PRIVATE_RELAYS:-1}"
+export WEBPUSH_ALLOW_PRIVATE_ENDPOINTS="${WEBPUSH_ALLOW_PRIVATE_ENDPOINTS:-1}"
 
 say "applying migrations"
 "$BIN/linkstr-push" migrate

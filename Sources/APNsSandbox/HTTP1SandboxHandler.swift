@@ -43,6 +43,8 @@ final class HTTP1SandboxHandler: ChannelInboundHandler {
             let answer = state.webPush.answer(
                 method: head.method.rawValue, path: path, query: query, headers: headers, body: body,
                 authority: head.headers.first(name: "host") ?? "")
+            // A scripted stall: the request stays unanswered.
+            guard answer.status != WebPushService.noAnswer else { return }
             (status, text, extra) = (answer.status, answer.json?.serialized, answer.headers)
         } else {
             (status, text, extra) = (505, #"{"reason":"APNs requires HTTP/2"}"#, [])

@@ -139,6 +139,8 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
             let (status, json, headers) = state.webPush.answer(
                 method: method, path: plainPath, query: query, headers: fields, body: stream.body, authority: authority)
             highestProcessedStreamID = max(highestProcessedStreamID, id)
+            // A scripted stall: the stream stays open, unanswered.
+            guard status != WebPushService.noAnswer else { return }
             write(id, status: status, body: json?.serialized, headers: headers, context: context)
             return
         }

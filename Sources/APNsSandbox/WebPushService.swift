@@ -12,6 +12,8 @@ import WebPush
 ///   the private key and auth secret. `?answer=410` (or 403, 404, 413, 429, 500, 503) scripts the
 ///   answer its deliveries get, `&times=N` for the first N only, `&retry_after=S` on 429 and 5xx.
 ///   `?plain=1` makes a UnifiedPush endpoint without keys, which takes the body as it is.
+///   `?stall=1` makes one that never answers: the request is recorded and left hanging, as a
+///   hostile or broken service would.
 /// - `POST /webpush/push/<id>` is a delivery: the VAPID JWT must verify (signature, `aud` this
 ///   origin, `exp` within 24 hours, `sub`) and `TTL` must be present; the `aes128gcm` body is
 ///   decrypted and its plaintext recorded, then answered 201.
@@ -24,6 +26,7 @@ package final class WebPushService: Sendable {
         var times: Int?
         var retryAfter: Int?
         var answered = 0
+        var stalls = false
     }
 
     /// One delivery as the sandbox answered it.
@@ -56,6 +59,9 @@ package final class WebPushService: Sendable {
     private let deliveries = Mutex<[Delivery]>([])
     /// At most this many subscriptions and deliveries are kept (a load run must not fill memory).
     static let limit = 100_000
+
+    /// The status `answer` gives a request that must get no answer at all.
+    package static let noAnswer = -1
 
     package init() {}
 
@@ -93,7 +99,7 @@ package final class WebPushService: Sendable {
         let id = Hex.encode(SecureRandom.bytes(16))
         let subscription = Subscription(
             receiverKey: receiverKey, authSecret: authSecret, answer: scripted, times: query["times"].flatMap { Int($0) },
-            retryAfter: query["retry_after"].flatMap { Int($0) })
+            retryAfter: query["retry_after"].flatMap { Int($0) }, stalls: query["stall"] == "1")
         let stored = subscriptions.withLock { all -> Bool in
             guard all.count < Self.limit else { return false }
             all[id] = subscription
@@ -134,6 +140,10 @@ package final class WebPushService: Sendable {
             return (subscription, subscription)
         }
         guard let subscription = found else { return refuse(404, "no such subscription") }
+        if subscription.stalls {
+            delivery.status = Self.noAnswer
+            return (Self.noAnswer, nil, [])
+        }
         if let scripted, let status = scripted.answer {
             let extra = scripted.retryAfter.map { [("retry-after", String($0))] } ?? []
             return refuse(status, "scripted \(status)", extra)

@@ -4,7 +4,6 @@ public import Hummingbird
 import HummingbirdCore
 public import Logging
 import NIOCore
-import NostrRelay
 public import PostgresNIO
 import ServiceLifecycle
 
@@ -115,9 +114,7 @@ public enum GatewayApplication {
             if configuration.apns.disabled {
                 webPush = LoggingPushSender(logger: logger)
             } else {
-                let sender = try WebPushSender(
-                    settings: configuration.webPush, keys: vapidKeys,
-                    policy: RelayAddressPolicy(allowsPrivate: configuration.watch.allowPrivateRelays), logger: logger)
+                let sender = try WebPushSender(settings: configuration.webPush, keys: vapidKeys, logger: logger)
                 services.append(TransportShutdownService { await sender.shutdown() })
                 webPush = sender
             }

@@ -38,6 +38,11 @@ public struct VAPIDKey: Sendable {
     /// The `Authorization` header for a request to `endpoint`, valid until `expiresAt`.
     public func authorization(endpoint: String, subject: String, expiresAt: Date) throws(VAPIDError) -> String {
         guard let audience = Self.origin(of: endpoint) else { throw .badEndpoint }
+        return try authorization(audience: audience, subject: subject, expiresAt: expiresAt)
+    }
+
+    /// The same for an origin already known (`scheme://host[:port]`, the JWT's `aud`).
+    public func authorization(audience: String, subject: String, expiresAt: Date) throws(VAPIDError) -> String {
         let header = JSONValue.object(["typ": "JWT", "alg": "ES256"]).serialized
         let claims = JSONValue.object([
             "aud": .string(audience), "exp": .integer(Int64(expiresAt.timeIntervalSince1970)), "sub": .string(subject),

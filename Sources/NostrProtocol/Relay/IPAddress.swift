@@ -64,6 +64,13 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
     /// documentation and benchmarking ranges, and the IPv4-in-IPv6 forms of any of those.
     public var isPublic: Bool {
         if let mapped = mappedIPv4 { return mapped.isPublic }
+        // NAT64's well-known prefix (64:ff9b::/96, RFC 6052): what a DNS64 resolver answers for an
+        // IPv4-only host on an IPv6-only network. It leads where its embedded IPv4 leads.
+        if case .v6(let b) = self, b.count == 16, b[0] == 0x00, b[1] == 0x64, b[2] == 0xff, b[3] == 0x9b,
+            b[4..<12].allSatisfy({ $0 == 0 })
+        {
+            return IPAddress.v4(Array(b[12..<16])).isPublic
+        }
         switch self {
         case .v4(let b) where b.count != 4, .v6(let b) where b.count != 16:
             return false // built by hand with the wrong length: no address at all
@@ -87,7 +94,7 @@ public enum IPAddress: Sendable, Hashable, CustomStringConvertible {
             return
                 !((allZeroPrefix && (b[15] == 0 || b[15] == 1)) // unspecified, loopback
                 || b[0..<12].allSatisfy { $0 == 0 } // IPv4-compatible (deprecated)
-                || (b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b) // NAT64: reaches an IPv4 chosen by the caller
+                || (b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b) // NAT64 local-use (64:ff9b:1::/48) and others
                 || (b[0] == 0x01 && b[1] == 0x00 && b[2..<8].allSatisfy { $0 == 0 }) // discard-only
                 // SIIT (::ffff:0:0/96): reaches an IPv4 chosen by the caller
                 || (b[0..<8].allSatisfy { $0 == 0 } && b[8] == 0xff && b[9] == 0xff && b[10] == 0 && b[11] == 0)

@@ -11,11 +11,16 @@ public struct WebPushSettings: Sendable {
     public var privateKey: VAPIDKey?
     /// `WEBPUSH_CA_FILE`: extra trust roots for push services (the sandbox's certificate).
     public var caFile: String?
+    /// `WEBPUSH_ALLOW_PRIVATE_ENDPOINTS`: endpoints may name loopback, private and other
+    /// non-public addresses (the local sandbox, tests). Its own switch: opening relays to a
+    /// private network must not open the gateway's POSTs to it.
+    public var allowPrivateEndpoints: Bool
 
-    public init(subject: String? = nil, privateKey: VAPIDKey? = nil, caFile: String? = nil) {
+    public init(subject: String? = nil, privateKey: VAPIDKey? = nil, caFile: String? = nil, allowPrivateEndpoints: Bool = false) {
         self.subject = subject
         self.privateKey = privateKey
         self.caFile = caFile
+        self.allowPrivateEndpoints = allowPrivateEndpoints
     }
 
     public var enabled: Bool { subject != nil }
@@ -38,6 +43,11 @@ public struct WebPushSettings: Sendable {
             }
         }
         settings.caFile = env["WEBPUSH_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        switch env["WEBPUSH_ALLOW_PRIVATE_ENDPOINTS"] {
+        case nil, "", "0": settings.allowPrivateEndpoints = false
+        case "1": settings.allowPrivateEndpoints = true
+        default: throw ConfigurationError(key: "WEBPUSH_ALLOW_PRIVATE_ENDPOINTS", "0 or 1")
+        }
         return settings
     }
 }

@@ -26,6 +26,8 @@ public struct GatewayAPI: Sendable {
     let vapidKeys: VAPIDKeyStore?
     /// Which relay URLs a registration may name (`WATCH_ALLOW_PRIVATE_RELAYS`).
     let relayPolicy: RelayAddressPolicy
+    /// Which push endpoints a registration may name (`WEBPUSH_ALLOW_PRIVATE_ENDPOINTS`).
+    let endpointPolicy: RelayAddressPolicy
     /// `RELAYS`, the shard count and the per-user relay limit, for `GET /v1/devices`' `watch`.
     let watchSettings: WatchSettings
     let adminToken: String?
@@ -79,6 +81,7 @@ public struct GatewayAPI: Sendable {
         self.verifier = HTTPAuthVerifier(maxSkewSeconds: configuration.authMaxSkewSeconds, publicBaseURL: configuration.publicURL)
         self.defaultTopic = configuration.apns.defaultTopic
         self.relayPolicy = RelayAddressPolicy(allowsPrivate: configuration.watch.allowPrivateRelays)
+        self.endpointPolicy = RelayAddressPolicy(allowsPrivate: configuration.webPush.allowPrivateEndpoints)
         self.watchSettings = configuration.watchSettings
         self.topics = configuration.apns.topics
         self.adminToken = configuration.adminToken
@@ -188,7 +191,7 @@ public struct GatewayAPI: Sendable {
             }
             // An endpoint is a URL the gateway will POST to: judged like a relay URL, so that a
             // registration cannot aim the gateway at its own network.
-            if let endpoint = registration.destination.endpoint, let refusal = relayPolicy.refusal(for: endpoint.host) {
+            if let endpoint = registration.destination.endpoint, let refusal = endpointPolicy.refusal(for: endpoint.host) {
                 throw APIError.badRequest("endpoint \(refusal)")
             }
             let platform = registration.destination.platform

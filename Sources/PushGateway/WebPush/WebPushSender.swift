@@ -6,7 +6,7 @@ import NIOCore
 import NIOHTTP1
 import NIOSSL
 import NostrProtocol
-public import NostrRelay
+import NostrRelay
 import Synchronization
 import WebPush
 
@@ -19,9 +19,13 @@ import WebPush
 ///   origin, signed once per origin and reused until an hour before it expires.
 /// - `TTL` is what is left of the job's lifetime, `Topic` collapses a device's undelivered
 ///   messages like the APNs collapse id, `Urgency` is `normal` (`high`, and a `TTL` of at most a
-///   minute, for a call).
-/// - Before a host is contacted, its name is resolved and refused when any address is not public
-///   (unless private addresses are allowed), as relay URLs are; the verdict is kept for a minute.
+///   minute, for a call; `low` for a background push).
+/// - Endpoints are chosen by clients, so every send is bounded: at most `maxConcurrentSends` at
+///   once, each cut at `sendLimit` (10 s) whatever the service does (a slow body, a stalled DNS answer),
+///   well inside the job's lease so that a round never outlives it and nothing is sent twice.
+/// - Before a host is contacted, its name is resolved and the push refused when any address is
+///   not public (unless `WEBPUSH_ALLOW_PRIVATE_ENDPOINTS`); a lookup that fails refuses too, for
+///   now, rather than let AsyncHTTPClient's own lookup decide. Verdicts are kept a minute.
 ///   AsyncHTTPClient resolves the name again to connect, so a name whose answers change between
 ///   the two (DNS rebinding) is not caught. Redirects are never followed.
 public final class WebPushSender: PushSender {
@@ -31,27 +35,43 @@ public final class WebPushSender: PushSender {
     let policy: RelayAddressPolicy
     let logger: Logger
     let now: @Sendable () -> Date
+    private let gate = ConcurrencyGate(limit: WebPushSender.maxConcurrentSends)
     private let tokens = Mutex<[String: (header: String, expiresAt: Date)]>([:])
-    private let hostVerdicts = Mutex<[String: (refusal: String?, checkedAt: Date)]>([:])
-    static let requestTimeout: TimeAmount = .seconds(30)
+    private let hostVerdicts = Mutex<[String: (refusal: Refusal?, checkedAt: Date)]>([:])
+    static let maxConcurrentSends = 128
+    /// The whole of one send: look-up, connection, request and answer.
+    public static let defaultSendLimit: Duration = .seconds(10)
+    let sendLimit: Duration
     /// A JWT is signed for 12 hours (RFC 8292 allows 24) and replaced an hour before it ends.
     static let tokenLifetime: TimeInterval = 12 * 3600
     static let tokenRenewal: TimeInterval = 3600
+    /// Origins and host names remembered at most: past it the caches start over.
+    static let cacheLimit = 10_000
+
+    /// Why a host is not contacted now.
+    enum Refusal: Equatable {
+        /// It resolves to (or names) an address the policy refuses.
+        case notPublic(String)
+        /// Its name did not resolve.
+        case unresolvable
+    }
 
     public init(
-        settings: WebPushSettings, keys: VAPIDKeyStore, policy: RelayAddressPolicy, logger: Logger,
-        now: @escaping @Sendable () -> Date = Date.init
+        settings: WebPushSettings, keys: VAPIDKeyStore, logger: Logger, now: @escaping @Sendable () -> Date = Date.init,
+        sendLimit: Duration = defaultSendLimit
     ) throws {
+        self.sendLimit = sendLimit
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile = settings.caFile { tls.additionalTrustRoots = [.file(caFile)] }
         var configuration = HTTPClient.Configuration(
-            tlsConfiguration: tls, redirectConfiguration: .disallow, timeout: .init(connect: .seconds(10), read: Self.requestTimeout))
+            tlsConfiguration: tls, redirectConfiguration: .disallow, timeout: .init(connect: .seconds(5), read: .seconds(10)))
         configuration.httpVersion = .automatic
-        configuration.connectionPool = .init(idleTimeout: .minutes(5))
+        // Short: endpoints are many origins clients chose, and an idle connection holds a socket.
+        configuration.connectionPool = .init(idleTimeout: .seconds(15))
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration, backgroundActivityLogger: logger)
         self.keys = keys
         self.subject = settings.subject ?? ""
-        self.policy = policy
+        self.policy = RelayAddressPolicy(allowsPrivate: settings.allowPrivateEndpoints)
         self.logger = logger
         self.now = now
     }
@@ -61,10 +81,30 @@ public final class WebPushSender: PushSender {
             // The router sends only endpoint platforms here; anything else is a routing bug.
             return PushSendResult(status: 0, reason: "NotAnEndpointDevice", outcome: .drop(reason: "NotAnEndpointDevice"))
         }
-        if let refusal = await refusal(for: endpoint) {
+        return await gate.withPermit {
+            do {
+                return try await withDeadline(sendLimit) { await self.attempt(job, to: endpoint) }
+            } catch {
+                logger.warning(
+                    "push request timed out",
+                    metadata: ["push.id": "\(job.apnsID)", "push.platform": "\(job.destination.platform.rawValue)"])
+                return PushSendResult(status: 0, reason: "Timeout", outcome: .retry(reason: "Timeout"))
+            }
+        }
+    }
+
+    private func attempt(_ job: ClaimedJob, to endpoint: PushEndpoint) async -> PushSendResult {
+        switch await refusal(for: endpoint) {
+        case .notPublic(let reason)?:
+            // Dropped, the device kept: a name can resolve privately for a while (split-horizon
+            // DNS), and a device that never takes a push costs nothing but this check.
             logger.warning(
-                "push endpoint refused", metadata: ["push.device": "\(DeviceToken.redacted(job.deviceToken))", "push.reason": "\(refusal)"])
-            return PushSendResult(status: 0, reason: refusal, outcome: .removeDevice(reason: refusal, invalidSinceMilliseconds: nil))
+                "push endpoint refused", metadata: ["push.device": "\(DeviceToken.redacted(job.deviceToken))", "push.reason": "\(reason)"])
+            return PushSendResult(status: 0, reason: reason, outcome: .drop(reason: "EndpointNotPublic"))
+        case .unresolvable?:
+            return PushSendResult(status: 0, reason: "EndpointUnresolvable", outcome: .retry(reason: "EndpointUnresolvable"))
+        case nil:
+            break
         }
         let message = WebPushMessage(job, now: now())
         var request = HTTPClientRequest(url: endpoint.description)
@@ -91,17 +131,18 @@ public final class WebPushSender: PushSender {
             request.headers.add(name: "content-type", value: "application/json")
         }
         do {
-            let response = try await client.execute(request, deadline: .now() + Self.requestTimeout, logger: logger)
+            let response = try await client.execute(request, deadline: .now() + .seconds(10), logger: logger)
             let status = Int(response.status.code)
-            // A short reason for operators (the services answer JSON or text); never a whole body.
-            let body = try? await response.body.collect(upTo: 4_096)
+            // A short reason (the services answer JSON or text), read within the send's limit;
+            // reading it lets the connection be reused.
+            let body = try? await response.body.collect(upTo: 1_024)
             let reason = body.flatMap { Self.reason(String(buffer: $0)) }
             let retryAfter = WebPushResponseClassifier.retryAfter(
                 response.headers.first(name: "retry-after"), now: now().timeIntervalSince1970)
             let outcome = WebPushResponseClassifier.classify(status: status, reason: reason, retryAfterSeconds: retryAfter)
             if status == 413 {
-                logger.error(
-                    "push service refused a message as too large: a gateway bug",
+                logger.warning(
+                    "push service refused a message as too large",
                     metadata: ["push.id": "\(job.apnsID)", "push.bytes": "\(message.plaintext.count)"])
             }
             return PushSendResult(status: status, reason: reason, outcome: outcome)
@@ -109,8 +150,7 @@ public final class WebPushSender: PushSender {
             logger.warning(
                 "push request failed",
                 metadata: [
-                    "push.id": "\(job.apnsID)", "push.platform": "\(job.destination.platform.rawValue)",
-                    "error.type": "\(type(of: error))",
+                    "push.id": "\(job.apnsID)", "push.platform": "\(job.destination.platform.rawValue)", "error.type": "\(type(of: error))",
                 ])
             return PushSendResult(status: 0, reason: "ConnectionError", outcome: .retry(reason: "ConnectionError"))
         }
@@ -128,25 +168,35 @@ public final class WebPushSender: PushSender {
         }
         let key = try await keys.current()
         let expiresAt = date.addingTimeInterval(Self.tokenLifetime)
-        let header = try key.authorization(endpoint: endpoint.description, subject: subject, expiresAt: expiresAt)
-        tokens.withLock { $0[origin] = (header, expiresAt) }
+        let header = try key.authorization(audience: origin, subject: subject, expiresAt: expiresAt)
+        tokens.withLock { tokens in
+            if tokens.count >= Self.cacheLimit {
+                tokens = tokens.filter { $0.value.expiresAt.timeIntervalSince(date) > Self.tokenRenewal }
+                if tokens.count >= Self.cacheLimit { tokens.removeAll(keepingCapacity: true) }
+            }
+            tokens[origin] = (header, expiresAt)
+        }
         return header
     }
 
-    /// Why `endpoint`'s host may not be contacted, or nil. A lookup that fails is not a verdict:
-    /// the push is tried, and AsyncHTTPClient's own lookup fails it as a connection error.
-    func refusal(for endpoint: PushEndpoint) async -> String? {
-        if let refusal = policy.refusal(for: endpoint.host) { return "endpoint \(refusal)" }
+    /// Why `endpoint`'s host may not be contacted now, or nil.
+    func refusal(for endpoint: PushEndpoint) async -> Refusal? {
+        if let refusal = policy.refusal(for: endpoint.host) { return .notPublic("endpoint \(refusal)") }
         guard case .name(let name) = endpoint.host, !policy.allowsPrivate else { return nil }
         let date = now()
         if let known = hostVerdicts.withLock({ $0[name] }), date.timeIntervalSince(known.checkedAt) < 60 { return known.refusal }
-        guard let addresses = try? await HostResolver.addresses(of: name), !addresses.isEmpty else { return nil }
-        let refusal = policy.refusal(resolved: addresses).map { "endpoint \($0)" }
-        hostVerdicts.withLock { verdicts in
-            if verdicts.count >= 10_000 { verdicts.removeAll(keepingCapacity: true) }
-            verdicts[name] = (refusal, date)
+        let verdict: Refusal?
+        switch try? await HostResolver.addresses(of: name, timeout: .seconds(5)) {
+        case let addresses? where !addresses.isEmpty:
+            verdict = policy.refusal(resolved: addresses).map { .notPublic("endpoint \($0)") }
+        default:
+            verdict = .unresolvable
         }
-        return refusal
+        hostVerdicts.withLock { verdicts in
+            if verdicts.count >= Self.cacheLimit { verdicts.removeAll(keepingCapacity: true) }
+            verdicts[name] = (verdict, date)
+        }
+        return verdict
     }
 
     /// The first line of a service's answer, escaped and cut short: what it said, for the log.

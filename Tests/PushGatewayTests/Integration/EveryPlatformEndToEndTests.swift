@@ -16,11 +16,10 @@ import Testing
         try await relay.start()
         defer { relay.kill() }
         try await SandboxFixture.with { sandbox in
-            var watch = RelayWatchTests.settings([relay])
-            watch.allowPrivateRelays = true
+            let watch = RelayWatchTests.settings([relay])
             try await GatewayHarness.run(
                 deliver: true, apns: sandbox.apns, watch: watch,
-                webPush: WebPushSettings(subject: WebPushDeliveryTests.subject, caFile: sandbox.caFile)
+                webPush: WebPushSettings(subject: WebPushDeliveryTests.subject, caFile: sandbox.caFile, allowPrivateEndpoints: true)
             ) { gateway in
                 let alice = Keys.generate(), bob = Keys.generate()
                 let phone = GatewayHarness.token(0x71)

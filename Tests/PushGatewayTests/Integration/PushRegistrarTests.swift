@@ -138,8 +138,8 @@ import Testing
     @Test func everyPlatformIsRegisteredListedAndUnregistered() async throws {
         try await SandboxFixture.with { sandbox in
             try await GatewayHarness.run(
-                apns: sandbox.apns, watch: WatchSettings(allowPrivateRelays: true),
-                webPush: WebPushSettings(subject: "mailto:ops@example.com", caFile: sandbox.caFile)
+                apns: sandbox.apns,
+                webPush: WebPushSettings(subject: "mailto:ops@example.com", caFile: sandbox.caFile, allowPrivateEndpoints: true)
             ) { gateway in
                 let alice = Keys.generate()
                 let registrar = try PushRegistrarTests.registrar(gateway, keys: alice)

@@ -1,5 +1,6 @@
 import APNsSandbox
 import Foundation
+import GatewayWire
 import HTTPTypes
 import HummingbirdTesting
 import NostrProtocol
@@ -21,8 +22,8 @@ import WebPush
     static func withGateway(_ body: @Sendable @escaping (GatewayHarness, SandboxFixture) async throws -> Void) async throws {
         try await SandboxFixture.with { sandbox in
             try await GatewayHarness.run(
-                deliver: true, apns: sandbox.apns, watch: WatchSettings(allowPrivateRelays: true),
-                webPush: WebPushSettings(subject: subject, caFile: sandbox.caFile)
+                deliver: true, apns: sandbox.apns,
+                webPush: WebPushSettings(subject: subject, caFile: sandbox.caFile, allowPrivateEndpoints: true)
             ) { gateway in try await body(gateway, sandbox) }
         }
     }
@@ -167,6 +168,60 @@ import WebPush
             #expect(delivery.plaintext == message)
             #expect(delivery.vapidKey == key.publicKey)
             #expect(delivery.ttl == "60")
+        }
+    }
+
+    static func job(_ id: Int64, to subscription: JSONValue) throws -> ClaimedJob {
+        let keys = try subscription["keys"].map {
+            try WebPushSubscriptionKeys(p256dh: $0["p256dh"]?.stringValue ?? "", auth: $0["auth"]?.stringValue ?? "")
+        }
+        let endpoint = try PushEndpoint(subscription["endpoint"]?.stringValue ?? "")
+        return ClaimedJob(
+            id: id, apnsID: UUID(),
+            destination: keys.map { .webPush(endpoint: endpoint, keys: $0) } ?? .unifiedPush(endpoint: endpoint, keys: nil),
+            pubkey: "p", topic: "app", deviceUpdatedAt: Date(),
+            notification: APNsNotification(type: .newMessage, eventID: "e\(id)", conversationID: "c"),
+            attempts: 1, expiresAt: Date().addingTimeInterval(900))
+    }
+
+    /// A sender on its own, with a VAPID key given (no database read) and a short send limit.
+    static func sender(_ sandbox: SandboxFixture?, allowPrivate: Bool = true, sendLimit: Duration = .seconds(10)) throws -> WebPushSender {
+        let unused = PostgresClient(configuration: .init(host: "127.0.0.1", username: "x", password: nil, database: "x", tls: .disable))
+        return try WebPushSender(
+            settings: WebPushSettings(subject: subject, caFile: sandbox?.caFile, allowPrivateEndpoints: allowPrivate),
+            keys: VAPIDKeyStore(database: Database(unused), configured: VAPIDKey(), logger: TestDatabase.logger),
+            logger: TestDatabase.logger,
+            sendLimit: sendLimit)
+    }
+
+    /// An endpoint that never answers is cut at the send limit and retried later, and holds up
+    /// nothing else: a healthy subscription's push in the same round is delivered.
+    @Test func aServiceThatNeverAnswersIsCutAtTheSendLimit() async throws {
+        try await SandboxFixture.with { sandbox in
+            let sender = try Self.sender(sandbox, sendLimit: .seconds(1))
+            let stalled = try Self.subscribe(sandbox, ["stall": "1"]), healthy = try Self.subscribe(sandbox)
+            let started = ContinuousClock.now
+            let results = await sender.send([try Self.job(1, to: stalled), try Self.job(2, to: healthy)])
+            let elapsed = ContinuousClock.now - started
+            #expect(results.map(\.outcome) == [.retry(reason: "Timeout"), .delivered])
+            #expect(elapsed < .seconds(5), "cut at the limit, not left to the service: \(elapsed)")
+            #expect(Self.deliveries(sandbox, to: stalled).count == 1, "the request did reach the stalling service")
+            await sender.shutdown()
+        }
+    }
+
+    /// Without WEBPUSH_ALLOW_PRIVATE_ENDPOINTS a private endpoint is never contacted (dropped, the
+    /// device kept), and one whose name does not resolve is retried later, never handed to the
+    /// HTTP client's own lookup.
+    @Test func aPrivateOrUnresolvableEndpointIsNeverContacted() async throws {
+        try await SandboxFixture.with { sandbox in
+            let sender = try Self.sender(sandbox, allowPrivate: false)
+            let local = try Self.subscribe(sandbox)
+            let unresolvable: JSONValue = ["endpoint": "https://push.nowhere.linkstr-test.example/sub/1"]
+            let results = await sender.send([try Self.job(1, to: local), try Self.job(2, to: unresolvable)])
+            #expect(results.map(\.outcome) == [.drop(reason: "EndpointNotPublic"), .retry(reason: "EndpointUnresolvable")])
+            #expect(Self.deliveries(sandbox, to: local).isEmpty, "nothing reached the loopback service")
+            await sender.shutdown()
         }
     }
 
