@@ -99,25 +99,25 @@ public enum GatewayApplication {
         configuration: GatewayConfiguration, queue: DeliveryQueue, vapidKeys: VAPIDKeyStore?, wakeup: WakeupSignal,
         metrics: GatewayMetrics, logger: Logger, services: inout [any Service]
     ) throws -> DeliveryWorker {
-        let apns: any PushSender
-        if configuration.apns.disabled {
-            apns = LoggingPushSender(logger: logger)
-        } else {
-            let http2 = try HTTP2APNsSender(configuration: configuration.apns, metrics: metrics, logger: logger)
-            // Listed before the worker: services stop in reverse order, so the connections close last.
-            services.append(TransportShutdownService { await http2.shutdown() })
-            apns = http2
+        // `APNS_DISABLE=1`: every platform's sender only logs. Otherwise each transport's
+        // connections are closed by a service listed before the worker (services stop in reverse
+        // order, so the connections close last).
+        func transport<Sender: PushSender>(_ make: () throws -> Sender, shutdown: @escaping @Sendable (Sender) async -> Void) rethrows
+            -> any PushSender
+        {
+            guard !configuration.apns.disabled else { return LoggingPushSender(logger: logger) }
+            let sender = try make()
+            services.append(TransportShutdownService { await shutdown(sender) })
+            return sender
         }
-        var transports: [PushPlatform: any PushSender] = [.apns: apns]
+        var transports: [PushPlatform: any PushSender] = [
+            .apns: try transport(
+                { try HTTP2APNsSender(configuration: configuration.apns, metrics: metrics, logger: logger) },
+                shutdown: { await $0.shutdown() })
+        ]
         if let vapidKeys {
-            let webPush: any PushSender
-            if configuration.apns.disabled {
-                webPush = LoggingPushSender(logger: logger)
-            } else {
-                let sender = try WebPushSender(settings: configuration.webPush, keys: vapidKeys, logger: logger)
-                services.append(TransportShutdownService { await sender.shutdown() })
-                webPush = sender
-            }
+            let webPush = try transport(
+                { try WebPushSender(settings: configuration.webPush, keys: vapidKeys, logger: logger) }, shutdown: { await $0.shutdown() })
             // A UnifiedPush distributor takes the same request as a Web Push service.
             transports[.webpush] = webPush
             transports[.unifiedpush] = webPush
