@@ -130,6 +130,7 @@ let package = Package(
                 "NostrProtocol",
                 "NostrRelay",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -152,13 +153,15 @@ let package = Package(
             ],
             swiftSettings: strictSwift
         ),
-        // A local stand-in for Apple's push service: HTTP/2 over TLS, JWT checks, scripted failures.
+        // Local stand-ins for the push services (APNs, FCM, Web Push) on one port: HTTP/2 over TLS, their
+        // credential checks, scripted failures, a record of every delivery.
         .target(
             name: "APNsSandbox",
             dependencies: [
                 "NostrProtocol",
                 "WebPush",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -1,10 +1,11 @@
+import Foundation
 import NIOCore
 import NIOHTTP1
 import NostrProtocol
 
-/// HTTP/1.1 on the sandbox's port, for the Web Push face only: push services take HTTP/1.1 (most
-/// Web Push libraries, pywebpush among them, send it), APNs does not, so anything outside
-/// `/webpush/` is answered 505 as Apple's servers would refuse it.
+/// HTTP/1.1 on the sandbox's port, for the Web Push and FCM faces: those services take HTTP/1.1
+/// (pywebpush and firebase-admin send it), APNs does not, so anything outside them is answered
+/// 505 as Apple's servers would refuse it.
 final class HTTP1SandboxHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -38,13 +39,13 @@ final class HTTP1SandboxHandler: ChannelInboundHandler {
         let path = mark.map { String(head.uri[..<$0]) } ?? head.uri
         let query = mark.map { SandboxConnectionHandler.query(head.uri[$0...].dropFirst()) } ?? [:]
         let status: Int, text: String?, extra: [(String, String)]
-        if path.hasPrefix("/webpush/") {
+        if let face = state.face(for: path) {
             let headers = head.headers.map { (name: $0.name.lowercased(), value: $0.value) }
-            let answer = state.webPush.answer(
+            let answer = face.answer(
                 method: head.method.rawValue, path: path, query: query, headers: headers, body: body,
-                authority: head.headers.first(name: "host") ?? "")
+                authority: head.headers.first(name: "host") ?? "", now: Date())
             // A scripted stall: the request stays unanswered.
-            guard answer.status != WebPushService.noAnswer else { return }
+            guard answer.status != SandboxFaces.noAnswer else { return }
             (status, text, extra) = (answer.status, answer.json?.serialized, answer.headers)
         } else {
             (status, text, extra) = (505, #"{"reason":"APNs requires HTTP/2"}"#, [])

@@ -16,5 +16,10 @@ public struct SandboxConfiguration: Sendable {
     /// How many records `GET /deliveries` keeps (oldest dropped first).
     public var keepRecords: Int = 1_000_000
 
+    /// The FCM face's project (its service account's `project_id`).
+    public var fcmProjectID = "linkstr-sandbox"
+    /// How long the FCM face's access tokens last (`expires_in`).
+    public var fcmTokenLifetimeSeconds = 3600
+
     public init() {}
 }

@@ -135,12 +135,12 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
         let mark = path.firstIndex(of: "?")
         let query = mark.map { Self.query(path[$0...].dropFirst()) } ?? [:]
         let plainPath = mark.map { String(path[..<$0]) } ?? path
-        if plainPath.hasPrefix("/webpush/") {
-            let (status, json, headers) = state.webPush.answer(
-                method: method, path: plainPath, query: query, headers: fields, body: stream.body, authority: authority)
+        if let face = state.face(for: plainPath) {
+            let (status, json, headers) = face.answer(
+                method: method, path: plainPath, query: query, headers: fields, body: stream.body, authority: authority, now: Date())
             highestProcessedStreamID = max(highestProcessedStreamID, id)
             // A scripted stall: the stream stays open, unanswered.
-            guard status != WebPushService.noAnswer else { return }
+            guard status != SandboxFaces.noAnswer else { return }
             write(id, status: status, body: json?.serialized, headers: headers, context: context)
             return
         }

@@ -10,6 +10,8 @@ public final class SandboxState: Sendable {
     public let configuration: SandboxConfiguration
     /// The Web Push face (`/webpush/`), on the same port.
     package let webPush = WebPushService()
+    /// The FCM face (`/fcm/`): OAuth token endpoint and `messages:send`, on the same port.
+    package let fcm: FCMService
     let validator: APNsRequestValidator
     let verifier: ProviderTokenVerifier?
     private let scriptedFailuresPlayed = Locked<[String: Int]>([:])
@@ -32,6 +34,7 @@ public final class SandboxState: Sendable {
 
     public init(configuration: SandboxConfiguration) throws {
         self.configuration = configuration
+        fcm = try FCMService(projectID: configuration.fcmProjectID, tokenLifetimeSeconds: configuration.fcmTokenLifetimeSeconds)
         streamLimit = Atomic(configuration.maxConcurrentStreams)
         validator = APNsRequestValidator(allowedTopics: configuration.allowedTopics)
         verifier = configuration.providerKeys.isEmpty ? nil : ProviderTokenVerifier(keys: configuration.providerKeys)
@@ -43,6 +46,13 @@ public final class SandboxState: Sendable {
             handle = opened
         }
         file = Locked(handle)
+    }
+
+    /// The face that serves `path`, or nil for APNs's own routes.
+    package func face(for path: String) -> (any SandboxFace)? {
+        if path.hasPrefix("/webpush/") { return webPush }
+        if path.hasPrefix("/fcm/") { return fcm }
+        return nil
     }
 
     /// Answers one push the way APNs would.

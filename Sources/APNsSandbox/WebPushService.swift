@@ -18,7 +18,7 @@ import WebPush
 ///   origin, `exp` within 24 hours, `sub`) and `TTL` must be present; the `aes128gcm` body is
 ///   decrypted and its plaintext recorded, then answered 201.
 /// - `GET /webpush/deliveries` lists what was recorded; `DELETE` clears it.
-package final class WebPushService: Sendable {
+package final class WebPushService: SandboxFace {
     struct Subscription: Sendable {
         var receiverKey: P256.KeyAgreement.PrivateKey?
         var authSecret: [UInt8]
@@ -59,9 +59,6 @@ package final class WebPushService: Sendable {
     private let deliveries = Mutex<[Delivery]>([])
     /// At most this many subscriptions and deliveries are kept (a load run must not fill memory).
     static let limit = 100_000
-
-    /// The status `answer` gives a request that must get no answer at all.
-    package static let noAnswer = -1
 
     package init() {}
 
@@ -141,8 +138,8 @@ package final class WebPushService: Sendable {
         }
         guard let subscription = found else { return refuse(404, "no such subscription") }
         if subscription.stalls {
-            delivery.status = Self.noAnswer
-            return (Self.noAnswer, nil, [])
+            delivery.status = SandboxFaces.noAnswer
+            return (SandboxFaces.noAnswer, nil, [])
         }
         if let scripted, let status = scripted.answer {
             let extra = scripted.retryAfter.map { [("retry-after", String($0))] } ?? []

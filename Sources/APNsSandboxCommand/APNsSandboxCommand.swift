@@ -12,14 +12,20 @@ import UnixSignals
 struct APNsSandboxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apns-sandbox",
-        abstract: "An APNs look-alike: HTTP/2 over TLS, provider-token checks, scripted failures, a record of every push.",
+        abstract:
+            "Look-alikes of APNs, FCM and a Web Push service on one port: HTTP/2 over TLS, credential checks, scripted failures, a record of every push.",
         discussion: """
             Scripted failures by device-token prefix: 0400 BadDeviceToken; 0403 ExpiredProviderToken once; \
             0410 Unregistered (timestamp now); 0411 Unregistered (timestamp an hour ago); 0429N 429 N times; \
             0500N 500 N times (N one hex digit). Own endpoints: GET /deliveries[?after=N&status=S], \
             DELETE /deliveries, GET /stats, GET /healthz, POST /control/max-streams?value=N (sends the new \
             stream limit to open connections and uses it for new ones), POST /control/goaway?after=N (when the \
-            N-th push from now opens, its connection sends GOAWAY and drops the streams it has not answered).
+            N-th push from now opens, its connection sends GOAWAY and drops the streams it has not answered). \
+            FCM face under /fcm/: POST /fcm/token (JWT-bearer exchange), POST /fcm/v1/projects/<project>/messages:send, \
+            GET|DELETE /fcm/deliveries, GET /fcm/stats, POST /fcm/control/revoke-tokens, GET /fcm/service-account; \
+            scripted by token prefix: unregistered, invalid, mismatch, thirdparty, quotaN, unavailableN, internalN. \
+            Web Push face under /webpush/: POST /webpush/subscriptions[?answer=S&times=N&retry_after=S&plain=1&stall=1], \
+            POST /webpush/push/<id>, GET|DELETE /webpush/deliveries.
             """)
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
@@ -43,6 +49,9 @@ struct APNsSandboxCommand: AsyncParsableCommand {
         name: .customLong("hostname"),
         help: "Another name the generated certificate is valid for (repeatable), e.g. a container's service name.")
     var hostnames: [String] = []
+    @Option(help: "The FCM face's project id.") var fcmProject = "linkstr-sandbox"
+    @Option(help: "Write the FCM face's service account key file here once listening (for FCM_SERVICE_ACCOUNT_FILE).")
+    var fcmServiceAccount: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
 
     func run() async throws {
@@ -57,6 +66,7 @@ struct APNsSandboxCommand: AsyncParsableCommand {
         configuration.deliveriesFile = deliveries
         configuration.keepRecords = keep
         configuration.allowedTopics = Set(topic)
+        configuration.fcmProjectID = fcmProject
         if createKey {
             guard let key else { throw ValidationError("--create-key needs --key") }
             if !FileManager.default.fileExists(atPath: key) {
@@ -101,6 +111,16 @@ struct APNsSandboxCommand: AsyncParsableCommand {
         }
 
         let server = try await APNsSandboxServer.start(configuration: configuration, certificate: identity, logger: logger)
+        if let fcmServiceAccount {
+            // The key file names this sandbox's token endpoint; a gateway elsewhere (a container)
+            // overrides it with FCM_TOKEN_URL.
+            let origin = "https://\(host == "0.0.0.0" ? "localhost" : host):\(server.port)"
+            guard
+                FileManager.default.createFile(
+                    atPath: fcmServiceAccount, contents: Data(server.state.fcm.serviceAccountJSON(origin: origin).utf8),
+                    attributes: [.posixPermissions: 0o600])
+            else { throw ValidationError("cannot write \(fcmServiceAccount)") }
+        }
         if let portFile { try String(server.port).write(toFile: portFile, atomically: true, encoding: .utf8) }
         let group = ServiceGroup(
             configuration: .init(services: [SandboxService(server: server)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

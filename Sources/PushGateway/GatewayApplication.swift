@@ -122,6 +122,10 @@ public enum GatewayApplication {
             transports[.webpush] = webPush
             transports[.unifiedpush] = webPush
         }
+        if configuration.fcm.enabled {
+            transports[.fcm] = try transport(
+                { try FCMSender(settings: configuration.fcm, logger: logger) }, shutdown: { await $0.shutdown() })
+        }
         var worker = DeliveryWorker(
             queue: queue, sender: PushRouter(transports), settings: configuration.delivery, metrics: metrics, logger: logger,
             wakeup: wakeup)

@@ -1,4 +1,5 @@
 import Foundation
+public import GatewayWire
 public import Logging
 import NostrProtocol
 
@@ -39,6 +40,8 @@ public struct GatewayConfiguration: Sendable {
     public var inbox: InboxRelaySettings
     /// Web Push and UnifiedPush (`VAPID_SUBJECT`); off by default.
     public var webPush: WebPushSettings
+    /// FCM (`FCM_SERVICE_ACCOUNT_FILE`); off by default.
+    public var fcm: FCMSettings
 
     /// The defaults this type holds itself, each written once: the initializer and
     /// `fromEnvironment` both use them.
@@ -58,7 +61,7 @@ public struct GatewayConfiguration: Sendable {
         shutdownTimeoutSeconds: Int = defaultShutdownTimeoutSeconds,
         maxDevicesPerPubkey: Int = GatewayStore.defaultMaxDevicesPerPubkey, deviceBudget: PushBudget? = .default,
         http: HTTPServerSettings = HTTPServerSettings(), inbox: InboxRelaySettings = InboxRelaySettings(),
-        webPush: WebPushSettings = WebPushSettings()
+        webPush: WebPushSettings = WebPushSettings(), fcm: FCMSettings = FCMSettings()
     ) {
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -78,6 +81,15 @@ public struct GatewayConfiguration: Sendable {
         self.http = http
         self.inbox = inbox
         self.webPush = webPush
+        self.fcm = fcm
+    }
+
+    /// The platforms devices may register for: APNs always, the others when configured.
+    public var platforms: Set<PushPlatform> {
+        var platforms: Set<PushPlatform> = [.apns]
+        if webPush.enabled { platforms.formUnion([.webpush, .unifiedpush]) }
+        if fcm.enabled { platforms.insert(.fcm) }
+        return platforms
     }
 
     /// `watch`, knowing the gateway's own inbox relay when it serves one.
@@ -150,7 +162,7 @@ public struct GatewayConfiguration: Sendable {
             watch: try WatchSettings.fromEnvironment(env), rateLimits: try RateLimitSettings.fromEnvironment(env),
             shutdownTimeoutSeconds: shutdownTimeout, maxDevicesPerPubkey: maxDevices, deviceBudget: try PushBudget.fromEnvironment(env),
             http: try HTTPServerSettings.fromEnvironment(env), inbox: try inboxSettings(env, publicURL: publicURL),
-            webPush: try WebPushSettings.fromEnvironment(env))
+            webPush: try WebPushSettings.fromEnvironment(env), fcm: try FCMSettings.fromEnvironment(env))
     }
 
     /// The inbox relay's settings; `INBOX_RELAY=1` needs `PUBLIC_URL`, which names the relay.

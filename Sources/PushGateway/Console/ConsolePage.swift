@@ -135,19 +135,21 @@ package enum ConsolePage {
 
     static func failureSection(_ snapshot: ConsoleSnapshot) -> String {
         guard !snapshot.recentFailures.isEmpty else {
-            return section("failures", "Recent APNs failures", "<p data-field=\"failures-none\">None since the instance started.</p>")
+            return section("failures", "Recent push failures", "<p data-field=\"failures-none\">None since the instance started.</p>")
         }
-        var table = "<div class=\"scroll\"><table><thead><tr><th>When</th><th class=\"num\">Status</th><th>Reason</th><th>Outcome</th>"
+        var table =
+            "<div class=\"scroll\"><table><thead><tr><th>When</th><th>Platform</th><th class=\"num\">Status</th><th>Reason</th><th>Outcome</th>"
         table += "<th>Device</th></tr></thead><tbody>\n"
         for failure in snapshot.recentFailures.prefix(20) {
             table += "<tr data-field=\"failure\"><td class=\"key\">\(escape(ago(failure.at, now: snapshot.generatedAt)))</td>"
+            table += "<td data-label=\"Platform\">\(escape(failure.platform))</td>"
             table +=
                 "<td class=\"num\" data-label=\"Status\">\(failure.status)</td><td data-label=\"Reason\">\(escape(failure.reason))</td>"
             table += "<td data-label=\"Outcome\">\(escape(failure.outcome.replacingOccurrences(of: "_", with: " ")))</td>"
             table += "<td class=\"url\" data-label=\"Device\">\(escape(failure.redactedToken))</td></tr>\n"
         }
         table += "</tbody></table></div>"
-        return section("failures", "Recent APNs failures", table)
+        return section("failures", "Recent push failures", table)
     }
 
     // MARK: Pieces

@@ -18,11 +18,11 @@ public struct ConsoleSnapshot: Sendable {
     public var pushRates: PushRateWindow
     /// nil when the relay watcher is off (`RELAYS` unset).
     public var watch: RelayWatcher.Status?
-    public var recentFailures: [RecentAPNsFailures.Failure]
+    public var recentFailures: [RecentPushFailures.Failure]
 
     public init(
         generatedAt: Date, ready: Bool, readinessProblem: String?, uptimeSeconds: Int, migrationApplied: Int?, migrationExpected: Int,
-        queue: QueueDepth?, pushRates: PushRateWindow, watch: RelayWatcher.Status?, recentFailures: [RecentAPNsFailures.Failure]
+        queue: QueueDepth?, pushRates: PushRateWindow, watch: RelayWatcher.Status?, recentFailures: [RecentPushFailures.Failure]
     ) {
         self.generatedAt = generatedAt
         self.ready = ready

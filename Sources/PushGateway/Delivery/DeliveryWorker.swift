@@ -168,11 +168,14 @@ public struct DeliveryWorker: Service {
             case .configurationError(let reason): ("configuration_error", reason)
             }
         metrics.push(outcome: name, reason: reason)
+        let platform = job.destination.platform.rawValue
         if let reason {
             metrics.recentFailures.record(
                 .init(
-                    at: Date(), status: result.status, reason: reason, outcome: name, redactedToken: DeviceToken.redacted(job.deviceToken)))
+                    at: Date(), platform: platform, status: result.status, reason: reason, outcome: name,
+                    redactedToken: DeviceToken.redacted(job.deviceToken)))
         }
+        if case .configurationError(let reason) = outcome { metrics.configurationErrors.record(platform: platform, reason: reason) }
     }
 
     /// Reschedules with backoff (and no sooner than the service asked, `notBefore` seconds), or

@@ -49,11 +49,19 @@ extension GatewayAPI {
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let failures: [JSONValue] = metrics.recentFailures.snapshot.map { failure in
             .object([
-                "at": .string(formatter.string(from: failure.at)), "status": .integer(Int64(failure.status)),
+                "at": .string(formatter.string(from: failure.at)), "platform": .string(failure.platform),
+                "status": .integer(Int64(failure.status)),
                 "reason": .string(failure.reason),
                 "outcome": .string(failure.outcome), "device_token": .string(failure.redactedToken),
             ])
         }
+        let configurationErrors = JSONValue.object(
+            metrics.configurationErrors.snapshot.mapValues { entry in
+                [
+                    "count": .integer(Int64(entry.count)), "last_reason": .string(entry.lastReason),
+                    "last_at": .string(formatter.string(from: entry.lastAt)),
+                ]
+            })
         var watch: JSONValue = .null
         if let watcher { watch = Self.watchStatus(await watcher.status()) }
         var inboxStatus: JSONValue = .null
@@ -70,7 +78,7 @@ extension GatewayAPI {
                 "status": "ok", "uptime_seconds": .integer(Int64(Date().timeIntervalSince(startedAt))),
                 "devices": .integer(Int64(devices)), "relay_watch_devices": .integer(Int64(watching)),
                 "queue": queue,
-                "recent_apns_failures": .array(failures),
+                "recent_push_failures": .array(failures), "configuration_errors": configurationErrors,
                 "migration": .integer(Int64(latestMigration)),
             ])
         response.headers[.cacheControl] = "no-store"

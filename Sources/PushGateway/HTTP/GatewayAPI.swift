@@ -71,7 +71,7 @@ public struct GatewayAPI: Sendable {
         directDelivery: DirectDelivery? = nil, startedAt: Date = Date()
     ) {
         self.store = store
-        self.platforms = configuration.webPush.enabled ? [.apns, .webpush, .unifiedpush] : [.apns]
+        self.platforms = configuration.platforms
         self.vapidKeys = vapidKeys
         self.wakeup = wakeup
         self.directDelivery = directDelivery

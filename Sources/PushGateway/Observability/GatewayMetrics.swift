@@ -38,8 +38,10 @@ public import Prometheus
 public final class GatewayMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     public let factory: PrometheusMetricsFactory
-    /// The last APNs failures, for `GET /admin/status`.
-    public let recentFailures = RecentAPNsFailures(capacity: 50)
+    /// The last push failures on every platform, for `GET /admin/status` and the console.
+    public let recentFailures = RecentPushFailures(capacity: 50)
+    /// Configuration errors per platform, for `GET /admin/status`.
+    public let configurationErrors = ConfigurationErrorTally()
     /// Pushes by outcome over the last 15 minutes, for the console's sparklines.
     private let pushRates = Locked(PushRateWindow.console)
     private let scrapeHooks = Locked<[@Sendable () async -> Void]>([])

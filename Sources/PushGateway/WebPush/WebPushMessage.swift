@@ -6,9 +6,8 @@ import NostrProtocol
 /// One job as a Web Push (or UnifiedPush) message, before encryption: the JSON a service worker
 /// or distributor receives, and the RFC 8030 headers that go with it.
 ///
-/// The JSON carries what the APNs payload carries, without `aps`: the type and ids, never
-/// content (the gateway has none: a relay-watch wrap is sealed to the recipient), plus the
-/// generic alert text for a service worker to show as it is.
+/// The JSON is the notification's `portableFields`: the type and ids, never content, and the
+/// generic text for a service worker to show as it is.
 package struct WebPushMessage: Sendable, Equatable {
     package var plaintext: [UInt8]
     /// Seconds the push service may hold the message for an offline device: what is left of the
@@ -21,28 +20,7 @@ package struct WebPushMessage: Sendable, Equatable {
 
     package init(_ job: ClaimedJob, now: Date = Date()) {
         let notification = job.notification
-        var fields: [String: JSONValue] = ["type": .string(notification.type.rawValue)]
-        // A background push is for the app, not the user: no text to show.
-        if notification.background {
-            fields["background"] = true
-        } else {
-            fields["title"] = .string(notification.title)
-        }
-        if notification.type == .giftWrap {
-            fields["body"] = .string(notification.body)
-            fields["wrap_id"] = .string(notification.eventID)
-            fields["count"] = .integer(Int64(notification.count))
-            if let relay = notification.relay, relay.utf8.count <= 1024 { fields["relay"] = .string(relay) }
-        } else {
-            if !notification.background { fields["body"] = .string(notification.body) }
-            fields["event_id"] = .string(notification.eventID)
-            fields["conversation_id"] = .string(notification.conversationID)
-            if notification.type == .newEmojiReaction {
-                if let emoji = notification.emoji { fields["emoji"] = .string(emoji) }
-                if let postID = notification.postID { fields["post_id"] = .string(postID) }
-            }
-        }
-        plaintext = Array(JSONValue.object(fields).serialized.utf8)
+        plaintext = Array(JSONValue.object(notification.portableFields).serialized.utf8)
         let remaining = max(0, Int(job.expiresAt.timeIntervalSince(now).rounded(.down)))
         // A call rings now or never: high urgency, and no use to a device that wakes a minute on.
         ttl = notification.type.isCall ? min(remaining, Self.callTTL) : remaining

@@ -87,7 +87,7 @@ import Testing
                 let status = try await gateway.client.execute(
                     uri: "/admin/status", method: .get, headers: [.authorization: "Bearer admin-secret"])
                 let failures = try #require(
-                    status.json?["recent_apns_failures"].flatMap { if case .array(let list) = $0 { list } else { nil } })
+                    status.json?["recent_push_failures"].flatMap { if case .array(let list) = $0 { list } else { nil } })
                 #expect(Set(failures.compactMap { $0["reason"]?.stringValue }) == ["BadDeviceToken", "Unregistered"])
                 #expect(failures.allSatisfy { $0["device_token"]?.stringValue?.hasPrefix("…") == true }, "tokens redacted")
             }
@@ -122,7 +122,7 @@ import Testing
                 let status = try await gateway.client.execute(
                     uri: "/admin/status", method: .get, headers: [.authorization: "Bearer admin-secret"])
                 let failures = try #require(
-                    status.json?["recent_apns_failures"].flatMap { if case .array(let list) = $0 { list } else { nil } })
+                    status.json?["recent_push_failures"].flatMap { if case .array(let list) = $0 { list } else { nil } })
                 #expect(failures.map { $0["outcome"]?.stringValue } == ["configuration_error"])
                 #expect(failures.map { $0["reason"]?.stringValue } == ["TopicDisallowed"])
             }

@@ -55,6 +55,23 @@ struct SandboxFixture: Sendable {
     /// Answered pushes with status 200.
     func delivered() -> [DeliveryRecord] { state.records(status: 200) }
 
+    /// The FCM settings that send to this sandbox's FCM face with its own service account (whose
+    /// `token_uri` names the face).
+    var fcm: FCMSettings {
+        get throws {
+            FCMSettings(
+                serviceAccount: try FCMServiceAccount(json: state.fcm.serviceAccountJSON(origin: url)), apiURL: url + "/fcm",
+                caFile: caFile)
+        }
+    }
+
+    /// The service account key file, written for a process (firebase-admin, a gateway binary).
+    func writeServiceAccount() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("fcm-account-\(UUID().uuidString).json").path
+        try state.fcm.serviceAccountJSON(origin: url).write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
     /// The APNs settings for this sandbox with another transport.
     func apns(_ transport: APNsTransportKind) -> APNsConfiguration {
         var configuration = apns

@@ -92,7 +92,7 @@ import Testing
             watch: RelayWatcher.Status(relays: relays, shards: [0, 3], watchedPubkeys: 12, pendingSightings: 1),
             recentFailures: [
                 .init(
-                    at: now.addingTimeInterval(-10), status: 410, reason: failureReason, outcome: "device_removed",
+                    at: now.addingTimeInterval(-10), platform: "apns", status: 410, reason: failureReason, outcome: "device_removed",
                     redactedToken: "abcd…ef01")
             ])
     }

@@ -1,0 +1,46 @@
+package import Foundation
+import GatewayWire
+package import NostrProtocol
+
+/// One job as an FCM HTTP v1 `messages:send` body, in the shape firebase-admin sends:
+/// `{"message": {"token", "data", "notification"?, "android": {"priority", "ttl", "collapse_key"?}}}`.
+///
+/// - `data` is the notification's `portableFields` as strings (FCM's data map holds only
+///   strings), plus `push_id`: the job's id, the same on every retry, so an app can drop a
+///   message it already has.
+/// - An alert also carries `notification` (the generic title and body), which Android shows
+///   without waking the app; priority `high`.
+/// - A call is a data message at `high` priority that lives at most 30 seconds, like a VoIP push:
+///   the app rings itself, and a call that reaches the phone late is a missed call.
+/// - A background push is a data message at `normal` priority.
+/// - `collapse_key` is the APNs collapse id, so a device offline for a while gets the latest
+///   message of a conversation, not each one; a call has none (every call must ring).
+package struct FCMMessage: Sendable, Equatable {
+    package var body: JSONValue
+
+    package init(_ job: ClaimedJob, token: String, now: Date = Date()) {
+        let notification = job.notification
+        var data: [String: JSONValue] = [:]
+        for (key, value) in notification.portableFields {
+            switch value {
+            case .string: data[key] = value
+            case .integer(let number): data[key] = .string(String(number))
+            case .bool(let flag): data[key] = .string(flag ? "1" : "0")
+            default: continue
+            }
+        }
+        data["push_id"] = .string(job.apnsID.uuidString.lowercased())
+        let call = notification.type.isCall
+        let remaining = max(0, Int64(job.expiresAt.timeIntervalSince(now).rounded(.down)))
+        var android: [String: JSONValue] = [
+            "priority": notification.background ? "normal" : "high",
+            "ttl": .string("\(call ? min(remaining, APNsNotification.voipLifetimeSeconds) : remaining)s"),
+        ]
+        if !call { android["collapse_key"] = .string(notification.collapseID) }
+        var message: [String: JSONValue] = ["token": .string(token), "data": .object(data), "android": .object(android)]
+        if !call && !notification.background {
+            message["notification"] = ["title": .string(notification.title), "body": .string(notification.body)]
+        }
+        body = ["message": .object(message)]
+    }
+}

@@ -1,0 +1,227 @@
+import APNsSandbox
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import NIOSSL
+import NostrProtocol
+import PushGateway
+import Synchronization
+import TestSupport
+import Testing
+
+/// FCM delivery through the gateway's own worker to the sandbox's FCM face over HTTP/2 and TLS:
+/// a real OAuth JWT-bearer exchange against the face's token endpoint, `messages:send` with
+/// Google's error JSON, and each answer acted on as FCM means it.
+@Suite(.serialized) struct FCMDeliveryTests {
+    /// A gateway that delivers to `sandbox`, with FCM on: the sandbox's service account, or with
+    /// `strangerKey` another sandbox's key in its place (valid RSA, unknown to this one).
+    static func withGateway(
+        strangerKey: Bool = false, _ body: @Sendable @escaping (GatewayHarness, SandboxFixture) async throws -> Void
+    ) async throws {
+        try await SandboxFixture.with { sandbox in
+            var fcm = try sandbox.fcm
+            if strangerKey {
+                let stranger = try FCMService(projectID: "elsewhere", tokenLifetimeSeconds: 3600)
+                fcm.serviceAccount?.privateKeyPEM = try FCMServiceAccount(json: stranger.serviceAccountJSON(origin: "https://x"))
+                    .privateKeyPEM
+            }
+            try await GatewayHarness.run(deliver: true, apns: sandbox.apns, fcm: fcm) { gateway in try await body(gateway, sandbox) }
+        }
+    }
+
+    /// A registration token FCM would issue, with `prefix` choosing the sandbox's script.
+    static func token(_ prefix: String = "", _ seed: Int = 0) -> String {
+        prefix + "-dQw4w9WgXcQ:APA91bH" + String(repeating: "k\(seed % 10)", count: 40)
+    }
+
+    static func registerBody(_ token: String) -> String {
+        JSONValue.object(["platform": "fcm", "device_token": .string(token)]).serialized
+    }
+
+    static func deliveries(_ sandbox: SandboxFixture, to token: String) -> [FCMService.Delivery] {
+        sandbox.state.fcm.recorded.filter { $0.token == token }
+    }
+
+    static func adminStatus(_ gateway: GatewayHarness) async throws -> JSONValue {
+        let response = try await gateway.client.execute(
+            uri: "/admin/status", method: .get, headers: [.authorization: "Bearer admin-secret"])
+        return try #require(response.json)
+    }
+
+    @Test func aTypedPushReachesTheAndroidPhoneBesideTheIPhone() async throws {
+        try await Self.withGateway { (gateway: GatewayHarness, sandbox: SandboxFixture) async throws in
+            let alice = Keys.generate(), bob = Keys.generate()
+            let android = Self.token()
+            #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: Self.registerBody(android)).status == .accepted)
+            let phone = GatewayHarness.token(0x62)
+            #expect(
+                try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(phone)).status == .accepted)
+            let listed = try await gateway.send(bob, .get, "/v1/devices").json?["devices"]?.arrayValue ?? []
+            #expect(listed.contains { $0["platform"] == "fcm" && $0["device_token"] == .string(android) }, "\(listed)")
+
+            let push = ArchiveAndPushTests.pushBody(event: "ev-fcm", conversation: "conv-fcm", to: [bob])
+            #expect(try await gateway.send(alice, .post, "/v1/push", json: push).json?["candidate_devices"] == 2)
+            #expect(try await GatewayHarness.eventually { !Self.deliveries(sandbox, to: android).isEmpty && !sandbox.delivered().isEmpty })
+
+            let delivery = try #require(Self.deliveries(sandbox, to: android).first)
+            #expect(delivery.status == 200, "\(delivery.reason ?? "")")
+            let message = try #require(delivery.message)
+            #expect(message["data"]?["type"] == "new_post")
+            #expect(message["data"]?["event_id"] == "ev-fcm")
+            #expect(message["data"]?["conversation_id"] == "conv-fcm")
+            #expect(message["data"]?["push_id"]?.stringValue?.count == 36)
+            #expect(message["notification"]?["title"] == "New post in linkstr")
+            #expect(message["android"]?["priority"] == "high")
+            #expect(message["android"]?["collapse_key"]?.stringValue?.isEmpty == false)
+            #expect(Int(message["android"]?["ttl"]?.stringValue?.dropLast() ?? "") ?? 0 > 0)
+            #expect(delivery.headers["x-goog-api-format-version"] == "2")
+            #expect(sandbox.delivered().map(\.deviceToken) == [phone], "the iPhone got its own push")
+            #expect(sandbox.state.fcm.exchanges == 1)
+            #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 })
+        }
+    }
+
+    /// UNREGISTERED and INVALID_ARGUMENT on the token remove the device; SENDER_ID_MISMATCH and
+    /// THIRD_PARTY_AUTH_ERROR keep it and show in `/admin/status`; QUOTA_EXCEEDED and UNAVAILABLE
+    /// are retried and then delivered, with the same `push_id` on every attempt.
+    @Test func eachAnswerIsActedOnAsFCMMeansIt() async throws {
+        try await Self.withGateway { (gateway: GatewayHarness, sandbox: SandboxFixture) async throws in
+            let tokens = [
+                "gone": Self.token("unregistered", 1), "invalid": Self.token("invalid", 2), "mismatch": Self.token("mismatch", 3),
+                "thirdparty": Self.token("thirdparty", 4), "quota": Self.token("quota1", 5), "down": Self.token("unavailable1", 6),
+            ]
+            var owners: [Keys] = []
+            for token in tokens.values {
+                let owner = Keys.generate()
+                owners.append(owner)
+                #expect(try await gateway.send(owner, .post, "/v1/devices/register", json: Self.registerBody(token)).status == .accepted)
+            }
+            let push = ArchiveAndPushTests.pushBody(event: "ev-answers", to: owners)
+            #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: push).json?["candidate_devices"] == 6)
+            @Sendable func delivered(_ name: String) -> Bool {
+                Self.deliveries(sandbox, to: tokens[name]!).contains { $0.status == 200 }
+            }
+            #expect(
+                try await GatewayHarness.eventually(within: 30) {
+                    try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 && delivered("quota") && delivered("down")
+                })
+            let devices = "SELECT count(*)::int FROM devices WHERE device_token = "
+            #expect(try await gateway.count(devices + "'\(tokens["gone"]!)'") == 0, "UNREGISTERED removes the device")
+            #expect(try await gateway.count(devices + "'\(tokens["invalid"]!)'") == 0, "a refused token removes the device")
+            #expect(try await gateway.count(devices + "'\(tokens["mismatch"]!)'") == 1, "the gateway's own account: kept")
+            #expect(try await gateway.count(devices + "'\(tokens["thirdparty"]!)'") == 1, "the app's APNs/Web Push credentials: kept")
+            #expect(Self.deliveries(sandbox, to: tokens["mismatch"]!).count == 1, "a configuration error is not retried")
+            for name in ["quota", "down"] {
+                let attempts = Self.deliveries(sandbox, to: tokens[name]!)
+                #expect(
+                    attempts.map(\.status) == [attempts[0].status, 200] && attempts[0].status != 200, "\(name): \(attempts.map(\.status))")
+                let ids = Set(attempts.compactMap { $0.message?["data"]?["push_id"]?.stringValue })
+                #expect(ids.count == 1, "\(name): one message identity across retries")
+            }
+
+            let status = try await Self.adminStatus(gateway)
+            let errors = try #require(status["configuration_errors"]?["fcm"])
+            #expect(errors["count"] == 2, "\(status)")
+            #expect(["SENDER_ID_MISMATCH", "THIRD_PARTY_AUTH_ERROR"].contains(errors["last_reason"]?.stringValue ?? ""))
+            let failures = status["recent_push_failures"]?.arrayValue ?? []
+            #expect(failures.contains { $0["platform"] == "fcm" && $0["reason"] == "UNREGISTERED" }, "\(failures)")
+        }
+    }
+
+    /// Twenty devices, one exchange: the access token is shared by every send.
+    @Test func oneTokenExchangeServesManySends() async throws {
+        try await Self.withGateway { (gateway: GatewayHarness, sandbox: SandboxFixture) async throws in
+            let owners = (0..<20).map { _ in Keys.generate() }
+            for (seed, owner) in owners.enumerated() {
+                let body = Self.registerBody(Self.token("many\(seed)", seed))
+                #expect(try await gateway.send(owner, .post, "/v1/devices/register", json: body).status == .accepted)
+            }
+            let push = ArchiveAndPushTests.pushBody(event: "ev-many", to: owners)
+            #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: push).json?["candidate_devices"] == 20)
+            #expect(try await GatewayHarness.eventually { sandbox.state.fcm.recorded.filter { $0.status == 200 }.count == 20 })
+            #expect(sandbox.state.fcm.exchanges == 1)
+        }
+    }
+
+    /// FCM refuses a token before it expires (a rotated key): the gateway exchanges a new one
+    /// and the message is still delivered, at once.
+    @Test func aRevokedAccessTokenIsReplacedAndTheMessageDelivered() async throws {
+        try await Self.withGateway { (gateway: GatewayHarness, sandbox: SandboxFixture) async throws in
+            let bob = Keys.generate()
+            let android = Self.token("revoked")
+            #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: Self.registerBody(android)).status == .accepted)
+            let first = ArchiveAndPushTests.pushBody(event: "ev-r1", to: [bob])
+            #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: first).status == .accepted)
+            #expect(try await GatewayHarness.eventually { Self.deliveries(sandbox, to: android).count == 1 })
+            let revoked = sandbox.state.fcm.answer(
+                method: "POST", path: "/fcm/control/revoke-tokens", query: [:], headers: [], body: [], authority: "")
+            #expect(revoked.status == 200)
+
+            let second = ArchiveAndPushTests.pushBody(event: "ev-r2", to: [bob])
+            #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: second).status == .accepted)
+            #expect(try await GatewayHarness.eventually { Self.deliveries(sandbox, to: android).count == 3 })
+            #expect(Self.deliveries(sandbox, to: android).map(\.status) == [200, 401, 200])
+            #expect(sandbox.state.fcm.exchanges == 2)
+            #expect(Self.deliveries(sandbox, to: android).last?.message?["data"]?["event_id"] == "ev-r2")
+        }
+    }
+
+    /// A service account the token endpoint refuses (here: a key the sandbox does not know) is
+    /// the operator's problem: every push fails as a configuration error shown in
+    /// `/admin/status`, nothing reaches FCM, and the device is kept.
+    @Test func aRefusedServiceAccountIsAConfigurationErrorAndTheDeviceIsKept() async throws {
+        try await Self.withGateway(strangerKey: true) { gateway, sandbox in
+            let bob = Keys.generate()
+            let android = Self.token("refused")
+            #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: Self.registerBody(android)).status == .accepted)
+            let push = ArchiveAndPushTests.pushBody(event: "ev-refused", to: [bob])
+            #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: push).status == .accepted)
+            #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 })
+            #expect(Self.deliveries(sandbox, to: android).isEmpty, "nothing was sent without a token")
+            #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE platform = 'fcm'") == 1)
+            let status = try await Self.adminStatus(gateway)
+            #expect(status["configuration_errors"]?["fcm"]?["last_reason"] == "FCMTokenRefused", "\(status)")
+            let stats = sandbox.state.fcm.answer(method: "GET", path: "/fcm/stats", query: [:], headers: [], body: [], authority: "")
+            #expect(stats.json?["refused_exchanges"] == 1)
+        }
+    }
+
+    /// The cache, against the sandbox's real token endpoint, on an injected clock: one exchange
+    /// until 5 minutes before expiry, then a new one; callers arriving together share one.
+    @Test func theAccessTokenIsCachedUntilFiveMinutesBeforeItExpires() async throws {
+        try await SandboxFixture.with { sandbox in
+            let settings = try sandbox.fcm
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.additionalTrustRoots = [.file(sandbox.caFile)]
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
+            // An hour behind: the assertions it signs stay valid at the sandbox's real clock as it moves.
+            let clock = Mutex(Date().addingTimeInterval(-3600))
+            let provider = FCMAccessTokenProvider(
+                signer: try FCMAssertionSigner(account: try #require(settings.serviceAccount)), client: client,
+                tokenURL: try #require(settings.effectiveTokenURL), logger: TestDatabase.logger, now: { clock.withLock { $0 } })
+            do {
+                let first = try await provider.token()
+                #expect(first.expiresAt.timeIntervalSince(clock.withLock { $0 }) == 3600)
+                clock.withLock { $0 = $0.addingTimeInterval(54 * 60) }
+                #expect(try await provider.token() == first, "54 minutes on: still the same token")
+                #expect(await provider.exchanges == 1)
+                clock.withLock { $0 = $0.addingTimeInterval(60 + 1) }
+                let callers = try await withThrowingTaskGroup(of: String.self) { group in
+                    for _ in 0..<10 { group.addTask { try await provider.token().value } }
+                    return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+                }
+                #expect(callers.count == 1 && !callers.contains(first.value), "a new token, one for all ten callers")
+                #expect(await provider.exchanges == 2)
+                #expect(sandbox.state.fcm.exchanges == 2)
+                await provider.invalidate(try await provider.token())
+                _ = try await provider.token()
+                #expect(await provider.exchanges == 3, "a refused token is exchanged again")
+            } catch {
+                try await client.shutdown()
+                throw error
+            }
+            try await client.shutdown()
+        }
+    }
+}
