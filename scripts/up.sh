@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Brings the local system up: PostgreSQL on loopback, migrations, a Nostr relay (nostr-relay from
-# PyPI), the APNs sandbox (HTTP/2 over TLS with its own CA, checking the gateway's provider tokens)
-# and the linkstr-push gateway in the foreground, watching the relay and delivering real HTTP/2
-# pushes to the sandbox (Ctrl-C stops everything).
+# PyPI), the push-service sandbox (HTTP/2 over TLS with its own CA: APNs checking the gateway's
+# provider tokens, FCM with its own service account, Web Push) and the linkstr-push gateway in the
+# foreground, watching the relay and delivering real pushes to the sandbox (Ctrl-C stops
+# everything).
 #   scripts/up.sh   # gateway 127.0.0.1:8787, relay ws://127.0.0.1:7447, sandbox 127.0.0.1:2197, PostgreSQL 127.0.0.1:55433
 #   GATEWAY_PORT=9000 RELAY_PORT=7000 SANDBOX_PORT=3000 PG_PORT=6000 scripts/up.sh
 set -euo pipefail
@@ -46,14 +47,20 @@ export APNS_KEY_P8_PATH="$APNS_KEY_FILE"
 export APNS_CA_FILE="$STATE_DIR/apns-sandbox-ca.pem"
 export APNS_SANDBOX_URL="https://localhost:$SANDBOX_PORT"
 export APNS_PRODUCTION_URL="https://localhost:$SANDBOX_PORT"
+# FCM, to the sandbox's FCM face on the same port, with the service account key file the sandbox
+# writes once it listens (a new key each start; its token_uri names the sandbox).
+export FCM_SERVICE_ACCOUNT_FILE="$STATE_DIR/fcm-service-account.json"
+export FCM_API_URL="https://localhost:$SANDBOX_PORT/fcm"
+export FCM_CA_FILE="$APNS_CA_FILE"
 
-say "starting the APNs sandbox on https://localhost:$SANDBOX_PORT"
-rm -f "$APNS_CA_FILE"
+say "starting the push-service sandbox (APNs, FCM, Web Push) on https://localhost:$SANDBOX_PORT"
+rm -f "$APNS_CA_FILE" "$FCM_SERVICE_ACCOUNT_FILE"
 "$BIN/apns-sandbox" --port "$SANDBOX_PORT" --key-id "$APNS_KEY_ID" --team-id "$APNS_TEAM_ID" --key "$APNS_KEY_FILE" --create-key \
-    --topic "$APNS_TOPIC" --ca-out "$APNS_CA_FILE" --deliveries "$STATE_DIR/deliveries.jsonl" &
+    --topic "$APNS_TOPIC" --ca-out "$APNS_CA_FILE" --deliveries "$STATE_DIR/deliveries.jsonl" \
+    --fcm-service-account "$FCM_SERVICE_ACCOUNT_FILE" &
 SANDBOX_PID=$!
-for _ in $(seq 1 100); do [[ -s "$APNS_CA_FILE" ]] && break; sleep 0.1; done
-[[ -s "$APNS_CA_FILE" ]] || { echo "the APNs sandbox did not start" >&2; exit 1; }
+for _ in $(seq 1 100); do [[ -s "$APNS_CA_FILE" && -s "$FCM_SERVICE_ACCOUNT_FILE" ]] && break; sleep 0.1; done
+[[ -s "$APNS_CA_FILE" && -s "$FCM_SERVICE_ACCOUNT_FILE" ]] || { echo "the sandbox did not start" >&2; exit 1; }
 
 say "starting a Nostr relay (nostr-relay) on ws://127.0.0.1:$RELAY_PORT"
 mkdir -p "$STATE_DIR/relay"
@@ -100,6 +107,8 @@ DEMO_HEX="$(awk '/^hex:/ {print $2}' <<<"$DEMO_KEYS")"
 OTHER_NSEC="$("$BIN/linkstr" keys generate | awk '/^nsec:/ {print $2}')"
 TOKEN="$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
 TOKEN2="$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
+# The sandbox's FCM face takes any registration token but those its scripts start with.
+FCM_TOKEN="sandbox-android-token-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 cat <<EOT
 
 ==> linkstr-push is starting on http://127.0.0.1:$GATEWAY_PORT (database $DATABASE_URL, watching $RELAYS)
@@ -131,6 +140,15 @@ cat <<EOT
       -H "Authorization: \$(sign --nsec $OTHER_NSEC --method POST --path /v1/push --body "\$PUSH")" -d "\$PUSH"
     curl -s --cacert $APNS_CA_FILE https://localhost:$SANDBOX_PORT/webpush/deliveries   # the decrypted plaintext
     curl -s http://127.0.0.1:$GATEWAY_PORT/v1/webpush/vapid-public-key                # a web app's applicationServerKey
+    # 4. an Android phone: its FCM registration token, registered, gets the same push through FCM's
+    #    messages:send (the sandbox's FCM face), the ids as data and the job's id as push_id:
+    BODY='{"platform":"fcm","device_token":"$FCM_TOKEN"}'
+    curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/devices/register -H 'content-type: application/json' \
+      -H "Authorization: \$(sign --method POST --path /v1/devices/register --body "\$BODY")" -d "\$BODY"
+    PUSH='{"notification_type":"new_post","event_id":"e3","conversation_id":"C1","recipient_pubkeys":["$DEMO_HEX"]}'
+    curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/push -H 'content-type: application/json' \
+      -H "Authorization: \$(sign --nsec $OTHER_NSEC --method POST --path /v1/push --body "\$PUSH")" -d "\$PUSH"
+    curl -s --cacert $APNS_CA_FILE https://localhost:$SANDBOX_PORT/fcm/deliveries       # the messages as FCM got them
     # what arrived, and the state of things:
     curl -s http://127.0.0.1:$GATEWAY_PORT/v1/devices -H "Authorization: \$(sign --method GET --path /v1/devices)"
     curl -s --cacert $APNS_CA_FILE https://localhost:$SANDBOX_PORT/deliveries    # also in $STATE_DIR/deliveries.jsonl
@@ -139,6 +157,9 @@ cat <<EOT
     # the operator's console: open http://127.0.0.1:$GATEWAY_PORT/admin and sign in with $ADMIN_TOKEN
     # scripted APNs failures: register a token starting 0410 (Unregistered), 0400 (BadDeviceToken),
     # 05003 (three 500s, then success) and watch the device go or the retries in /deliveries.
+    # scripted FCM failures: an fcm token starting unregistered (the device goes), mismatch
+    # (SENDER_ID_MISMATCH: configuration_errors in the admin status) or quota3 (three 429s, then
+    # success), 32 characters or more in all; see /fcm/deliveries.
 
 EOT
 "$BIN/linkstr-push" serve --no-migrate
