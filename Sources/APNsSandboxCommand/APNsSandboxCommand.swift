@@ -36,7 +36,10 @@ struct APNsSandboxCommand: AsyncParsableCommand {
     @Option(help: "The key's team id.") var teamID: String?
     @Option(help: "PEM file with the .p8 private key or its public key.") var key: String?
     @Flag(help: "Create --key as a new .p8 (ES256) private key if the file does not exist (for local set-ups).") var createKey = false
-    @Option(help: "A gateway APNS_APPS_FILE (JSON list of topic, key_id, team_id, key_path): accept each key, and only these topics.")
+    @Option(
+        help:
+            "A gateway APPS_FILE or APNS_APPS_FILE (JSON list of topic, key_id, team_id, key_path): accept each key, and only these topics."
+    )
     var appsFile: String?
     @Option(help: "Accept only this topic (repeatable; default: any).") var topic: [String] = []
     @Option(help: "Delay every push answer by this many milliseconds.") var latencyMs = 0
@@ -87,10 +90,11 @@ struct APNsSandboxCommand: AsyncParsableCommand {
                 throw ValidationError("\(appsFile): not a JSON list")
             }
             for app in apps {
-                guard let topic = app["topic"]?.stringValue, let keyID = app["key_id"]?.stringValue,
-                    let teamID = app["team_id"]?.stringValue,
+                guard let topic = app["topic"]?.stringValue else { throw ValidationError("\(appsFile): each entry needs a topic") }
+                // An APPS_FILE entry without an APNs key is an app on other platforms only.
+                guard let keyID = app["key_id"]?.stringValue, let teamID = app["team_id"]?.stringValue,
                     let keyPath = app["key_path"]?.stringValue
-                else { throw ValidationError("\(appsFile): each entry needs topic, key_id, team_id, key_path") }
+                else { continue }
                 configuration.providerKeys.append(try ProviderKey(keyID: keyID, teamID: teamID, pem: try read(keyPath)))
                 configuration.allowedTopics.insert(topic)
             }

@@ -127,7 +127,8 @@ public enum GatewayApplication {
                 { try FCMSender(settings: configuration.fcm, logger: logger) }, shutdown: { await $0.shutdown() })
         }
         var worker = DeliveryWorker(
-            queue: queue, sender: PushRouter(transports), settings: configuration.delivery, metrics: metrics, logger: logger,
+            queue: queue, sender: PushRouter(transports, alerts: configuration.alerts), settings: configuration.delivery, metrics: metrics,
+            logger: logger,
             wakeup: wakeup)
         if configuration.delivery.directLimit > 0 {
             let sending = worker

@@ -16,6 +16,8 @@ public struct APNsNotification: Sendable, Equatable {
     public var recipient: String?
     /// A background refresh: no alert, `content-available`, priority 5.
     public var background: Bool
+    /// The app's own wording for this type (`AlertTextCatalog`), in place of the generic one.
+    public var alertText: AlertText?
 
     public static let maxPayloadBytes = 4096
     public static let maxCollapseIDBytes = 64
@@ -41,7 +43,8 @@ public struct APNsNotification: Sendable, Equatable {
     }
 
     public var title: String {
-        switch type {
+        if let alertText { return alertText.rendered(emoji: emoji).title }
+        return switch type {
         case .newPost: "New post in linkstr"
         case .newEmojiReaction: "New reaction \(emoji ?? "") in linkstr"
         case .newMessage: "New message"
@@ -55,7 +58,8 @@ public struct APNsNotification: Sendable, Equatable {
 
     /// The alert's body: linkstr's own wording for its two types, a generic one for the rest.
     public var body: String {
-        switch type {
+        if let alertText { return alertText.rendered(emoji: emoji).body }
+        return switch type {
         case .newPost, .newEmojiReaction: "Open linkstr to view"
         case .giftWrap: "New activity"
         case .newMessage, .mention, .incomingCall, .missedCall, .groupInvite: "Open the app to view"
@@ -94,7 +98,16 @@ public struct APNsNotification: Sendable, Equatable {
     /// sorted and serialized was a visible share of the gateway's CPU at 5,000 pushes a second.
     private var giftWrapPayload: String {
         var writer = JSONWriter(reservingCapacity: 256)
-        writer.raw(#"{"aps":{"alert":{"body":"New activity","title":"linkstr"},"mutable-content":1,"sound":"default"},"count":"#)
+        if let alertText {
+            let text = alertText.rendered(emoji: nil)
+            writer.raw(#"{"aps":{"alert":{"body":"#)
+            writer.string(text.body)
+            writer.raw(#","title":"#)
+            writer.string(text.title)
+            writer.raw(#"},"mutable-content":1,"sound":"default"},"count":"#)
+        } else {
+            writer.raw(#"{"aps":{"alert":{"body":"New activity","title":"linkstr"},"mutable-content":1,"sound":"default"},"count":"#)
+        }
         writer.integer(count)
         // A relay URL is at most a few hundred bytes; one that would push the payload past
         // Apple's limit is left out rather than failing the push.

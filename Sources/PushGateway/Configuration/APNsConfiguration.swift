@@ -42,8 +42,9 @@ public struct APNsConfiguration: Sendable, Equatable {
     public init(
         disabled: Bool, apps: [APNsApp], defaultTopic: String, productionURL: String = appleProductionURL,
         sandboxURL: String = appleSandboxURL, caFile: String? = nil, connections: Int = defaultConnections,
-        transport: APNsTransportKind = defaultTransport
+        transport: APNsTransportKind = defaultTransport, keylessTopics: Set<String> = []
     ) {
+        self.keylessTopics = keylessTopics
         self.disabled = disabled
         self.apps = apps
         self.defaultTopic = defaultTopic
@@ -54,17 +55,21 @@ public struct APNsConfiguration: Sendable, Equatable {
         self.transport = transport
     }
 
-    public var topics: Set<String> { Set(apps.map(\.topic) + [defaultTopic]) }
+    /// Apps `APPS_FILE` lists without an APNs key (on Android or the web only): devices may
+    /// register for them.
+    public var keylessTopics: Set<String>
 
-    static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> APNsConfiguration {
+    /// The topics devices may register for.
+    public var topics: Set<String> { Set(apps.map(\.topic) + [defaultTopic]).union(keylessTopics) }
+
+    /// `appsFile`: the apps `APPS_FILE` or `APNS_APPS_FILE` listed (the apps with a key are sent
+    /// for; every topic may be registered).
+    static func fromEnvironment(_ env: [String: String], appsFile: AppsFile? = nil) throws(ConfigurationError) -> APNsConfiguration {
         let disabled = ConfigurationError.flag(env, "APNS_DISABLE")
         // Checked even when APNs is disabled: a typo should not wait for the day it is enabled.
         let connections = try connections(env)
         let transport = try transport(env)
-        var apps: [APNsApp] = []
-        if let path = env["APNS_APPS_FILE"], !path.isEmpty {
-            apps = try loadAppsFile(path)
-        }
+        var apps = appsFile?.apnsApps ?? []
         let topic = env["APNS_TOPIC"].flatMap { $0.isEmpty ? nil : $0 }
         if let topic, !apps.contains(where: { $0.topic == topic }) {
             let keyID = try require(env, "APNS_KEY_ID", unless: disabled)
@@ -74,12 +79,14 @@ public struct APNsConfiguration: Sendable, Equatable {
                 apps.insert(APNsApp(topic: topic, keyID: keyID ?? "", teamID: teamID ?? "", privateKeyPEM: pem ?? ""), at: 0)
             }
         }
-        guard let defaultTopic = topic ?? apps.first?.topic else {
+        let keyless = Set(appsFile?.topics ?? []).subtracting(apps.map(\.topic))
+        guard let defaultTopic = topic ?? apps.first?.topic ?? appsFile?.topics.first else {
             if disabled {
                 return APNsConfiguration(
-                    disabled: true, apps: [], defaultTopic: "app.linkstr.ios", connections: connections, transport: transport)
+                    disabled: true, apps: [], defaultTopic: "app.linkstr.ios", connections: connections, transport: transport,
+                    keylessTopics: keyless)
             }
-            throw ConfigurationError(key: "APNS_TOPIC", "required unless APNS_DISABLE=1 (or APNS_APPS_FILE lists apps)")
+            throw ConfigurationError(key: "APNS_TOPIC", "required unless APNS_DISABLE=1 (or APPS_FILE or APNS_APPS_FILE lists apps)")
         }
         if !disabled {
             for app in apps {
@@ -93,7 +100,7 @@ public struct APNsConfiguration: Sendable, Equatable {
             productionURL: try url(env, "APNS_PRODUCTION_URL", default: appleProductionURL),
             sandboxURL: try url(env, "APNS_SANDBOX_URL", default: appleSandboxURL),
             caFile: env["APNS_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 },
-            connections: connections, transport: transport)
+            connections: connections, transport: transport, keylessTopics: keyless)
     }
 
     private static func require(_ env: [String: String], _ key: String, unless disabled: Bool) throws(ConfigurationError) -> String? {
@@ -130,25 +137,5 @@ public struct APNsConfiguration: Sendable, Equatable {
         guard let text = env[key], !text.isEmpty else { return value }
         guard text.hasPrefix("https://") || text.hasPrefix("http://") else { throw ConfigurationError(key: key, "must be an http(s) URL") }
         return text.hasSuffix("/") ? String(text.dropLast()) : text
-    }
-
-    /// `APNS_APPS_FILE`: a JSON list of `{"topic", "key_id", "team_id", "key_path"}`.
-    private static func loadAppsFile(_ path: String) throws(ConfigurationError) -> [APNsApp] {
-        func fail(_ why: String) -> ConfigurationError { ConfigurationError(key: "APNS_APPS_FILE", why) }
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw fail("cannot read \(path)") }
-        guard case .array(let items)? = try? JSONValue(parsing: text) else { throw fail("must be a JSON array") }
-        var apps: [APNsApp] = []
-        for (index, item) in items.enumerated() {
-            guard let topic = item["topic"]?.stringValue, let keyID = item["key_id"]?.stringValue,
-                let teamID = item["team_id"]?.stringValue, let keyPath = item["key_path"]?.stringValue
-            else {
-                throw fail("entry \(index) needs topic, key_id, team_id and key_path")
-            }
-            guard let pem = try? String(contentsOfFile: keyPath, encoding: .utf8) else {
-                throw fail("entry \(index): cannot read \(keyPath)")
-            }
-            apps.append(APNsApp(topic: topic, keyID: keyID, teamID: teamID, privateKeyPEM: pem))
-        }
-        return apps
     }
 }

@@ -34,15 +34,15 @@ public struct FCMSettings: Sendable, Equatable {
 
     static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> FCMSettings {
         var settings = FCMSettings()
-        func httpsURL(_ key: String) throws(ConfigurationError) -> String? {
+        func httpsURL(_ env: [String: String], _ key: String) throws(ConfigurationError) -> String? {
             guard let text = env[key], !text.isEmpty else { return nil }
             guard let url = URL(string: text), url.scheme == "https", url.host != nil, url.query == nil else {
                 throw ConfigurationError(key: key, "an https URL")
             }
             return text
         }
-        settings.tokenURL = try httpsURL("FCM_TOKEN_URL")
-        if let apiURL = try httpsURL("FCM_API_URL") { settings.apiURL = apiURL }
+        settings.tokenURL = try httpsURL(env, "FCM_TOKEN_URL")
+        if let apiURL = try httpsURL(env, "FCM_API_URL") { settings.apiURL = apiURL }
         settings.caFile = env["FCM_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 }
         if let path = env["FCM_SERVICE_ACCOUNT_FILE"], !path.isEmpty {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {

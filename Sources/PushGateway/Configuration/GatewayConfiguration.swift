@@ -42,6 +42,8 @@ public struct GatewayConfiguration: Sendable {
     public var webPush: WebPushSettings
     /// FCM (`FCM_SERVICE_ACCOUNT_FILE`); off by default.
     public var fcm: FCMSettings
+    /// Each app's own alert text (`alerts` in `APPS_FILE` or `APNS_APPS_FILE`).
+    public var alerts: AlertTextCatalog
 
     /// The defaults this type holds itself, each written once: the initializer and
     /// `fromEnvironment` both use them.
@@ -61,7 +63,7 @@ public struct GatewayConfiguration: Sendable {
         shutdownTimeoutSeconds: Int = defaultShutdownTimeoutSeconds,
         maxDevicesPerPubkey: Int = GatewayStore.defaultMaxDevicesPerPubkey, deviceBudget: PushBudget? = .default,
         http: HTTPServerSettings = HTTPServerSettings(), inbox: InboxRelaySettings = InboxRelaySettings(),
-        webPush: WebPushSettings = WebPushSettings(), fcm: FCMSettings = FCMSettings()
+        webPush: WebPushSettings = WebPushSettings(), fcm: FCMSettings = FCMSettings(), alerts: AlertTextCatalog = AlertTextCatalog()
     ) {
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -82,6 +84,7 @@ public struct GatewayConfiguration: Sendable {
         self.inbox = inbox
         self.webPush = webPush
         self.fcm = fcm
+        self.alerts = alerts
     }
 
     /// The platforms devices may register for: APNs always, the others when configured.
@@ -155,14 +158,16 @@ public struct GatewayConfiguration: Sendable {
             throw ConfigurationError(
                 key: "ADMIN_TOKEN", "at least \(minimumAdminTokenLength) characters (openssl rand -hex 32 makes a good one)")
         }
+        let appsFile = try AppsFile.fromEnvironment(env)
         return GatewayConfiguration(
             listenHost: host, listenPort: port, database: database, publicURL: publicURL, logLevel: level, logFormat: format,
             authMaxSkewSeconds: skew, adminToken: adminToken,
-            apns: try APNsConfiguration.fromEnvironment(env), delivery: try DeliverySettings.fromEnvironment(env),
+            apns: try APNsConfiguration.fromEnvironment(env, appsFile: appsFile), delivery: try DeliverySettings.fromEnvironment(env),
             watch: try WatchSettings.fromEnvironment(env), rateLimits: try RateLimitSettings.fromEnvironment(env),
             shutdownTimeoutSeconds: shutdownTimeout, maxDevicesPerPubkey: maxDevices, deviceBudget: try PushBudget.fromEnvironment(env),
             http: try HTTPServerSettings.fromEnvironment(env), inbox: try inboxSettings(env, publicURL: publicURL),
-            webPush: try WebPushSettings.fromEnvironment(env), fcm: try FCMSettings.fromEnvironment(env))
+            webPush: try WebPushSettings.fromEnvironment(env), fcm: try FCMSettings.fromEnvironment(env),
+            alerts: appsFile?.alerts ?? AlertTextCatalog())
     }
 
     /// The inbox relay's settings; `INBOX_RELAY=1` needs `PUBLIC_URL`, which names the relay.

@@ -4,11 +4,16 @@ public import GatewayWire
 /// round per platform, run at once, and the results come back in the jobs' order. A job for a
 /// platform this gateway has no transport for (one an operator turned off after devices
 /// registered on it) is a configuration error: the job is dropped and the device kept.
+///
+/// Each job first gets its app's own alert text, when `alerts` has one, so every platform shows
+/// the same words.
 public struct PushRouter: PushSender {
     let transports: [PushPlatform: any PushSender]
+    let alerts: AlertTextCatalog
 
-    public init(_ transports: [PushPlatform: any PushSender]) {
+    public init(_ transports: [PushPlatform: any PushSender], alerts: AlertTextCatalog = AlertTextCatalog()) {
         self.transports = transports
+        self.alerts = alerts
     }
 
     /// The platforms devices may register for: those with a transport.
@@ -19,6 +24,7 @@ public struct PushRouter: PushSender {
     }
 
     public func send(_ jobs: [ClaimedJob]) async -> [PushSendResult] {
+        let jobs = alerts.isEmpty ? jobs : jobs.map(alerts.applied)
         var byPlatform: [PushPlatform: [Int]] = [:]
         for (index, job) in jobs.enumerated() { byPlatform[job.destination.platform, default: []].append(index) }
         // The common round is all one platform: no regrouping, no task.

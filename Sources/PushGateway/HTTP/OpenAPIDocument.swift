@@ -42,8 +42,9 @@ public enum OpenAPIDocument {
                 and apns_environment, optionally push_type. fcm: device_token, an FCM registration
                 token. webpush: subscription, the browser's PushSubscription.toJSON(). unifiedpush:
                 endpoint, optionally keys. Endpoints must be https and, unless
-                WATCH_ALLOW_PRIVATE_RELAYS is set, name no loopback, private or link-local address.
-                A platform the gateway has no transport for is refused (400).
+                WEBPUSH_ALLOW_PRIVATE_ENDPOINTS is set, name no loopback, private or link-local
+                address. A platform not turned on is refused (400): fcm needs
+                FCM_SERVICE_ACCOUNT_FILE, webpush and unifiedpush need VAPID_SUBJECT.
               properties:
                 platform: {type: string, enum: [apns, fcm, webpush, unifiedpush], default: apns}
                 device_token:
@@ -196,7 +197,7 @@ public enum OpenAPIDocument {
                 "503": {description: Not ready, content: {application/json: {schema: {$ref: "#/components/schemas/Status"}}}}
           /metrics:
             get:
-              summary: Prometheus metrics (requests, auth failures, queue depth, pushes by outcome and APNs reason, send latency, JWT age)
+              summary: Prometheus metrics (requests, auth failures, queue depth, pushes by outcome and reason, send latency, JWT age)
               responses:
                 "200": {description: Prometheus text exposition format 0.0.4, content: {text/plain: {schema: {type: string}}}}
           /openapi.yaml:
@@ -290,10 +291,39 @@ public enum OpenAPIDocument {
                 "500": {$ref: "#/components/responses/StorageError"}
           /admin/status:
             get:
-              summary: Devices, queue depth, recent APNs failures (tokens redacted), uptime
+              summary: >-
+                Devices, queue depth, recent push failures of every platform (recent_push_failures,
+                each with its platform, tokens redacted), configuration errors per platform
+                (configuration_errors), relays, uptime
               security: [{admin: []}]
               responses:
-                "200": {description: Status, content: {application/json: {schema: {type: object}}}}
+                "200":
+                  description: Status
+                  content:
+                    application/json:
+                      schema:
+                        type: object
+                        properties:
+                          recent_push_failures:
+                            type: array
+                            items:
+                              type: object
+                              properties:
+                                at: {type: string, format: date-time}
+                                platform: {type: string, enum: [apns, fcm, webpush, unifiedpush]}
+                                status: {type: integer}
+                                reason: {type: string}
+                                outcome: {type: string}
+                                device_token: {type: string, description: redacted}
+                          configuration_errors:
+                            type: object
+                            description: By platform, since the instance started.
+                            additionalProperties:
+                              type: object
+                              properties:
+                                count: {type: integer}
+                                last_reason: {type: string}
+                                last_at: {type: string, format: date-time}
                 "401": {description: Wrong or missing admin token, content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
                 "404": {description: Admin routes disabled (no ADMIN_TOKEN), content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}}
                 "429": {$ref: "#/components/responses/RateLimited"}

@@ -133,13 +133,14 @@ import Testing
     }
 }
 
-/// The registrar's other platforms against a gateway that delivers Web Push to the sandbox.
+/// The registrar's other platforms against a gateway that delivers Web Push and FCM to the sandbox.
 @Suite struct PushRegistrarPlatformTests {
     @Test func everyPlatformIsRegisteredListedAndUnregistered() async throws {
         try await SandboxFixture.with { sandbox in
             try await GatewayHarness.run(
                 apns: sandbox.apns,
-                webPush: WebPushSettings(subject: "mailto:ops@example.com", caFile: sandbox.caFile, allowPrivateEndpoints: true)
+                webPush: WebPushSettings(subject: "mailto:ops@example.com", caFile: sandbox.caFile, allowPrivateEndpoints: true),
+                fcm: try sandbox.fcm
             ) { gateway in
                 let alice = Keys.generate()
                 let registrar = try PushRegistrarTests.registrar(gateway, keys: alice)
@@ -150,29 +151,30 @@ import Testing
                     auth: try #require(subscription["keys"]?["auth"]?.stringValue))
                 let distributor = PushDevice.unifiedPush(endpoint: "https://localhost:\(sandbox.server.port)/up/1", keys: nil)
                 let voip = PushDevice.apns(token: "0b" + String(repeating: "0c", count: 31), environment: .sandbox, voip: true)
-                for device in [browser, distributor, voip] { try await registrar.register(device) }
+                let android = PushDevice.fcm(token: FCMDeliveryTests.token("registrar"))
+                for device in [browser, distributor, voip, android] { try await registrar.register(device) }
                 let listed = try await registrar.devices()
-                #expect(Set(listed.compactMap { $0["platform"]?.stringValue }) == ["webpush", "unifiedpush", "apns"])
+                #expect(Set(listed.compactMap { $0["platform"]?.stringValue }) == ["webpush", "unifiedpush", "apns", "fcm"])
                 #expect(listed.contains { $0["push_type"] == "voip" })
                 #expect(try await registrar.vapidPublicKey()?.isEmpty == false)
-
-                // FCM has no transport here: refused with the gateway's message, nothing stored.
-                await #expect(
-                    throws: PushRegistrar.RegistrarError.rejected(status: 400, message: "platform fcm is not enabled on this gateway")
-                ) {
-                    try await registrar.register(.fcm(token: String(repeating: "f", count: 40)))
-                }
-                for device in [browser, distributor, voip] { try await registrar.unregister(device) }
+                for device in [browser, distributor, voip, android] { try await registrar.unregister(device) }
                 #expect(try await registrar.devices().isEmpty)
             }
         }
     }
 
-    @Test func aGatewayWithoutWebPushHasNoVAPIDKey() async throws {
+    @Test func aGatewayWithoutWebPushOrFCMHasNoVAPIDKeyAndRefusesAnAndroidToken() async throws {
         try await GatewayHarness.run { gateway in
             let registrar = try PushRegistrarTests.registrar(gateway, keys: Keys.generate())
             let key = try await registrar.vapidPublicKey()
             #expect(key == nil)
+            // FCM has no transport here: refused with the gateway's message, nothing stored.
+            await #expect(
+                throws: PushRegistrar.RegistrarError.rejected(status: 400, message: "platform fcm is not enabled on this gateway")
+            ) {
+                try await registrar.register(.fcm(token: String(repeating: "f", count: 40)))
+            }
+            #expect(try await registrar.devices().isEmpty)
         }
     }
 }

@@ -22,13 +22,13 @@ struct GatewayHarness: Sendable {
         _ url: DatabaseURL, adminToken: String? = "admin-secret", publicURL: String? = "https://push.example.com",
         apns: APNsConfiguration? = nil, watch: WatchSettings = WatchSettings(),
         rateLimits: RateLimitSettings = .disabled, deviceBudget: PushBudget? = .default, inbox: InboxRelaySettings = InboxRelaySettings(),
-        webPush: WebPushSettings = WebPushSettings(), fcm: FCMSettings = FCMSettings()
+        webPush: WebPushSettings = WebPushSettings(), fcm: FCMSettings = FCMSettings(), alerts: AlertTextCatalog = AlertTextCatalog()
     ) -> GatewayConfiguration {
         GatewayConfiguration(
             listenHost: "127.0.0.1", listenPort: 0, database: url, publicURL: publicURL, authMaxSkewSeconds: 300,
             adminToken: adminToken, apns: apns ?? APNsConfiguration(disabled: true, apps: [], defaultTopic: topic),
             delivery: DeliverySettings(leaseSeconds: 5, batchSize: 64, loops: 2), watch: watch, rateLimits: rateLimits,
-            deviceBudget: deviceBudget, inbox: inbox, webPush: webPush, fcm: fcm)
+            deviceBudget: deviceBudget, inbox: inbox, webPush: webPush, fcm: fcm, alerts: alerts)
     }
 
     /// `deliver`: also run the delivery worker (with APNs disabled it logs and finishes jobs;
@@ -37,13 +37,13 @@ struct GatewayHarness: Sendable {
         deliver: Bool = false, apns: APNsConfiguration? = nil, watch: WatchSettings = WatchSettings(),
         rateLimits: RateLimitSettings = .disabled, publicURL: String? = "https://push.example.com",
         deviceBudget: PushBudget? = .default, inbox: InboxRelaySettings = InboxRelaySettings(),
-        webPush: WebPushSettings = WebPushSettings(), fcm: FCMSettings = FCMSettings(),
+        webPush: WebPushSettings = WebPushSettings(), fcm: FCMSettings = FCMSettings(), alerts: AlertTextCatalog = AlertTextCatalog(),
         _ body: @Sendable (GatewayHarness) async throws -> Void
     ) async throws {
         try await TestDatabase.with { url, database in
             try await run(
                 url: url, database: database, deliver: deliver, apns: apns, watch: watch, rateLimits: rateLimits, publicURL: publicURL,
-                deviceBudget: deviceBudget, inbox: inbox, webPush: webPush, fcm: fcm, body)
+                deviceBudget: deviceBudget, inbox: inbox, webPush: webPush, fcm: fcm, alerts: alerts, body)
         }
     }
 
@@ -53,11 +53,12 @@ struct GatewayHarness: Sendable {
         watch: WatchSettings = WatchSettings(), rateLimits: RateLimitSettings = .disabled,
         publicURL: String? = "https://push.example.com", deviceBudget: PushBudget? = .default,
         inbox: InboxRelaySettings = InboxRelaySettings(), webPush: WebPushSettings = WebPushSettings(),
-        fcm: FCMSettings = FCMSettings(), _ body: @Sendable (GatewayHarness) async throws -> Void
+        fcm: FCMSettings = FCMSettings(), alerts: AlertTextCatalog = AlertTextCatalog(),
+        _ body: @Sendable (GatewayHarness) async throws -> Void
     ) async throws {
         let configuration = configuration(
             url, publicURL: publicURL, apns: apns, watch: watch, rateLimits: rateLimits, deviceBudget: deviceBudget, inbox: inbox,
-            webPush: webPush, fcm: fcm)
+            webPush: webPush, fcm: fcm, alerts: alerts)
         let migrator = try Migrator.load(directory: Migrator.defaultDirectory())
         let metrics = GatewayMetrics()
         let app = try GatewayApplication.build(
