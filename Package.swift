@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "NostrProtocol", targets: ["NostrProtocol"]),
         .library(name: "GatewayWire", targets: ["GatewayWire"]),
         .library(name: "LinkstrWire", targets: ["LinkstrWire"]),
+        .library(name: "WebPush", targets: ["WebPush"]),
         .library(name: "PushGateway", targets: ["PushGateway"]),
         .library(name: "APNsSandbox", targets: ["APNsSandbox"]),
         .library(name: "NostrRelay", targets: ["NostrRelay"]),

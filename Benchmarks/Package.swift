@@ -13,6 +13,7 @@ let package = Package(
     dependencies: [
         .package(path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
     ],
     targets: [
         // Direct access to libsecp256k1 for the "library's own rate" baseline.
@@ -22,6 +23,8 @@ let package = Package(
             dependencies: [
                 "CSecp256k1Baseline",
                 .product(name: "NostrProtocol", package: rootIdentity),
+                .product(name: "WebPush", package: rootIdentity),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "NostrBenchmarks",

@@ -3,7 +3,8 @@
 #   1. the APNs sandbox's own capacity, with h2load (the ceiling for pushes/s);
 #   2. the registration SQL alone, with pgbench (the ceiling for registrations/s);
 #   3. linkstr-load against linkstr-push: registrations/s, then pushes/s to the sandbox and the
-#      p50/p99 enqueue-to-APNs latency.
+#      p50/p99 enqueue-to-APNs latency;
+#   4. the same pushes to FCM and to Web Push devices, through the sandbox's other faces.
 # PostgreSQL runs with fsync=off like the test cluster. Figures go to docs/performance.md by hand.
 #   scripts/bench-gateway.sh
 #   REGISTRATIONS=40000 PUSHES=200 scripts/bench-gateway.sh
@@ -45,6 +46,7 @@ PG_PORT_USED="$(sed -E 's#.*:([0-9]+)/.*#\1#' <<<"$DATABASE_URL")"
 say "3. linkstr-push against the sandbox (provider tokens checked)"
 bench_token_sandbox gateway
 bench_gateway_env gateway
+bench_transports_env gateway
 "$BIN/linkstr-push" serve --no-migrate >"$WORK/gateway.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 1 100); do curl -sf "http://$LISTEN_ADDR/readyz" >/dev/null && break; sleep 0.1; done
@@ -53,3 +55,9 @@ PROCESSES="gateway=${PIDS[-1]} sandbox=${PIDS[-2]} postgres=pg:$WORK/pg"
 cpu_split registrations "$PROCESSES" "$BIN/linkstr-load" registrations --url "http://$LISTEN_ADDR" --count "$REGISTRATIONS" --keys 2000 --concurrency 32
 cpu_split pushes "$PROCESSES" "$BIN/linkstr-load" pushes --url "http://$LISTEN_ADDR" --sandbox "https://localhost:$SANDBOX_PORT" --ca "$APNS_CA_FILE" \
     --devices "$DEVICES" --recipients "$RECIPIENTS" --pushes "$PUSHES" --concurrency 8
+
+say "4. the same pushes to each other transport (FCM: OAuth token exchanged and checked; Web Push: each message encrypted, signed, and decrypted by the sandbox)"
+for platform in fcm webpush; do
+    cpu_split "pushes-$platform" "$PROCESSES" "$BIN/linkstr-load" pushes --platform "$platform" --url "http://$LISTEN_ADDR" \
+        --sandbox "https://localhost:$SANDBOX_PORT" --ca "$APNS_CA_FILE" --devices "$DEVICES" --recipients "$RECIPIENTS" --pushes "$PUSHES" --concurrency 8
+done

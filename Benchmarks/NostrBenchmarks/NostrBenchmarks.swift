@@ -1,11 +1,15 @@
 import Benchmark
 import CSecp256k1Baseline
+import Crypto
 import NostrProtocol
+import WebPush
 
 /// Crypto hot paths of NostrProtocol, each beside the baseline it is judged against:
 /// - `secp256k1 raw verify` calls libsecp256k1 directly (x-only key parse + schnorrsig_verify),
 ///   the ceiling for `event verify`, which also recomputes the id;
-/// - the rust-nostr figures come from scripts/bench/rust_nostr_baseline.py in the same run.
+/// - the rust-nostr figures come from scripts/bench/rust_nostr_baseline.py in the same run;
+/// - `P-256 ephemeral key + ECDH` is swift-crypto alone doing what every Web Push message must
+///   (a fresh key, one key agreement), the ceiling for `Web Push encrypt`.
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
         metrics: [.throughput, .wallClock, .mallocCountTotal],
@@ -99,6 +103,26 @@ let benchmarks: @Sendable () -> Void = {
         for _ in benchmark.scaledIterations {
             blackHole(try! GiftWrap.unwrap(wraps[index & 63], keys: recipient))
             index &+= 1
+        }
+    }
+
+    // One subscription, as a browser makes it; a ~200-byte message, what the gateway sends.
+    let browserKey = P256.KeyAgreement.PrivateKey()
+    let subscription = try! WebPushSubscriptionKeys(
+        p256dh: Base64URL.encode(browserKey.publicKey.x963Representation), auth: Base64URL.encode([UInt8](repeating: 7, count: 16)))
+    let message = Array(
+        #"{"body":"Open the app to view","conversation_id":"c0ffee","event_id":"5c83da77af1dec6d7289834998ad7aafbd9e2191396d75ec3cc27f5a77226f36","title":"New message","type":"new_message"}"#
+            .utf8)
+
+    Benchmark("P-256 ephemeral key + ECDH (swift-crypto, baseline)") { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(try! P256.KeyAgreement.PrivateKey().sharedSecretFromKeyAgreement(with: browserKey.publicKey))
+        }
+    }
+
+    Benchmark("Web Push encrypt (RFC 8291, one message)") { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(try! WebPushEncryption.encrypt(message, for: subscription))
         }
     }
 }

@@ -16,7 +16,7 @@ import Synchronization
 ///   answers `{"name": "projects/<project>/messages/<id>"}`. Errors are Google's JSON, with the
 ///   `FcmError` and `BadRequest` details firebase-admin reads.
 /// - `GET /fcm/deliveries` lists what was recorded (`DELETE` clears it); `GET /fcm/stats` counts
-///   token exchanges; `POST /fcm/control/revoke-tokens` makes every access token issued so far
+///   token exchanges and messages delivered; `POST /fcm/control/revoke-tokens` makes every access token issued so far
 ///   invalid, as a rotated key would; `GET /fcm/service-account` is the key file.
 package final class FCMService: SandboxFace {
     /// One `messages:send` as the sandbox answered it.
@@ -56,6 +56,8 @@ package final class FCMService: SandboxFace {
         var refusedExchanges = 0
         var played: [String: Int] = [:]
         var deliveries: [Delivery] = []
+        /// Sends answered 200 since the sandbox started (deliveries are trimmed; this is not).
+        var delivered = 0
     }
     private let state = Mutex(State())
     /// At most this many tokens and deliveries are kept (a load run must not fill memory).
@@ -96,12 +98,14 @@ package final class FCMService: SandboxFace {
             state.withLock { $0.deliveries.removeAll() }
             return (200, ["status": "reset"], [])
         case ("GET", "/fcm/stats"):
-            let (exchanges, refused, live) = state.withLock { ($0.exchanges, $0.refusedExchanges, $0.tokens.count) }
+            let (exchanges, refused, live, delivered) = state.withLock {
+                ($0.exchanges, $0.refusedExchanges, $0.tokens.count, $0.delivered)
+            }
             return (
                 200,
                 [
                     "token_exchanges": .integer(Int64(exchanges)), "refused_exchanges": .integer(Int64(refused)),
-                    "live_tokens": .integer(Int64(live)),
+                    "live_tokens": .integer(Int64(live)), "delivered": .integer(Int64(delivered)),
                 ], []
             )
         case ("POST", "/fcm/control/revoke-tokens"):
@@ -267,6 +271,7 @@ package final class FCMService: SandboxFace {
             var numbered = delivery
             numbered.sequence = (state.deliveries.last?.sequence ?? 0) + 1
             state.deliveries.append(numbered)
+            if delivery.status == 200 { state.delivered += 1 }
         }
     }
 }

@@ -17,7 +17,8 @@ import WebPush
 /// - `POST /webpush/push/<id>` is a delivery: the VAPID JWT must verify (signature, `aud` this
 ///   origin, `exp` within 24 hours, `sub`) and `TTL` must be present; the `aes128gcm` body is
 ///   decrypted and its plaintext recorded, then answered 201.
-/// - `GET /webpush/deliveries` lists what was recorded; `DELETE` clears it.
+/// - `GET /webpush/deliveries` lists what was recorded; `DELETE` clears it. `GET /webpush/stats`
+///   counts deliveries and subscriptions.
 package final class WebPushService: SandboxFace {
     struct Subscription: Sendable {
         var receiverKey: P256.KeyAgreement.PrivateKey?
@@ -57,6 +58,8 @@ package final class WebPushService: SandboxFace {
 
     private let subscriptions = Mutex<[String: Subscription]>([:])
     private let deliveries = Mutex<[Delivery]>([])
+    /// Deliveries answered 201 since the sandbox started (the record is trimmed; this is not).
+    private let delivered = Atomic<Int>(0)
     /// At most this many subscriptions and deliveries are kept (a load run must not fill memory).
     static let limit = 100_000
 
@@ -72,6 +75,9 @@ package final class WebPushService: SandboxFace {
             return subscribe(query: query, authority: authority)
         case ("GET", "/webpush/deliveries"):
             return (200, .array(deliveries.withLock { $0 }.map(\.json)), [])
+        case ("GET", "/webpush/stats"):
+            let count = subscriptions.withLock { $0.count }
+            return (200, ["delivered": .integer(Int64(delivered.load(ordering: .relaxed))), "subscriptions": .integer(Int64(count))], [])
         case ("DELETE", "/webpush/deliveries"):
             deliveries.withLock { $0.removeAll() }
             return (200, ["status": "reset"], [])
@@ -169,6 +175,7 @@ package final class WebPushService: SandboxFace {
     }
 
     private func record(_ delivery: Delivery) {
+        if delivery.status == 201 { delivered.add(1, ordering: .relaxed) }
         deliveries.withLock { all in
             if all.count >= Self.limit { all.removeFirst(all.count / 2) }
             var numbered = delivery

@@ -48,10 +48,16 @@ struct RegistrationsCommand: AsyncParsableCommand {
 struct PushesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushes",
-        abstract: "Registers devices, then POST /v1/push and waits until the APNs sandbox has every notification.")
+        abstract: "Registers devices, then POST /v1/push and waits until the sandbox has every notification.")
+
+    /// Which of the sandbox's faces the devices are on.
+    enum Platform: String, ExpressibleByArgument, CaseIterable {
+        case apns, fcm, webpush
+    }
 
     @OptionGroup var options: LoadOptions
-    @Option(help: "APNs sandbox base URL.") var sandbox = "https://localhost:2197"
+    @Option(help: "The devices' platform: apns, fcm or webpush (the gateway must have it on).") var platform = Platform.apns
+    @Option(help: "Sandbox base URL.") var sandbox = "https://localhost:2197"
     @Option(help: "The sandbox's CA (PEM).") var ca: String
     @Option(help: "Devices (one per recipient pubkey).") var devices = 2_000
     @Option(help: "Recipients per push (at most 500).") var recipients = 500
@@ -60,10 +66,10 @@ struct PushesCommand: AsyncParsableCommand {
     func run() async throws {
         let owners = (0..<devices).map { _ in Keys.generate() }
         let sender = Keys.generate()
-        let registrations = owners.enumerated().map { index, keys in
-            SignedRequest.make(
-                keys: keys, method: "POST", path: "/v1/devices/register",
-                json: #"{"device_token":"\#(LoadTokens.token(1_000_000 + index))","apns_environment":"sandbox"}"#)
+        let sandboxClient = try SandboxClient(baseURL: sandbox, caFile: ca)
+        let bodies = try await registrationBodies(sandboxClient)
+        let registrations = zip(owners, bodies).map { keys, body in
+            SignedRequest.make(keys: keys, method: "POST", path: "/v1/devices/register", json: body)
         }
         let runner = LoadRunner(baseURL: options.url, concurrency: options.concurrency, deadline: options.deadline)
         _ = try await runner.send(registrations)
@@ -78,22 +84,26 @@ struct PushesCommand: AsyncParsableCommand {
             return SignedRequest.make(keys: sender, method: "POST", path: "/v1/push", json: body)
         }
         let expected = pushes * min(recipients, devices)
-        let sandboxClient = try SandboxClient(baseURL: sandbox, caFile: ca)
-        let before = try await sandboxClient.answered()
+        let before = try await delivered(sandboxClient)
 
         let started = Date()
         let run = try await runner.send(pushRequests)
         var answered = before
         while answered - before < expected, Date().timeIntervalSince(started) < Double(options.deadline) {
             try await Task.sleep(for: .milliseconds(20))
-            answered = try await sandboxClient.answered()
+            answered = try await delivered(sandboxClient)
         }
         let finished = Date()
         run.print(title: "push requests (enqueue)", unit: "requests")
         let delivered = answered - before
         let seconds = finished.timeIntervalSince(started)
         print("notifications delivered to the sandbox: \(delivered) of \(expected) in \(String(format: "%.2f", seconds)) s")
-        print(String(format: "pushes/s (notifications to APNs): %.0f", Double(delivered) / seconds))
+        print(String(format: "pushes/s (notifications to \(platform.rawValue)): %.0f", Double(delivered) / seconds))
+        guard platform == .apns else {
+            try await sandboxClient.shutdown()
+            if delivered < expected { throw ExitCode(1) }
+            return
+        }
 
         // Enqueue-to-APNs latency: the push request's send time to the sandbox's receive time.
         let records = try await sandboxClient.records(afterSequence: before)
@@ -114,6 +124,40 @@ struct PushesCommand: AsyncParsableCommand {
         }
         try await sandboxClient.shutdown()
         if delivered < expected { throw ExitCode(1) }
+    }
+
+    /// One registration body per device: an APNs token, an FCM token, or a subscription the
+    /// sandbox's Web Push face makes (32 at a time).
+    private func registrationBodies(_ sandboxClient: SandboxClient) async throws -> [String] {
+        switch platform {
+        case .apns:
+            return (0..<devices).map { #"{"device_token":"\#(LoadTokens.token(1_000_000 + $0))","apns_environment":"sandbox"}"# }
+        case .fcm:
+            return (0..<devices).map { #"{"platform":"fcm","device_token":"load-fcm-\#(LoadTokens.token(2_000_000 + $0))"}"# }
+        case .webpush:
+            var bodies = [String](repeating: "", count: devices)
+            for chunk in stride(from: 0, to: devices, by: 32) {
+                try await withThrowingTaskGroup(of: (Int, String).self) { group in
+                    for index in chunk..<min(chunk + 32, devices) {
+                        group.addTask {
+                            let subscription = try await sandboxClient.post("/webpush/subscriptions")
+                            return (index, JSONValue.object(["platform": "webpush", "subscription": subscription]).serialized)
+                        }
+                    }
+                    for try await (index, body) in group { bodies[index] = body }
+                }
+            }
+            return bodies
+        }
+    }
+
+    /// Notifications the sandbox has taken on this platform's face so far.
+    private func delivered(_ sandboxClient: SandboxClient) async throws -> Int {
+        switch platform {
+        case .apns: return try await sandboxClient.answered()
+        case .fcm: return Int(try await sandboxClient.get("/fcm/stats")["delivered"]?.integerValue ?? 0)
+        case .webpush: return Int(try await sandboxClient.get("/webpush/stats")["delivered"]?.integerValue ?? 0)
+        }
     }
 }
 

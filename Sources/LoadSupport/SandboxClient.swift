@@ -1,10 +1,12 @@
 public import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOHTTP1
 import NIOSSL
 public import NostrProtocol
 
-/// Reads the APNs sandbox's own endpoints (`/stats`, `/deliveries`) over HTTP/2 with its CA.
+/// Reads the sandbox's own endpoints (`/stats`, `/deliveries`, the other faces' `stats` and
+/// subscriptions) over HTTP/2 with its CA.
 public struct SandboxClient: Sendable {
     public let baseURL: String
     public let client: HTTPClient
@@ -19,6 +21,15 @@ public struct SandboxClient: Sendable {
     public func get(_ path: String) async throws -> JSONValue {
         let response = try await client.execute(HTTPClientRequest(url: baseURL + path), timeout: .seconds(60))
         let body = try await response.body.collect(upTo: 1 << 30)
+        return try JSONValue(parsing: Array(body.readableBytesView))
+    }
+
+    /// POSTs to one of the sandbox's own endpoints (a Web Push subscription) and reads the JSON answer.
+    public func post(_ path: String) async throws -> JSONValue {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = .POST
+        let response = try await client.execute(request, timeout: .seconds(60))
+        let body = try await response.body.collect(upTo: 1 << 20)
         return try JSONValue(parsing: Array(body.readableBytesView))
     }
 

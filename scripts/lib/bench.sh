@@ -101,10 +101,19 @@ bench_sandbox() {
 }
 
 # The sandbox that checks provider tokens, for the gateway to push to: bench_token_sandbox NAME.
-# Sets APNS_KEY_FILE besides what bench_sandbox sets.
+# Sets APNS_KEY_FILE besides what bench_sandbox sets; its FCM face's service account is
+# $WORK/NAME-fcm.json (written before the port file).
 bench_token_sandbox() {
     APNS_KEY_FILE="$WORK/apns-key.p8"
-    bench_sandbox "$1" --key-id BENCHKEY01 --team-id BENCHTEAM1 --key "$APNS_KEY_FILE" --create-key --topic app.linkstr.bench
+    bench_sandbox "$1" --key-id BENCHKEY01 --team-id BENCHTEAM1 --key "$APNS_KEY_FILE" --create-key --topic app.linkstr.bench \
+        --fcm-service-account "$WORK/$1-fcm.json"
+}
+
+# FCM and Web Push on, both to that sandbox's faces: bench_transports_env NAME (after
+# bench_gateway_env). Every token exchange and VAPID JWT is checked there as the real services do.
+bench_transports_env() {
+    export FCM_SERVICE_ACCOUNT_FILE="$WORK/$1-fcm.json" FCM_API_URL="https://localhost:$SANDBOX_PORT/fcm" FCM_CA_FILE="$WORK/$1-ca.pem"
+    export VAPID_SUBJECT="mailto:bench@localhost" WEBPUSH_CA_FILE="$WORK/$1-ca.pem" WEBPUSH_ALLOW_PRIVATE_ENDPOINTS=1
 }
 
 # The gateway's environment for pushing to that sandbox (named NAME) on a fresh loopback port:
