@@ -37,7 +37,8 @@ struct FCMAssertionVerifier: Sendable {
             return "Invalid JWT: iat and exp are required"
         }
         let seconds = now.timeIntervalSince1970
-        guard Double(iat) <= seconds + Self.skew, Double(exp) > seconds - Self.skew, exp > iat, exp - iat <= 3600 else {
+        // In Double: hostile claims (Int64.min, Int64.max) must not overflow a subtraction.
+        guard Double(iat) <= seconds + Self.skew, Double(exp) > seconds - Self.skew, exp > iat, Double(exp) - Double(iat) <= 3600 else {
             return "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe."
         }
         let scopes = Set((claims["scope"]?.stringValue ?? "").split(separator: " ").map(String.init))

@@ -4,7 +4,8 @@
 /// | prefix | answer |
 /// |---|---|
 /// | `unregistered` | 404 `NOT_FOUND`, errorCode `UNREGISTERED` |
-/// | `invalid` | 400 `INVALID_ARGUMENT`, a `BadRequest` on `message.token` |
+/// | `invalid` | 400 `INVALID_ARGUMENT` on the token, as FCM answers it (no field named) |
+/// | `badmessage` | 400 `INVALID_ARGUMENT`, a `BadRequest` on `message.android.ttl` (a sender's bug) |
 /// | `mismatch` | 403 `PERMISSION_DENIED`, errorCode `SENDER_ID_MISMATCH` |
 /// | `thirdparty` | 401 `UNAUTHENTICATED`, errorCode `THIRD_PARTY_AUTH_ERROR` |
 /// | `quotaN` | 429 `RESOURCE_EXHAUSTED`, errorCode `QUOTA_EXCEEDED`, `Retry-After: 1`, the first N times |
@@ -13,6 +14,7 @@
 package enum FCMScriptedFailure: Sendable, Equatable {
     case unregistered
     case invalidToken
+    case invalidMessage
     case senderIDMismatch
     case thirdPartyAuthError
     case quotaExceeded(times: Int)
@@ -28,6 +30,8 @@ package enum FCMScriptedFailure: Sendable, Equatable {
             self = .unregistered
         } else if token.hasPrefix("invalid") {
             self = .invalidToken
+        } else if token.hasPrefix("badmessage") {
+            self = .invalidMessage
         } else if token.hasPrefix("mismatch") {
             self = .senderIDMismatch
         } else if token.hasPrefix("thirdparty") {
@@ -46,7 +50,7 @@ package enum FCMScriptedFailure: Sendable, Equatable {
     /// How many times it fails before the token behaves normally (nil: every time).
     var failures: Int? {
         switch self {
-        case .unregistered, .invalidToken, .senderIDMismatch, .thirdPartyAuthError: nil
+        case .unregistered, .invalidToken, .invalidMessage, .senderIDMismatch, .thirdPartyAuthError: nil
         case .quotaExceeded(let times), .unavailable(let times), .internalError(let times): times
         }
     }
@@ -56,6 +60,7 @@ package enum FCMScriptedFailure: Sendable, Equatable {
         switch self {
         case .unregistered: (404, "NOT_FOUND", "UNREGISTERED", "Requested entity was not found.")
         case .invalidToken: (400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token")
+        case .invalidMessage: (400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "Invalid value at 'message.android.ttl'")
         case .senderIDMismatch: (403, "PERMISSION_DENIED", "SENDER_ID_MISMATCH", "SenderId mismatch")
         case .thirdPartyAuthError: (401, "UNAUTHENTICATED", "THIRD_PARTY_AUTH_ERROR", "Auth error from APNS or Web Push Service")
         case .quotaExceeded: (429, "RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED", "Quota exceeded for message sending.")

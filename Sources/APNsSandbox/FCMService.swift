@@ -147,7 +147,14 @@ package final class FCMService: SandboxFace {
         let token = "ya29.sandbox-" + Base64URL.encode(SecureRandom.bytes(24))
         state.withLock { state in
             state.exchanges += 1
-            if state.tokens.count >= Self.limit { state.tokens = state.tokens.filter { $0.value > now } }
+            if state.tokens.count >= Self.limit {
+                state.tokens = state.tokens.filter { $0.value > now }
+                // Still full of live tokens: the oldest half goes, as a token endpoint under a flood would.
+                if state.tokens.count >= Self.limit {
+                    let cut = state.tokens.values.sorted()[state.tokens.count / 2]
+                    state.tokens = state.tokens.filter { $0.value > cut }
+                }
+            }
             state.tokens[token] = now.addingTimeInterval(TimeInterval(tokenLifetimeSeconds))
         }
         return (200, ["access_token": .string(token), "expires_in": .integer(Int64(tokenLifetimeSeconds)), "token_type": "Bearer"], [])
@@ -159,8 +166,10 @@ package final class FCMService: SandboxFace {
         func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
         let request = try? JSONValue(parsing: body)
         let message = request?["message"]
+        // A message is kept only from an authenticated sender and at most 8 KB of it: a record
+        // for anyone's request would let any client fill the sandbox's memory.
         var delivery = Delivery(
-            sequence: 0, token: message?["token"]?.stringValue, status: 200, message: message,
+            sequence: 0, token: message?["token"]?.stringValue.map { String($0.prefix(1024)) }, status: 200, message: nil,
             headers: Dictionary(Self.recordedHeaders.compactMap { name in header(name).map { (name, String($0.prefix(200))) } }) { $1 })
         defer { record(delivery) }
         func refuse(
@@ -173,6 +182,7 @@ package final class FCMService: SandboxFace {
         }
         let bearer = header("authorization").flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
         let valid = bearer.map { token in state.withLock { $0.tokens[token].map { $0 > now } ?? false } } ?? false
+        if valid, body.count <= 8 * 1024 { delivery.message = message }
         guard valid else {
             return refuse(
                 401, "UNAUTHENTICATED",
@@ -194,6 +204,7 @@ package final class FCMService: SandboxFace {
         if let token = delivery.token, let script = FCMScriptedFailure(token: token) {
             let fails = state.withLock { state -> Bool in
                 if let limit = script.failures, state.played[token, default: 0] >= limit { return false }
+                if state.played.count >= Self.limit { state.played.removeAll() }
                 state.played[token, default: 0] += 1
                 return true
             }
@@ -201,7 +212,7 @@ package final class FCMService: SandboxFace {
                 let answer = script.answer
                 return refuse(
                     answer.status, answer.canonical, answer.message, errorCode: answer.errorCode,
-                    field: script == .invalidToken ? "message.token" : nil,
+                    field: script == .invalidMessage ? "message.android.ttl" : nil,
                     extra: answer.status == 429 ? [("retry-after", "1")] : [])
             }
         }

@@ -22,6 +22,8 @@ public enum APNsResponseClassifier {
         case 429, 500, 502, 503, 504: return .retry(reason: reason.isEmpty ? "HTTP \(status)" : reason)
         // No answer from APNs (connection, TLS, timeout): try again later.
         case 0 where reason == "ConnectionError": return .retry(reason: reason)
+        // The job's app has no APNs key here: the operator's configuration, not the device's.
+        case 0 where reason == "TopicNotConfigured": return .configurationError(reason: reason)
         default: return .drop(reason: reason.isEmpty ? "HTTP \(status)" : reason)
         }
     }

@@ -29,12 +29,22 @@ struct AppsFile: Sendable, Equatable {
         return nil
     }
 
+    static let fields: Set<String> = ["topic", "key_id", "team_id", "key_path", "alerts"]
+
     static func load(_ path: String, key: String, requireAPNsKey: Bool) throws(ConfigurationError) -> AppsFile {
         func fail(_ why: String) -> ConfigurationError { ConfigurationError(key: key, why) }
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw fail("cannot read \(path)") }
         guard case .array(let items)? = try? JSONValue(parsing: text) else { throw fail("must be a JSON array") }
         var file = AppsFile()
         for (index, item) in items.enumerated() {
+            guard let fields = item.objectValue else { throw fail("entry \(index) must be an object") }
+            // A misspelt key field would otherwise make an app silently keyless.
+            if let unknown = fields.keys.sorted().first(where: { !Self.fields.contains($0) }) {
+                throw fail("entry \(index): unknown field \(unknown.prefix(40)) (one of \(Self.fields.sorted().joined(separator: ", ")))")
+            }
+            for name in ["topic", "key_id", "team_id", "key_path"] where fields[name] != nil && fields[name]?.stringValue == nil {
+                throw fail("entry \(index): \(name) must be a string")
+            }
             guard let topic = item["topic"]?.stringValue, !topic.isEmpty else { throw fail("entry \(index) needs a topic") }
             guard !file.topics.contains(topic) else { throw fail("entry \(index): topic \(topic) is listed twice") }
             file.topics.append(topic)
@@ -73,6 +83,10 @@ struct AppsFile: Sendable, Equatable {
                 else {
                     throw fail(
                         "entry \(index): alerts.\(name): a title or body is 1 to \(AlertText.maxBytes) bytes without control characters")
+                }
+                // One emoji is at most a few dozen bytes; many could push the payload past 4 KB.
+                guard text.components(separatedBy: "{emoji}").count <= 2 else {
+                    throw fail("entry \(index): alerts.\(name): {emoji} at most once in a title or body")
                 }
             }
             texts[type] = AlertText(title: title, body: body)

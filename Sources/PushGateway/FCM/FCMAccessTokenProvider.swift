@@ -6,11 +6,16 @@ import NIOHTTP1
 import NostrProtocol
 
 /// The OAuth access token every FCM send carries, shared by all of them: exchanged from a signed
-/// assertion at the account's token endpoint, kept until 5 minutes before it expires, and
-/// exchanged once however many sends ask at the same moment.
+/// assertion at the account's token endpoint, exchanged once however many sends ask at the same
+/// moment, and replaced 5 minutes before it expires.
+///
+/// The replacement happens behind the sends: while the current token is still valid they go on
+/// using it, and a failed exchange costs nothing until the token has actually expired. Only a
+/// caller with no valid token waits for an exchange.
 public actor FCMAccessTokenProvider {
-    public struct AccessToken: Sendable, Equatable {
+    public struct AccessToken: Sendable, Equatable, CustomStringConvertible {
         public var value: String
+        public var issuedAt: Date
         public var expiresAt: Date
         /// When it is replaced: `refreshMargin` before it expires, or half-way through a lifetime
         /// shorter than twice that (otherwise every send would exchange a new one).
@@ -18,9 +23,13 @@ public actor FCMAccessTokenProvider {
 
         init(value: String, issuedAt: Date, lifetime: TimeInterval) {
             self.value = value
+            self.issuedAt = issuedAt
             expiresAt = issuedAt.addingTimeInterval(lifetime)
             refreshAt = expiresAt.addingTimeInterval(-min(FCMAccessTokenProvider.refreshMargin, lifetime / 2))
         }
+
+        /// Never the bearer value: a token in a log line is a credential handed out.
+        public var description: String { "AccessToken(expiresAt: \(expiresAt))" }
     }
 
     let signer: FCMAssertionSigner
@@ -30,12 +39,12 @@ public actor FCMAccessTokenProvider {
     let now: @Sendable () -> Date
     private var cached: AccessToken?
     private var pending: Task<AccessToken, any Error>?
-    /// Exchanges made (for tests and `/admin/status`).
+    /// Exchanges made (the tests count them).
     public private(set) var exchanges = 0
-    /// Why the last exchange failed, until one succeeds: an operator's problem to see.
+    /// Why the last exchange failed, until one succeeds.
     public private(set) var lastError: String?
-    /// After a failed exchange, callers get its error until then instead of each asking again:
-    /// with a revoked key, every queued job would otherwise hit the token endpoint.
+    /// After a failed exchange, callers without a valid token get its error until then instead of
+    /// each asking again: with a revoked key, every queued job would otherwise hit the endpoint.
     private var failure: (error: FCMTokenError, until: Date)?
 
     /// A token is replaced this long before it expires (half its lifetime when it is shorter).
@@ -43,6 +52,8 @@ public actor FCMAccessTokenProvider {
     /// How long a failed exchange's answer stands: a refusal a minute, anything else 5 seconds.
     static let refusalPause: TimeInterval = 60
     static let failurePause: TimeInterval = 5
+    /// The longest lifetime believed (Google's is an hour): a token endpoint cannot pin one forever.
+    static let maxLifetime: TimeInterval = 86_400
 
     public init(
         signer: FCMAssertionSigner, client: HTTPClient, tokenURL: String, logger: Logger,
@@ -55,25 +66,20 @@ public actor FCMAccessTokenProvider {
         self.now = now
     }
 
-    /// The current token: the cached one while it is fresh, otherwise a new exchange (one for
-    /// all callers waiting at once).
+    /// A valid token: the cached one (starting its replacement in the background once it is
+    /// due), or, when there is none, a new exchange that every caller waiting at once shares.
     public func token() async throws(FCMTokenError) -> AccessToken {
         let date = now()
-        if let cached, date < cached.refreshAt { return cached }
-        if let failure, date < failure.until { throw failure.error }
-        let task: Task<AccessToken, any Error>
-        if let pending {
-            task = pending
-        } else {
-            task = Task { try await self.exchange() }
-            pending = task
+        let paused = failure.map { date < $0.until } ?? false
+        if let cached, date < cached.expiresAt {
+            if date >= cached.refreshAt, pending == nil, !paused { _ = startExchange() }
+            return cached
         }
+        if paused, let failure, pending == nil { throw failure.error }
+        let task = pending ?? startExchange()
         do {
-            let token = try await task.value
-            if pending == task { pending = nil }
-            return token
+            return try await task.value
         } catch {
-            if pending == task { pending = nil }
             throw error as? FCMTokenError ?? .unavailable("\(type(of: error))")
         }
     }
@@ -83,12 +89,20 @@ public actor FCMAccessTokenProvider {
         if cached == token { cached = nil }
     }
 
+    private func startExchange() -> Task<AccessToken, any Error> {
+        let task = Task { try await self.exchange() }
+        pending = task
+        return task
+    }
+
     private func exchange() async throws -> AccessToken {
+        defer { pending = nil }
         exchanges += 1
         let issuedAt = now()
         do {
-            let token = try await Self.requestToken(
-                assertion: try signer.assertion(issuedAt: issuedAt), url: tokenURL, client: client, issuedAt: issuedAt, logger: logger)
+            let assertion: String
+            do { assertion = try signer.assertion(issuedAt: issuedAt) } catch { throw FCMTokenError.rejected("AssertionSigningFailed") }
+            let token = try await Self.requestToken(assertion: assertion, url: tokenURL, client: client, issuedAt: issuedAt, logger: logger)
             cached = token
             lastError = nil
             failure = nil
@@ -101,6 +115,12 @@ public actor FCMAccessTokenProvider {
             throw error
         }
     }
+
+    /// OAuth's error codes (RFC 6749 §5.2); another is reported as `other`.
+    static let oauthErrors: Set<String> = [
+        "invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type", "invalid_scope",
+        "access_denied",
+    ]
 
     /// One JWT-bearer exchange (RFC 7523 §2.1): `grant_type` and `assertion`, form-encoded.
     static func requestToken(assertion: String, url: String, client: HTTPClient, issuedAt: Date, logger: Logger) async throws(FCMTokenError)
@@ -122,8 +142,7 @@ public actor FCMAccessTokenProvider {
         }
         let json = try? JSONValue(parsing: Array(buffer: body))
         guard status == 200 else {
-            // OAuth's error codes (RFC 6749 §5.2) are short ASCII words; anything else is not repeated.
-            let code = json?["error"]?.stringValue.flatMap { FCMResponseClassifier.token($0) } ?? "HTTP \(status)"
+            let code = json?["error"]?.stringValue.map { oauthErrors.contains($0) ? $0 : "other" } ?? "HTTP \(status)"
             // 4xx: the account or its key was refused, which waiting will not mend.
             if (400..<500).contains(status) && status != 429 { throw .rejected(code) }
             throw .unavailable(code)
@@ -131,22 +150,6 @@ public actor FCMAccessTokenProvider {
         guard let value = json?["access_token"]?.stringValue, !value.isEmpty, value.utf8.count <= 4096,
             let seconds = json?["expires_in"]?.integerValue, seconds > 0
         else { throw .unavailable("token endpoint answered without access_token and expires_in") }
-        return AccessToken(value: value, issuedAt: issuedAt, lifetime: TimeInterval(seconds))
-    }
-}
-
-/// Why no access token could be had.
-public enum FCMTokenError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The token endpoint refused the account (a revoked key, a deleted account): the operator's
-    /// configuration, not something retrying mends.
-    case rejected(String)
-    /// The endpoint could not be reached or answered 429/5xx: try again later.
-    case unavailable(String)
-
-    public var description: String {
-        switch self {
-        case .rejected(let reason): "token exchange refused: \(reason)"
-        case .unavailable(let reason): "token exchange failed: \(reason)"
-        }
+        return AccessToken(value: value, issuedAt: issuedAt, lifetime: min(TimeInterval(seconds), maxLifetime))
     }
 }

@@ -13,8 +13,10 @@ package import NostrProtocol
 /// - A call is a data message at `high` priority that lives at most 30 seconds, like a VoIP push:
 ///   the app rings itself, and a call that reaches the phone late is a missed call.
 /// - A background push is a data message at `normal` priority.
-/// - `collapse_key` is the APNs collapse id, so a device offline for a while gets the latest
-///   message of a conversation, not each one; a call has none (every call must ring).
+/// - `collapse_key` only for a relay-watch alert (the recipient, as its APNs collapse id): a
+///   burst of "new activity" for one user is worth one message. FCM keeps at most four collapse
+///   keys per device and drops the others, so a typed push, whose APNs collapse id is its own
+///   event, carries none: each is stored for an offline device, up to FCM's hundred.
 package struct FCMMessage: Sendable, Equatable {
     package var body: JSONValue
 
@@ -36,7 +38,7 @@ package struct FCMMessage: Sendable, Equatable {
             "priority": notification.background ? "normal" : "high",
             "ttl": .string("\(call ? min(remaining, APNsNotification.voipLifetimeSeconds) : remaining)s"),
         ]
-        if !call { android["collapse_key"] = .string(notification.collapseID) }
+        if notification.type == .giftWrap { android["collapse_key"] = .string(notification.collapseID) }
         var message: [String: JSONValue] = ["token": .string(token), "data": .object(data), "android": .object(android)]
         if !call && !notification.background {
             message["notification"] = ["title": .string(notification.title), "body": .string(notification.body)]

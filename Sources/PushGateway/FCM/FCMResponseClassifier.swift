@@ -8,12 +8,12 @@ import NostrProtocol
 /// | answer | outcome |
 /// |---|---|
 /// | 200 | delivered |
-/// | `UNREGISTERED`, or `INVALID_ARGUMENT` on `message.token` | remove the device |
+/// | `UNREGISTERED`, or `INVALID_ARGUMENT` on the token | remove the device |
 /// | `SENDER_ID_MISMATCH`, `THIRD_PARTY_AUTH_ERROR`, `APNS_AUTH_ERROR`, `PERMISSION_DENIED`, 404 on the project | configuration error: keep the device |
 /// | 401 `UNAUTHENTICATED` | the access token was refused: refresh it and retry |
 /// | 429, `QUOTA_EXCEEDED` | retry, no sooner than `Retry-After` |
 /// | 5xx | retry with backoff (and `Retry-After` when given) |
-/// | anything else (`INVALID_ARGUMENT` on the message) | a sender bug: drop |
+/// | anything else (`INVALID_ARGUMENT` on another field) | a sender bug: drop |
 public enum FCMResponseClassifier {
     /// The parts of an error answer the outcome depends on.
     public struct ErrorBody: Sendable, Equatable {
@@ -21,7 +21,9 @@ public enum FCMResponseClassifier {
         public var errorCode: String?
         /// Google's canonical `status` (`INVALID_ARGUMENT`, `PERMISSION_DENIED`, …).
         public var status: String?
-        /// A `BadRequest` detail names `message.token`: the token itself was refused.
+        /// The token itself was refused: a `BadRequest` detail names `message.token`, or, as FCM
+        /// answers a malformed or foreign token in practice, no detail names a field and the
+        /// message speaks of the registration token.
         public var refusesToken: Bool
 
         public init(errorCode: String? = nil, status: String? = nil, refusesToken: Bool = false) {
@@ -30,27 +32,39 @@ public enum FCMResponseClassifier {
             self.refusesToken = refusesToken
         }
 
-        /// Reads Google's error JSON; the codes are kept only when they look like codes (upper
-        /// case and `_`), since they become log fields and metric labels.
+        /// Reads Google's error JSON. Codes the gateway does not know become `OTHER`: they are log
+        /// fields and metric labels, and an endpoint must not make those unbounded.
         public init(parsing bytes: [UInt8]) {
             let error = (try? JSONValue(parsing: bytes))?["error"]
             var errorCode: String?
-            var refusesToken = false
+            var fields: [String] = []
             for detail in error?["details"]?.arrayValue ?? [] {
                 switch detail["@type"]?.stringValue {
                 case "type.googleapis.com/google.firebase.fcm.v1.FcmError":
-                    errorCode = detail["errorCode"]?.stringValue.flatMap(FCMResponseClassifier.token)
+                    errorCode = Self.known(detail["errorCode"]?.stringValue)
                 case "type.googleapis.com/google.rpc.BadRequest":
-                    refusesToken =
-                        refusesToken
-                        || (detail["fieldViolations"]?.arrayValue ?? []).contains { $0["field"]?.stringValue == "message.token" }
+                    fields += (detail["fieldViolations"]?.arrayValue ?? []).compactMap { $0["field"]?.stringValue }
                 default:
                     continue
                 }
             }
+            // The message is read for this one fact and never kept: it is the service's own text.
+            let namesToken = (error?["message"]?.stringValue ?? "").lowercased().contains("registration token")
             self.init(
-                errorCode: errorCode, status: error?["status"]?.stringValue.flatMap(FCMResponseClassifier.token), refusesToken: refusesToken
-            )
+                errorCode: errorCode, status: Self.known(error?["status"]?.stringValue),
+                refusesToken: fields.contains("message.token") || (fields.isEmpty && namesToken))
+        }
+
+        /// Google's and FCM's codes the gateway knows.
+        static let knownCodes: Set<String> = [
+            "UNREGISTERED", "INVALID_ARGUMENT", "SENDER_ID_MISMATCH", "QUOTA_EXCEEDED", "UNAVAILABLE", "INTERNAL",
+            "THIRD_PARTY_AUTH_ERROR", "APNS_AUTH_ERROR", "UNSPECIFIED_ERROR", "PERMISSION_DENIED", "NOT_FOUND", "UNAUTHENTICATED",
+            "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "DEADLINE_EXCEEDED",
+        ]
+
+        static func known(_ text: String?) -> String? {
+            guard let text else { return nil }
+            return knownCodes.contains(text) ? text : "OTHER"
         }
 
         /// What the log and metrics call it: the most specific code, or nil.

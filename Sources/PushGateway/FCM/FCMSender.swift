@@ -12,10 +12,12 @@ import NostrProtocol
 /// (`FCMAccessTokenProvider`).
 ///
 /// - A 401 means the token was refused before it expired (revoked, rotated key): it is dropped,
-///   a new one exchanged, and the message sent once more at once.
+///   a new one exchanged, and the message sent once more at once. A 401 for a token under a
+///   minute old is a configuration error instead: exchanging again would only repeat it.
 /// - A token exchange the endpoint refuses is a configuration error for every job until it
 ///   succeeds (the device is kept); one that fails otherwise is retried with backoff.
-/// - Each send is cut at `sendLimit`, inside the job's lease.
+/// - Each send, the wait for one of the `maxConcurrentSends` permits included, is cut at
+///   `sendLimit`, inside the job's lease.
 public final class FCMSender: PushSender {
     let client: HTTPClient
     public let tokens: FCMAccessTokenProvider
@@ -34,6 +36,8 @@ public final class FCMSender: PushSender {
         guard let account = settings.serviceAccount, let sendURL = settings.sendURL, let tokenURL = settings.effectiveTokenURL else {
             throw FCMServiceAccountError("FCM needs a service account")
         }
+        // The signer first: an HTTPClient made before a throw would never be shut down.
+        let signer = try FCMAssertionSigner(account: account)
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile = settings.caFile { tls.additionalTrustRoots = [.file(caFile)] }
         var configuration = HTTPClient.Configuration(
@@ -41,7 +45,7 @@ public final class FCMSender: PushSender {
         configuration.httpVersion = .automatic
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration, backgroundActivityLogger: logger)
         tokens = FCMAccessTokenProvider(
-            signer: try FCMAssertionSigner(account: account), client: client, tokenURL: tokenURL, logger: logger,
+            signer: signer, client: client, tokenURL: tokenURL, logger: logger,
             now: now)
         self.sendURL = sendURL
         self.logger = logger
@@ -53,27 +57,43 @@ public final class FCMSender: PushSender {
         guard case .fcm(let token) = job.destination else {
             return PushSendResult(status: 0, reason: "NotAnFCMDevice", outcome: .drop(reason: "NotAnFCMDevice"))
         }
-        return await gate.withPermit {
-            do {
-                return try await withDeadline(sendLimit) { await self.attempt(job, token: token) }
-            } catch {
-                logger.warning("push request timed out", metadata: ["push.id": "\(job.apnsID)", "push.platform": "fcm"])
-                return PushSendResult(status: 0, reason: "Timeout", outcome: .retry(reason: "Timeout"))
+        let started = ContinuousClock.now
+        do {
+            // The limit covers the wait for a permit too: a job must be answered inside its lease
+            // however many others queue for sends, or it would be claimed again and sent twice.
+            return try await withDeadline(sendLimit) {
+                await self.gate.withPermit {
+                    // Given up while waiting: nothing is sent.
+                    guard !Task.isCancelled else { return Self.timedOut }
+                    return await self.attempt(job, token: token, until: started + self.sendLimit)
+                }
             }
+        } catch is DeadlineExceeded {
+            logger.warning("push request timed out", metadata: ["push.id": "\(job.apnsID)", "push.platform": "fcm"])
+            return Self.timedOut
+        } catch {
+            // The worker is stopping: the job stays leased and is claimed again.
+            return PushSendResult(status: 0, reason: "Cancelled", outcome: .retry(reason: "Cancelled"))
         }
     }
 
-    private func attempt(_ job: ClaimedJob, token: String) async -> PushSendResult {
+    static let timedOut = PushSendResult(status: 0, reason: "Timeout", outcome: .retry(reason: "Timeout"))
+
+    /// A token younger than this that FCM refuses was not revoked in the meantime: the account
+    /// lacks the right to send, and exchanging again would only repeat it.
+    static let freshTokenAge: TimeInterval = 60
+
+    private func attempt(_ job: ClaimedJob, token: String, until deadline: ContinuousClock.Instant) async -> PushSendResult {
         let body = FCMMessage(job, token: token, now: now()).body.serialized
-        var result = await post(body, job: job)
+        var result = await post(body, job: job, until: deadline)
         // The access token was refused: exchange a new one and try once more.
         if case .refreshTokenAndRetry = result.outcome {
-            result = await post(body, job: job)
+            result = await post(body, job: job, until: deadline)
         }
         return result
     }
 
-    private func post(_ body: String, job: ClaimedJob) async -> PushSendResult {
+    private func post(_ body: String, job: ClaimedJob, until deadline: ContinuousClock.Instant) async -> PushSendResult {
         let accessToken: FCMAccessTokenProvider.AccessToken
         do {
             accessToken = try await tokens.token()
@@ -93,14 +113,22 @@ public final class FCMSender: PushSender {
         request.headers.add(name: "x-goog-api-format-version", value: "2")
         request.body = .bytes(ByteBuffer(string: body))
         do {
-            let response = try await client.execute(request, deadline: .now() + .seconds(10), logger: logger)
+            // What is left of the send's limit (a resend after a 401 gets the rest, not a fresh 10 s).
+            let remaining = max(0, Int64((ContinuousClock.now.duration(to: deadline) / .milliseconds(1)).rounded(.down)))
+            let response = try await client.execute(request, deadline: .now() + .milliseconds(remaining), logger: logger)
             let status = Int(response.status.code)
             let answer = (try? await response.body.collect(upTo: 16 * 1024)).map { Array(buffer: $0) } ?? []
             let error = status == 200 ? FCMResponseClassifier.ErrorBody() : FCMResponseClassifier.ErrorBody(parsing: answer)
             let retryAfter = WebPushResponseClassifier.retryAfter(
                 response.headers.first(name: "retry-after"), now: now().timeIntervalSince1970)
-            let outcome = FCMResponseClassifier.classify(status: status, error: error, retryAfterSeconds: retryAfter)
-            if case .refreshTokenAndRetry = outcome { await tokens.invalidate(accessToken) }
+            var outcome = FCMResponseClassifier.classify(status: status, error: error, retryAfterSeconds: retryAfter)
+            if case .refreshTokenAndRetry(let reason) = outcome {
+                if now().timeIntervalSince(accessToken.issuedAt) < Self.freshTokenAge {
+                    outcome = .configurationError(reason: reason)
+                } else {
+                    await tokens.invalidate(accessToken)
+                }
+            }
             if case .drop = outcome {
                 logger.warning(
                     "FCM refused a message the gateway built",

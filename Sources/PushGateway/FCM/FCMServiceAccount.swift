@@ -3,7 +3,7 @@ import NostrProtocol
 
 /// A Google service account, as the JSON key file the Firebase console downloads: what the
 /// gateway signs its OAuth assertions with and which project it sends for.
-public struct FCMServiceAccount: Sendable, Equatable {
+public struct FCMServiceAccount: Sendable, Equatable, CustomStringConvertible {
     public var projectID: String
     public var clientEmail: String
     /// Named in the assertion's `kid`, so Google can pick the key without trying each.
@@ -20,6 +20,9 @@ public struct FCMServiceAccount: Sendable, Equatable {
         self.privateKeyPEM = privateKeyPEM
         self.tokenURI = tokenURI
     }
+
+    /// Never the key: an account in a log line must not hand it out.
+    public var description: String { "FCMServiceAccount(project: \(projectID), client: \(clientEmail))" }
 
     /// Google's token endpoint, for a file that names none.
     public static let googleTokenURI = "https://oauth2.googleapis.com/token"
@@ -50,10 +53,4 @@ public struct FCMServiceAccount: Sendable, Equatable {
             projectID: projectID, clientEmail: try field("client_email"), privateKeyID: json["private_key_id"]?.stringValue,
             privateKeyPEM: try field("private_key"), tokenURI: tokenURI)
     }
-}
-
-/// A service account key file that cannot be used.
-public struct FCMServiceAccountError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let description: String
-    public init(_ description: String) { self.description = description }
 }

@@ -19,6 +19,8 @@ public struct GatewayAPI: Sendable {
     let verifier: HTTPAuthVerifier
     let defaultTopic: String
     let topics: Set<String>
+    /// Apps listed without an APNs key: no iOS token registers for them.
+    let keylessTopics: Set<String>
     /// The platforms this gateway delivers to: a registration for another is refused rather than
     /// stored and never pushed.
     let platforms: Set<PushPlatform>
@@ -84,6 +86,7 @@ public struct GatewayAPI: Sendable {
         self.endpointPolicy = RelayAddressPolicy(allowsPrivate: configuration.webPush.allowPrivateEndpoints)
         self.watchSettings = configuration.watchSettings
         self.topics = configuration.apns.topics
+        self.keylessTopics = configuration.apns.disabled ? [] : configuration.apns.keylessTopics
         self.adminToken = configuration.adminToken
         // Secure unless the operator says the gateway is reached over plain HTTP (browsers keep
         // Secure cookies for http://localhost and 127.0.0.1, so local use works either way).
@@ -197,6 +200,11 @@ public struct GatewayAPI: Sendable {
             let platform = registration.destination.platform
             guard platforms.contains(platform) else {
                 throw APIError.badRequest("platform \(platform.rawValue) is not enabled on this gateway")
+            }
+            // An app listed without an APNs key is on other platforms only: an iOS token for it
+            // could never be pushed.
+            if platform == .apns, keylessTopics.contains(topic) {
+                throw APIError.badRequest("topic \(topic) has no APNs key on this gateway")
             }
             try await store.register(registration, topic: topic, auth: auth)
             var metadata: Logger.Metadata = [

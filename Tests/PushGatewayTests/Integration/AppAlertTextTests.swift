@@ -52,4 +52,24 @@ import Testing
             }
         }
     }
+
+    /// An app listed without an APNs key takes Android and web devices, and refuses an iOS token
+    /// with a clear 400 (it could never be pushed); nothing is stored for it.
+    @Test func anAppWithoutAnAPNsKeyRefusesAnIOSToken() async throws {
+        try await SandboxFixture.with { sandbox in
+            var apns = sandbox.apns
+            apns.keylessTopics = ["chat.web"]
+            try await GatewayHarness.run(apns: apns, fcm: try sandbox.fcm) { gateway in
+                let bob = Keys.generate()
+                let ios = #"{"device_token":"\#(GatewayHarness.token(0x74))","apns_environment":"sandbox","topic":"chat.web"}"#
+                let refused = try await gateway.send(bob, .post, "/v1/devices/register", json: ios)
+                #expect(refused.status == .badRequest)
+                #expect(refused.json?["error"] == "topic chat.web has no APNs key on this gateway", "\(refused.json ?? .null)")
+                let android = #"{"platform":"fcm","device_token":"\#(FCMDeliveryTests.token("web"))","topic":"chat.web"}"#
+                #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: android).status == .accepted)
+                #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE platform = 'apns'") == 0)
+                #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE topic = 'chat.web'") == 1)
+            }
+        }
+    }
 }

@@ -1,6 +1,7 @@
 import APNsSandbox
 import AsyncHTTPClient
 import Foundation
+import GatewayWire
 import HTTPTypes
 import HummingbirdTesting
 import NIOSSL
@@ -73,7 +74,7 @@ import Testing
             #expect(message["data"]?["push_id"]?.stringValue?.count == 36)
             #expect(message["notification"]?["title"] == "New post in linkstr")
             #expect(message["android"]?["priority"] == "high")
-            #expect(message["android"]?["collapse_key"]?.stringValue?.isEmpty == false)
+            #expect(message["android"]?["collapse_key"] == nil, "a typed push keeps its own place: FCM holds four collapse keys")
             #expect(Int(message["android"]?["ttl"]?.stringValue?.dropLast() ?? "") ?? 0 > 0)
             #expect(delivery.headers["x-goog-api-format-version"] == "2")
             #expect(sandbox.delivered().map(\.deviceToken) == [phone], "the iPhone got its own push")
@@ -83,13 +84,15 @@ import Testing
     }
 
     /// UNREGISTERED and INVALID_ARGUMENT on the token remove the device; SENDER_ID_MISMATCH and
-    /// THIRD_PARTY_AUTH_ERROR keep it and show in `/admin/status`; QUOTA_EXCEEDED and UNAVAILABLE
-    /// are retried and then delivered, with the same `push_id` on every attempt.
+    /// THIRD_PARTY_AUTH_ERROR keep it and show in `/admin/status`; INVALID_ARGUMENT on a field of
+    /// the message drops the job and keeps the device; QUOTA_EXCEEDED and UNAVAILABLE are retried
+    /// and then delivered, with the same `push_id` on every attempt.
     @Test func eachAnswerIsActedOnAsFCMMeansIt() async throws {
         try await Self.withGateway { (gateway: GatewayHarness, sandbox: SandboxFixture) async throws in
             let tokens = [
                 "gone": Self.token("unregistered", 1), "invalid": Self.token("invalid", 2), "mismatch": Self.token("mismatch", 3),
                 "thirdparty": Self.token("thirdparty", 4), "quota": Self.token("quota1", 5), "down": Self.token("unavailable1", 6),
+                "badmessage": Self.token("badmessage", 7),
             ]
             var owners: [Keys] = []
             for token in tokens.values {
@@ -98,7 +101,7 @@ import Testing
                 #expect(try await gateway.send(owner, .post, "/v1/devices/register", json: Self.registerBody(token)).status == .accepted)
             }
             let push = ArchiveAndPushTests.pushBody(event: "ev-answers", to: owners)
-            #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: push).json?["candidate_devices"] == 6)
+            #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: push).json?["candidate_devices"] == 7)
             @Sendable func delivered(_ name: String) -> Bool {
                 Self.deliveries(sandbox, to: tokens[name]!).contains { $0.status == 200 }
             }
@@ -111,7 +114,11 @@ import Testing
             #expect(try await gateway.count(devices + "'\(tokens["invalid"]!)'") == 0, "a refused token removes the device")
             #expect(try await gateway.count(devices + "'\(tokens["mismatch"]!)'") == 1, "the gateway's own account: kept")
             #expect(try await gateway.count(devices + "'\(tokens["thirdparty"]!)'") == 1, "the app's APNs/Web Push credentials: kept")
+            #expect(
+                try await gateway.count(devices + "'\(tokens["badmessage"]!)'") == 1,
+                "a field of the message refused: the gateway's bug, kept")
             #expect(Self.deliveries(sandbox, to: tokens["mismatch"]!).count == 1, "a configuration error is not retried")
+            #expect(Self.deliveries(sandbox, to: tokens["badmessage"]!).count == 1, "nor is a message FCM refuses")
             for name in ["quota", "down"] {
                 let attempts = Self.deliveries(sandbox, to: tokens[name]!)
                 #expect(
@@ -144,26 +151,44 @@ import Testing
         }
     }
 
-    /// FCM refuses a token before it expires (a rotated key): the gateway exchanges a new one
-    /// and the message is still delivered, at once.
-    @Test func aRevokedAccessTokenIsReplacedAndTheMessageDelivered() async throws {
-        try await Self.withGateway { (gateway: GatewayHarness, sandbox: SandboxFixture) async throws in
-            let bob = Keys.generate()
-            let android = Self.token("revoked")
-            #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: Self.registerBody(android)).status == .accepted)
-            let first = ArchiveAndPushTests.pushBody(event: "ev-r1", to: [bob])
-            #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: first).status == .accepted)
-            #expect(try await GatewayHarness.eventually { Self.deliveries(sandbox, to: android).count == 1 })
-            let revoked = sandbox.state.fcm.answer(
-                method: "POST", path: "/fcm/control/revoke-tokens", query: [:], headers: [], body: [], authority: "")
-            #expect(revoked.status == 200)
+    /// A sender on its own, to the sandbox's face, on a clock the test moves.
+    static func sender(_ sandbox: SandboxFixture, now: @escaping @Sendable () -> Date) throws -> FCMSender {
+        try FCMSender(settings: try sandbox.fcm, logger: TestDatabase.logger, now: now)
+    }
 
-            let second = ArchiveAndPushTests.pushBody(event: "ev-r2", to: [bob])
-            #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: second).status == .accepted)
-            #expect(try await GatewayHarness.eventually { Self.deliveries(sandbox, to: android).count == 3 })
-            #expect(Self.deliveries(sandbox, to: android).map(\.status) == [200, 401, 200])
+    static func job(_ id: Int64, token: String) -> ClaimedJob {
+        ClaimedJob(
+            id: id, apnsID: UUID(), destination: .fcm(token: token), pubkey: "p", topic: GatewayHarness.topic, deviceUpdatedAt: Date(),
+            notification: APNsNotification(type: .newMessage, eventID: "e\(id)", conversationID: "c"), attempts: 1,
+            expiresAt: Date().addingTimeInterval(900))
+    }
+
+    /// FCM refuses a token before it expires (a rotated key): the sender exchanges a new one and
+    /// the message is still delivered, at once. A token refused within a minute of its exchange
+    /// is a configuration error instead: another exchange would only be refused again.
+    @Test func aRevokedAccessTokenIsReplacedUnlessItIsFresh() async throws {
+        try await SandboxFixture.with { sandbox in
+            let clock = Mutex(Date())
+            let sender = try Self.sender(sandbox) { clock.withLock { $0 } }
+            let android = Self.token("revoked")
+            func revoke() {
+                let answer = sandbox.state.fcm.answer(
+                    method: "POST", path: "/fcm/control/revoke-tokens", query: [:], headers: [], body: [], authority: "")
+                #expect(answer.status == 200)
+            }
+            #expect(await sender.send(Self.job(1, token: android)).outcome == .delivered)
+            revoke()
+            let fresh = await sender.send(Self.job(2, token: android))
+            #expect(fresh.outcome == .configurationError(reason: "UNAUTHENTICATED"), "\(fresh)")
+            #expect(sandbox.state.fcm.exchanges == 1, "no exchange for a token refused at once")
+
+            clock.withLock { $0 = $0.addingTimeInterval(120) }
+            let later = await sender.send(Self.job(3, token: android))
+            #expect(later.outcome == .delivered, "\(later)")
             #expect(sandbox.state.fcm.exchanges == 2)
-            #expect(Self.deliveries(sandbox, to: android).last?.message?["data"]?["event_id"] == "ev-r2")
+            #expect(Self.deliveries(sandbox, to: android).map(\.status) == [200, 401, 401, 200])
+            #expect(Self.deliveries(sandbox, to: android).last?.message?["data"]?["event_id"] == "e3")
+            await sender.shutdown()
         }
     }
 
@@ -188,7 +213,8 @@ import Testing
     }
 
     /// The cache, against the sandbox's real token endpoint, on an injected clock: one exchange
-    /// until 5 minutes before expiry, then a new one; callers arriving together share one.
+    /// until 5 minutes before expiry, then one replacement behind the valid token; callers
+    /// without a token share one exchange.
     @Test func theAccessTokenIsCachedUntilFiveMinutesBeforeItExpires() async throws {
         try await SandboxFixture.with { sandbox in
             let settings = try sandbox.fcm
@@ -206,17 +232,24 @@ import Testing
                 clock.withLock { $0 = $0.addingTimeInterval(54 * 60) }
                 #expect(try await provider.token() == first, "54 minutes on: still the same token")
                 #expect(await provider.exchanges == 1)
+
+                // 5 minutes before expiry: the caller still gets the valid token at once, and one
+                // replacement starts behind it.
                 clock.withLock { $0 = $0.addingTimeInterval(60 + 1) }
+                #expect(try await provider.token() == first)
+                #expect(try await GatewayHarness.eventually { try await provider.token() != first })
+                #expect(await provider.exchanges == 2)
+                #expect(sandbox.state.fcm.exchanges == 2)
+
+                // Past expiry with nothing cached (FCM refused it): callers arriving together wait
+                // for one exchange and share it.
+                await provider.invalidate(try await provider.token())
                 let callers = try await withThrowingTaskGroup(of: String.self) { group in
                     for _ in 0..<10 { group.addTask { try await provider.token().value } }
                     return try await group.reduce(into: Set<String>()) { $0.insert($1) }
                 }
-                #expect(callers.count == 1 && !callers.contains(first.value), "a new token, one for all ten callers")
-                #expect(await provider.exchanges == 2)
-                #expect(sandbox.state.fcm.exchanges == 2)
-                await provider.invalidate(try await provider.token())
-                _ = try await provider.token()
-                #expect(await provider.exchanges == 3, "a refused token is exchanged again")
+                #expect(callers.count == 1, "one token for all ten callers")
+                #expect(await provider.exchanges == 3, "one exchange for all ten")
             } catch {
                 try await client.shutdown()
                 throw error

@@ -66,6 +66,16 @@ struct AppsFileTests {
             ("APPS_FILE", #"[{"topic": "a", "key_id": "K"}]"#, "entry 0 needs topic, key_id, team_id and key_path (or only topic)"),
             ("APNS_APPS_FILE", #"[{"topic": "a"}]"#, "entry 0 needs topic, key_id, team_id and key_path"),
             ("APPS_FILE", #"[{"topic": "a", "alerts": []}]"#, "entry 0: alerts must be an object of notification types"),
+            ("APPS_FILE", #"["a"]"#, "entry 0 must be an object"),
+            (
+                "APPS_FILE", #"[{"topic": "a", "keyId": "K", "teamId": "T", "keyPath": "KEY"}]"#,
+                "entry 0: unknown field keyId (one of alerts, key_id, key_path, team_id, topic)"
+            ),
+            ("APPS_FILE", #"[{"topic": "a", "key_id": 123, "team_id": "T", "key_path": "KEY"}]"#, "entry 0: key_id must be a string"),
+            (
+                "APPS_FILE", #"[{"topic": "a", "alerts": {"new_emoji_reaction": {"title": "{emoji}{emoji}", "body": "B"}}}]"#,
+                "entry 0: alerts.new_emoji_reaction: {emoji} at most once in a title or body"
+            ),
             (
                 "APPS_FILE", #"[{"topic": "a", "alerts": {"new_message": {"title": "T"}}}]"#,
                 "entry 0: alerts.new_message needs a title and a body"
@@ -93,5 +103,11 @@ struct AppsFileTests {
         ) {
             try Self.configuration("APPS_FILE", #"[{"topic": "a"}]"#, extra: ["APNS_APPS_FILE": "/x.json"])
         }
+    }
+
+    /// A push for an app without an APNs key here is the operator's configuration.
+    @Test func aTopicWithoutAKeyIsAConfigurationError() {
+        #expect(
+            APNsResponseClassifier.classify(status: 0, reason: "TopicNotConfigured") == .configurationError(reason: "TopicNotConfigured"))
     }
 }

@@ -56,10 +56,23 @@ struct FCMTransportTests {
                  "fieldViolations": [{"field": "message.token", "description": "Invalid registration token"}]}]}}
             """#
         #expect(FCMResponseClassifier.ErrorBody(parsing: Array(badToken.utf8)).refusesToken)
-        // Text that is not a code is not repeated: it would become a log field and a metric label.
+        // FCM's answer to a malformed or foreign token names no field: its message says it.
+        let realBadToken = #"""
+            {"error": {"code": 400, "message": "The registration token is not a valid FCM registration token",
+              "status": "INVALID_ARGUMENT",
+              "details": [{"@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": "INVALID_ARGUMENT"}]}}
+            """#
+        #expect(FCMResponseClassifier.ErrorBody(parsing: Array(realBadToken.utf8)).refusesToken)
+        // A field of the message named: the gateway's own bug, and no reason to remove the device.
+        let badField = #"""
+            {"error": {"code": 400, "message": "Invalid value at 'message.android.ttl' (registration token fine)", "status": "INVALID_ARGUMENT",
+              "details": [{"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": [{"field": "message.android.ttl"}]}]}}
+            """#
+        #expect(!FCMResponseClassifier.ErrorBody(parsing: Array(badField.utf8)).refusesToken)
+        // Codes the gateway does not know become OTHER: they are metric labels.
         let hostile =
             #"{"error": {"status": "DROP TABLE devices; --", "details": [{"@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": "\u001b[31mred"}]}}"#
-        #expect(FCMResponseClassifier.ErrorBody(parsing: Array(hostile.utf8)) == .init())
+        #expect(FCMResponseClassifier.ErrorBody(parsing: Array(hostile.utf8)) == .init(errorCode: "OTHER", status: "OTHER"))
         #expect(FCMResponseClassifier.ErrorBody(parsing: Array("<html>502</html>".utf8)) == .init())
     }
 
@@ -87,7 +100,7 @@ struct FCMTransportTests {
         let android = try #require(message["message"]?["android"])
         #expect(android["priority"] == "high")
         #expect(android["ttl"] == "600s")
-        #expect(android["collapse_key"]?.stringValue == APNsNotification(type: .mention, eventID: "e1", conversationID: "c1").collapseID)
+        #expect(android["collapse_key"] == nil, "FCM keeps four collapse keys a device: a typed push must not take one")
     }
 
     @Test func aCallIsAShortLivedHighPriorityDataMessageWithoutCollapse() throws {
@@ -118,6 +131,7 @@ struct FCMTransportTests {
         let notification = APNsNotification.giftWrap(wrapID: "w1", relay: "wss://relay.example", count: 3, recipient: "bob")
         let message = FCMMessage(Self.job(notification, expiresIn: 60, now: now), token: "tok", now: now).body["message"]
         #expect(message?["data"]?["count"] == "3")
+        #expect(message?["android"]?["collapse_key"] == "bob", "a burst of new activity for one user is one message")
         #expect(message?["data"]?["wrap_id"] == "w1")
         #expect(message?["notification"]?["body"] == "New activity")
     }
@@ -199,6 +213,7 @@ struct FCMTransportTests {
     @Test func scriptsAreChosenByTheTokensFirstLetters() {
         #expect(FCMScriptedFailure(token: "unregistered-x") == .unregistered)
         #expect(FCMScriptedFailure(token: "invalid-x") == .invalidToken)
+        #expect(FCMScriptedFailure(token: "badmessage-x") == .invalidMessage)
         #expect(FCMScriptedFailure(token: "mismatch") == .senderIDMismatch)
         #expect(FCMScriptedFailure(token: "thirdparty:x") == .thirdPartyAuthError)
         #expect(FCMScriptedFailure(token: "quota3-x") == .quotaExceeded(times: 3))
@@ -267,6 +282,8 @@ struct FCMTransportTests {
         #expect(field(send(#"{"token":"t","data":{"google.x":"y"}}"#)) == "message.data", "a reserved key")
         #expect(field(send(#"{"token":"t","android":{"priority":"urgent"}}"#)) == "message.android.priority")
         #expect(field(send(#"{"token":"t","android":{"ttl":"30"}}"#)) == "message.android.ttl")
-        #expect(field(send(#"{"token":"invalid-t"}"#)) == "message.token")
+        #expect(field(send(#"{"token":"badmessage-t"}"#)) == "message.android.ttl")
+        let invalid = send(#"{"token":"invalid-t"}"#)
+        #expect(invalid.0 == 400 && field(invalid) == nil, "FCM names no field for a bad token")
     }
 }
