@@ -35,6 +35,9 @@ public enum GatewayApplication {
         configuration: GatewayConfiguration, migrator: Migrator, migrateOnStart: Bool = true, deliver: Bool = true,
         metrics: GatewayMetrics = GatewayMetrics(), logger: Logger
     ) throws -> some ApplicationProtocol {
+        if configuration.apns.disabled && (configuration.fcm.enabled || configuration.webPush.enabled) {
+            logger.warning("APNS_DISABLE=1: the pushes of every platform, FCM and Web Push included, are only logged, never sent")
+        }
         if configuration.publicURL == nil {
             logger.warning(
                 "PUBLIC_URL is not set: standard NIP-98 auth is refused (its u tag cannot be checked); the linkstr dialect works")

@@ -1,7 +1,8 @@
 import Synchronization
 
-/// At most `limit` bodies run at once; the others wait their turn in arrival order. Bounds what
-/// work for endpoints clients chose can hold at one time: sockets, blocked DNS lookups, tasks.
+/// At most `limit` bodies run at once; the others wait their turn in arrival order. Bounds what a
+/// transport's sends can hold at one time: sockets, blocked DNS lookups (endpoints clients
+/// chose, for Web Push), tasks and memory.
 final class ConcurrencyGate: Sendable {
     private struct State {
         var available: Int
