@@ -8,6 +8,9 @@
   PDB/HPA/Service selecting the Deployment, one image for the Deployment and the migrations Job.
 - docker/compose.yaml: the five services wired with health conditions, ports on 127.0.0.1 only,
   every ${VAR} given a default or listed in docker/.env.example.
+- docker/*.yaml beside it (override files, `-f compose.yaml -f fcm.yaml`): only compose.yaml's
+  services, ports on 127.0.0.1 only, the same ${VAR} rule; in every Compose file, each secret a
+  service mounts is defined from a file, and each /run/secrets/ path a setting names is mounted.
 - docker/Dockerfile: non-root user, HEALTHCHECK on /healthz, the three executables, the run-time
   packages read from docker/runtime-packages.txt.
 - deploy/systemd: the unit's required settings.
@@ -153,7 +156,37 @@ if services.get("migrate", {}).get("depends_on", {}).get("postgres", {}).get("co
     problem("compose.yaml", "migrations must wait for a healthy PostgreSQL")
 if "healthcheck" not in gateway:
     problem("compose.yaml", "the gateway needs a healthcheck")
-check_keys("compose.yaml gateway", gateway.get("environment", {}).keys())
+
+
+def environment(service: dict) -> dict:
+    """A service's `environment`, in either of Compose's forms (a mapping, or KEY=value lines)."""
+    value = service.get("environment") or {}
+    if isinstance(value, list):
+        return dict(item.split("=", 1) if "=" in item else (item, None) for item in value)
+    return value
+
+
+def check_secrets(where: str, document: dict, defined: dict) -> None:
+    """Secrets are files (the only kind Compose mounts without a swarm), and a setting that names
+    /run/secrets/X needs its service to mount X."""
+    for name, secret in (document.get("secrets") or {}).items():
+        if not isinstance(secret, dict) or "file" not in secret:
+            problem(where, f"secret {name} must be defined from a file")
+    for name, service in (document.get("services") or {}).items():
+        mounted = set()
+        for item in service.get("secrets", []):
+            source = item if isinstance(item, str) else item.get("source")
+            target = source if isinstance(item, str) else item.get("target", source)
+            if source not in defined:
+                problem(where, f"{name} mounts secret {source}, which is not defined")
+            mounted.add(target)
+        for key, value in environment(service).items():
+            if isinstance(value, str) and value.startswith("/run/secrets/"):
+                if value.removeprefix("/run/secrets/") not in mounted:
+                    problem(where, f"{name}: {key} names {value}, a secret it does not mount")
+
+
+check_keys("compose.yaml gateway", environment(gateway).keys())
 env_example = ROOT / "docker/.env.example"
 example_keys = set()
 if env_example.exists():
@@ -161,9 +194,29 @@ if env_example.exists():
     check_keys(".env.example", example_keys)
 else:
     problem("docker", "no .env.example")
-for variable, default in re.findall(r"\$\{([A-Z0-9_]+)(:-[^}]*)?\}", compose_path.read_text()):
-    if not default and variable not in example_keys:
-        problem("compose.yaml", f"${{{variable}}} has no default and is not in .env.example")
+
+
+def check_variables(path: pathlib.Path) -> None:
+    for variable, default in re.findall(r"\$\{([A-Z0-9_]+)(:-[^}]*)?\}", path.read_text()):
+        if not default and variable not in example_keys:
+            problem(path.name, f"${{{variable}}} has no default and is not in .env.example")
+
+
+check_variables(compose_path)
+overrides = {path: yaml.safe_load(path.read_text()) or {} for path in sorted((ROOT / "docker").glob("*.yaml")) if path != compose_path}
+check_secrets("compose.yaml", compose, compose.get("secrets") or {})
+for path, document in overrides.items():
+    check_variables(path)
+    # An override is used with compose.yaml alone: its secrets are compose.yaml's and its own.
+    check_secrets(path.name, document, {**(compose.get("secrets") or {}), **(document.get("secrets") or {})})
+    for name, service in (document.get("services") or {}).items():
+        if name not in services:
+            problem(path.name, f"overrides {name}, which compose.yaml does not define")
+        for port in service.get("ports", []):
+            if not str(port).startswith("127.0.0.1:"):
+                problem(path.name, f"{name} publishes {port} beyond loopback")
+        if name in ("gateway", "migrate"):  # the services that run linkstr-push
+            check_keys(f"{path.name} {name}", environment(service).keys())
 
 # ---- Dockerfile ----
 dockerfile = (ROOT / "docker/Dockerfile").read_text()

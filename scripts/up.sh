@@ -107,6 +107,7 @@ DEMO_HEX="$(awk '/^hex:/ {print $2}' <<<"$DEMO_KEYS")"
 OTHER_NSEC="$("$BIN/linkstr" keys generate | awk '/^nsec:/ {print $2}')"
 TOKEN="$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
 TOKEN2="$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
+VOIP_TOKEN="$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
 # The sandbox's FCM face takes any registration token but those its scripts start with.
 FCM_TOKEN="sandbox-android-token-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 cat <<EOT
@@ -122,7 +123,7 @@ cat <<EOT
       -H "Authorization: \$(sign --method POST --path /v1/devices/register --body "\$BODY")" -d "\$BODY"
     # ... then, in one line, publish a gift wrap to yourself and see its push arrive at the sandbox:
     $BIN/linkstr wrap send --nsec $OTHER_NSEC --to $DEMO_HEX --relay $RELAYS && sleep 1 && curl -s --cacert $APNS_CA_FILE "https://localhost:$SANDBOX_PORT/deliveries?after=0" | grep -o '"type":"gift_wrap"[^}]*'
-    # 2. a device registered like today's app (no relay_watch) gets typed pushes that a sender asks for:
+    # 2. a device registered as the linkstr app does (no relay_watch) gets typed pushes that a sender asks for:
     BODY='{"device_token":"$TOKEN2","apns_environment":"sandbox"}'
     curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/devices/register -H 'content-type: application/json' \
       -H "Authorization: \$(sign --method POST --path /v1/devices/register --body "\$BODY")" -d "\$BODY"
@@ -149,6 +150,27 @@ cat <<EOT
     curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/push -H 'content-type: application/json' \
       -H "Authorization: \$(sign --nsec $OTHER_NSEC --method POST --path /v1/push --body "\$PUSH")" -d "\$PUSH"
     curl -s --cacert $APNS_CA_FILE https://localhost:$SANDBOX_PORT/fcm/deliveries       # the messages as FCM got them
+    # 5. an open Android phone (UnifiedPush): its distributor's endpoint, here one the sandbox's Web Push
+    #    face makes without keys (?plain=1), so the push arrives as plain JSON; registered with the
+    #    subscription's "keys" too, it would be encrypted as for a browser:
+    UP_ENDPOINT="\$(curl -s --cacert $APNS_CA_FILE -X POST 'https://localhost:$SANDBOX_PORT/webpush/subscriptions?plain=1' | python3 -c 'import json, sys; print(json.load(sys.stdin)["endpoint"])')"
+    BODY="{\"platform\":\"unifiedpush\",\"endpoint\":\"\$UP_ENDPOINT\"}"
+    curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/devices/register -H 'content-type: application/json' \
+      -H "Authorization: \$(sign --method POST --path /v1/devices/register --body "\$BODY")" -d "\$BODY"
+    PUSH='{"notification_type":"new_post","event_id":"e4","conversation_id":"C1","recipient_pubkeys":["$DEMO_HEX"]}'
+    curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/push -H 'content-type: application/json' \
+      -H "Authorization: \$(sign --nsec $OTHER_NSEC --method POST --path /v1/push --body "\$PUSH")" -d "\$PUSH"
+    curl -s --cacert $APNS_CA_FILE https://localhost:$SANDBOX_PORT/webpush/deliveries   # the last one, as it was POSTed
+    # 6. an iPhone's PushKit (VoIP) token: an incoming_call rings it with a VoIP push to the app's
+    #    .voip topic (the user's alert token gets nothing), and goes at high priority to the
+    #    Android phones and the browser:
+    BODY='{"device_token":"$VOIP_TOKEN","apns_environment":"sandbox","push_type":"voip"}'
+    curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/devices/register -H 'content-type: application/json' \
+      -H "Authorization: \$(sign --method POST --path /v1/devices/register --body "\$BODY")" -d "\$BODY"
+    PUSH='{"notification_type":"incoming_call","event_id":"call1","conversation_id":"C1","recipient_pubkeys":["$DEMO_HEX"]}'
+    curl -s -X POST http://127.0.0.1:$GATEWAY_PORT/v1/push -H 'content-type: application/json' \
+      -H "Authorization: \$(sign --nsec $OTHER_NSEC --method POST --path /v1/push --body "\$PUSH")" -d "\$PUSH"
+    curl -s --cacert $APNS_CA_FILE https://localhost:$SANDBOX_PORT/deliveries | grep -o '"apns_push_type":"voip","apns_topic":"[^"]*"'
     # what arrived, and the state of things:
     curl -s http://127.0.0.1:$GATEWAY_PORT/v1/devices -H "Authorization: \$(sign --method GET --path /v1/devices)"
     curl -s --cacert $APNS_CA_FILE https://localhost:$SANDBOX_PORT/deliveries    # also in $STATE_DIR/deliveries.jsonl

@@ -8,7 +8,7 @@
 /// | `badmessage` | 400 `INVALID_ARGUMENT`, a `BadRequest` on `message.android.ttl` (a sender's bug) |
 /// | `mismatch` | 403 `PERMISSION_DENIED`, errorCode `SENDER_ID_MISMATCH` |
 /// | `thirdparty` | 401 `UNAUTHENTICATED`, errorCode `THIRD_PARTY_AUTH_ERROR` |
-/// | `quotaN` | 429 `RESOURCE_EXHAUSTED`, errorCode `QUOTA_EXCEEDED`, `Retry-After: 1`, the first N times |
+/// | `quotaN` | 429 `RESOURCE_EXHAUSTED`, errorCode `QUOTA_EXCEEDED`, `Retry-After: 3`, the first N times |
 /// | `unavailableN` | 503 `UNAVAILABLE` the first N times |
 /// | `internalN` | 500 `INTERNAL`, errorCode `INTERNAL`, the first N times |
 package enum FCMScriptedFailure: Sendable, Equatable {

@@ -31,6 +31,8 @@ package final class FCMService: SandboxFace {
         /// The request's headers that a client chooses (`x-goog-api-format-version`,
         /// `x-firebase-client`, `content-type`), for comparing clients' requests.
         package var headers: [String: String]
+        /// When the request arrived (the sandbox's clock), for tests that time retries.
+        package var receivedAt: Date
 
         var json: JSONValue {
             var fields: [String: JSONValue] = [
@@ -62,6 +64,9 @@ package final class FCMService: SandboxFace {
     private let state = Mutex(State())
     /// At most this many tokens and deliveries are kept (a load run must not fill memory).
     static let limit = 100_000
+    /// What a scripted 429 asks for: longer than the gateway's first backoff (2 to 2.4 s), so a
+    /// retry that waited it out shows the header was read.
+    package static let quotaRetryAfterSeconds = 3
     static let recordedHeaders = ["x-goog-api-format-version", "x-firebase-client", "content-type"]
 
     package init(projectID: String, tokenLifetimeSeconds: Int) throws {
@@ -170,7 +175,8 @@ package final class FCMService: SandboxFace {
         // for anyone's request would let any client fill the sandbox's memory.
         var delivery = Delivery(
             sequence: 0, token: message?["token"]?.stringValue.map { String($0.prefix(1024)) }, status: 200, message: nil,
-            headers: Dictionary(Self.recordedHeaders.compactMap { name in header(name).map { (name, String($0.prefix(200))) } }) { $1 })
+            headers: Dictionary(Self.recordedHeaders.compactMap { name in header(name).map { (name, String($0.prefix(200))) } }) { $1 },
+            receivedAt: now)
         defer { record(delivery) }
         func refuse(
             _ status: Int, _ canonical: String, _ text: String, errorCode: String? = nil, field: String? = nil,
@@ -213,7 +219,7 @@ package final class FCMService: SandboxFace {
                 return refuse(
                     answer.status, answer.canonical, answer.message, errorCode: answer.errorCode,
                     field: script == .invalidMessage ? "message.android.ttl" : nil,
-                    extra: answer.status == 429 ? [("retry-after", "1")] : [])
+                    extra: answer.status == 429 ? [("retry-after", String(Self.quotaRetryAfterSeconds))] : [])
             }
         }
         return (200, ["name": .string("projects/\(projectID)/messages/\(UUID().uuidString.lowercased())")], [])

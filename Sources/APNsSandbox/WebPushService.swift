@@ -41,6 +41,8 @@ package final class WebPushService: SandboxFace {
         package var urgency: String?
         package var topic: String?
         package var vapidKey: String?
+        /// When the request arrived (the sandbox's clock), for tests that time retries.
+        package var receivedAt: Date
 
         var json: JSONValue {
             var fields: [String: JSONValue] = [
@@ -124,7 +126,8 @@ package final class WebPushService: SandboxFace {
     ) -> (status: Int, json: JSONValue?, headers: [(String, String)]) {
         func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
         var delivery = Delivery(
-            sequence: 0, subscription: id, status: 201, ttl: header("ttl"), urgency: header("urgency"), topic: header("topic"))
+            sequence: 0, subscription: id, status: 201, ttl: header("ttl"), urgency: header("urgency"), topic: header("topic"),
+            receivedAt: now)
         defer { record(delivery) }
         func refuse(_ status: Int, _ reason: String, _ extra: [(String, String)] = []) -> (Int, JSONValue?, [(String, String)]) {
             delivery.status = status

@@ -72,7 +72,7 @@ public final class RawHTTPClient: Sendable {
             switch payload.count {
             case ..<126: bytes.append(0x80 | UInt8(payload.count))
             case ..<65_536: bytes += [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
-            default: throw FixtureError("frames over 64 KiB are not written here")
+            default: bytes += [0x80 | 127] + (0..<8).reversed().map { UInt8(truncatingIfNeeded: UInt64(payload.count) >> ($0 * 8)) }
             }
             bytes += [0, 0, 0, 0] + payload
         }

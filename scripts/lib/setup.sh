@@ -13,8 +13,9 @@ say() { printf '==> %s\n' "$*"; }
 # started per test run), curl (the examples up.sh prints), librsvg2-bin (rsvg-convert: the tests
 # render push-load's SVG chart), prometheus (promtool: the tests check the alerting rules and the
 # dashboard's queries in deploy/ with it), chromium and chromium-driver (the tests open the
-# operator console in a headless browser).
-APT_PACKAGES=(libsecp256k1-dev libsqlite3-dev pkg-config postgresql curl librsvg2-bin prometheus chromium chromium-driver)
+# operator console in a headless browser), libnss-wrapper (a gateway under test resolves test
+# host names from a hosts file of the test's own, as a real resolver would answer them).
+APT_PACKAGES=(libsecp256k1-dev libsqlite3-dev pkg-config postgresql curl librsvg2-bin prometheus chromium chromium-driver libnss-wrapper)
 # python3-venv only when the python3 on PATH cannot make a virtualenv by itself.
 python3 -c 'import venv, ensurepip' 2>/dev/null || APT_PACKAGES+=(python3-venv)
 

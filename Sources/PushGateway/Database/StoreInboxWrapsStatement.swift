@@ -2,8 +2,8 @@ import PostgresNIO
 
 /// A batch of gift wraps for the inbox relay, as one prepared statement (one round trip, one
 /// commit, planned once per connection): each wrap is stored for its recipient if the recipient
-/// has a registered device and fewer than `maxPerRecipient` wraps stored before the statement,
-/// once per id, and every stored one is announced on `channel` (NOTIFY, sent at the commit). A row
+/// has a registered device, and fewer than `maxPerRecipient` wraps and `maxBytesPerRecipient`
+/// bytes of them stored before the statement, once per id, and every stored one is announced on `channel` (NOTIFY, sent at the commit). A row
 /// per input wrap comes back, in input order: (registered, room, inserted now, stored before).
 struct StoreInboxWrapsStatement: PostgresPreparedStatement {
     static let sql = """
@@ -12,7 +12,8 @@ struct StoreInboxWrapsStatement: PostgresPreparedStatement {
         ), recipient AS (
             SELECT r.recipient,
                    EXISTS (SELECT 1 FROM devices d WHERE d.pubkey = r.recipient) AS registered,
-                   (SELECT count(*) FROM (SELECT 1 FROM inbox_wraps w WHERE w.recipient = r.recipient LIMIT $5) AS kept) < $5 AS room
+                   (SELECT count(*) FROM (SELECT 1 FROM inbox_wraps w WHERE w.recipient = r.recipient LIMIT $5) AS kept) < $5
+                   AND (SELECT coalesce(sum(octet_length(w.event)), 0) FROM inbox_wraps w WHERE w.recipient = r.recipient) < $7 AS room
             FROM (SELECT DISTINCT recipient FROM input) AS r
         ), inserted AS (
             INSERT INTO inbox_wraps (id, recipient, created_at, event)
@@ -33,15 +34,17 @@ struct StoreInboxWrapsStatement: PostgresPreparedStatement {
     var events: [String]
     var maxPerRecipient: Int
     var channel: String
+    var maxBytesPerRecipient: Int
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 6)
+        var bindings = PostgresBindings(capacity: 7)
         bindings.append(ids)
         bindings.append(recipients)
         bindings.append(createdAt)
         bindings.append(events)
         bindings.append(maxPerRecipient)
         bindings.append(channel)
+        bindings.append(maxBytesPerRecipient)
         return bindings
     }
 

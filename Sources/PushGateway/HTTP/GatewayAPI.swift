@@ -28,8 +28,9 @@ public struct GatewayAPI: Sendable {
     let vapidKeys: VAPIDKeyStore?
     /// Which relay URLs a registration may name (`WATCH_ALLOW_PRIVATE_RELAYS`).
     let relayPolicy: RelayAddressPolicy
-    /// Which push endpoints a registration may name (`WEBPUSH_ALLOW_PRIVATE_ENDPOINTS`).
-    let endpointPolicy: RelayAddressPolicy
+    /// Which push endpoints a registration may name (`WEBPUSH_ALLOW_PRIVATE_ENDPOINTS`), by
+    /// their URL and by the addresses their names resolve to.
+    let endpointHosts: EndpointHostCheck
     /// `RELAYS`, the shard count and the per-user relay limit, for `GET /v1/devices`' `watch`.
     let watchSettings: WatchSettings
     let adminToken: String?
@@ -83,7 +84,7 @@ public struct GatewayAPI: Sendable {
         self.verifier = HTTPAuthVerifier(maxSkewSeconds: configuration.authMaxSkewSeconds, publicBaseURL: configuration.publicURL)
         self.defaultTopic = configuration.apns.defaultTopic
         self.relayPolicy = RelayAddressPolicy(allowsPrivate: configuration.watch.allowPrivateRelays)
-        self.endpointPolicy = RelayAddressPolicy(allowsPrivate: configuration.webPush.allowPrivateEndpoints)
+        self.endpointHosts = EndpointHostCheck(allowsPrivate: configuration.webPush.allowPrivateEndpoints)
         self.watchSettings = configuration.watchSettings
         self.topics = configuration.apns.topics
         self.keylessTopics = configuration.apns.disabled ? [] : configuration.apns.keylessTopics
@@ -194,12 +195,16 @@ public struct GatewayAPI: Sendable {
             }
             // An endpoint is a URL the gateway will POST to: judged like a relay URL, so that a
             // registration cannot aim the gateway at its own network.
-            if let endpoint = registration.destination.endpoint, let refusal = endpointPolicy.refusal(for: endpoint.host) {
+            if let endpoint = registration.destination.endpoint, let refusal = endpointHosts.policy.refusal(for: endpoint.host) {
                 throw APIError.badRequest("endpoint \(refusal)")
             }
             let platform = registration.destination.platform
             guard platforms.contains(platform) else {
                 throw APIError.badRequest("platform \(platform.rawValue) is not enabled on this gateway")
+            }
+            // Then by where its name leads now (the sender asks again before every send).
+            if let endpoint = registration.destination.endpoint {
+                try await Self.checkResolved(endpoint, by: endpointHosts)
             }
             // An app listed without an APNs key is on other platforms only: an iOS token for it
             // could never be pushed.
@@ -217,6 +222,17 @@ public struct GatewayAPI: Sendable {
             }
             store.logger.info("device registered", metadata: metadata)
             return JSONBody.response(.accepted, ["status": "registered"])
+        }
+    }
+
+    /// Refuses an endpoint whose host resolves to a non-public address (400) or to none (400); a
+    /// lookup that fails says nothing about the client's input, so it is a 503 to try again.
+    static func checkResolved(_ endpoint: PushEndpoint, by hosts: EndpointHostCheck) async throws {
+        switch await hosts.refusal(for: endpoint.host) {
+        case .notPublic(let refusal)?: throw APIError.badRequest("endpoint \(refusal)")
+        case .noAddress?: throw APIError.badRequest("endpoint host resolves to no address")
+        case .lookupFailed?: throw APIError(.serviceUnavailable, "the endpoint's host could not be looked up; try again")
+        case nil: return
         }
     }
 

@@ -42,8 +42,9 @@ public enum OpenAPIDocument {
                 and apns_environment, optionally push_type. fcm: device_token, an FCM registration
                 token. webpush: subscription, the browser's PushSubscription.toJSON(). unifiedpush:
                 endpoint, optionally keys. Endpoints must be https and, unless
-                WEBPUSH_ALLOW_PRIVATE_ENDPOINTS is set, name no loopback, private or link-local
-                address. A platform not turned on is refused (400): fcm needs
+                WEBPUSH_ALLOW_PRIVATE_ENDPOINTS is set, name and resolve to no loopback, private or
+                link-local address (a host that resolves to no address is refused too; one the
+                gateway could not look up is a 503, to try again). A platform not turned on is refused (400): fcm needs
                 FCM_SERVICE_ACCOUNT_FILE, webpush and unifiedpush need VAPID_SUBJECT.
               properties:
                 platform: {type: string, enum: [apns, fcm, webpush, unifiedpush], default: apns}
@@ -183,6 +184,9 @@ public enum OpenAPIDocument {
             StorageError:
               description: The database failed
               content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}
+            LookupFailed:
+              description: The endpoint's host could not be looked up now; the same request may be sent again
+              content: {application/json: {schema: {$ref: "#/components/schemas/Error"}}}
         paths:
           /healthz:
             get:
@@ -216,6 +220,7 @@ public enum OpenAPIDocument {
                 "401": {$ref: "#/components/responses/Unauthorized"}
                 "429": {$ref: "#/components/responses/RateLimited"}
                 "500": {$ref: "#/components/responses/StorageError"}
+                "503": {$ref: "#/components/responses/LookupFailed"}
           /v1/devices/unregister:
             post:
               summary: Remove one of the caller's devices

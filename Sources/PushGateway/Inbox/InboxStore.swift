@@ -8,10 +8,14 @@ package struct InboxStore: Sendable {
     package let database: Database
     package let logger: Logger
 
-    package init(database: Database, logger: Logger, maxWrapsPerRecipient: Int = defaultMaxWrapsPerRecipient) {
+    package init(
+        database: Database, logger: Logger, maxWrapsPerRecipient: Int = defaultMaxWrapsPerRecipient,
+        maxBytesPerRecipient: Int = defaultMaxBytesPerRecipient
+    ) {
         self.database = database
         self.logger = logger
         self.maxWrapsPerRecipient = maxWrapsPerRecipient
+        self.maxBytesPerRecipient = maxBytesPerRecipient
     }
 
     /// The NOTIFY channel that carries `"<recipient> <id>"` for every wrap stored, to every
@@ -22,13 +26,18 @@ package struct InboxStore: Sendable {
         case stored
         case duplicate
         case unregistered
-        /// The recipient has `maxWrapsPerRecipient` stored already.
+        /// The recipient has `maxWrapsPerRecipient` wraps or `maxBytesPerRecipient` bytes stored already.
         case full
     }
 
     /// Wraps kept per recipient at most: a stranger filling someone's inbox stops there.
     package static let defaultMaxWrapsPerRecipient = 2_000
     package let maxWrapsPerRecipient: Int
+    /// Bytes of wraps (their JSON) kept per recipient at most: without it, 2,000 wraps of the
+    /// largest size accepted (64 KiB) would let a stranger park 128 MiB on one free key. A gift
+    /// wrap of a linkstr post is 1 to 3 KB, so the count binds first for real traffic.
+    package static let defaultMaxBytesPerRecipient = 8 * 1024 * 1024
+    package let maxBytesPerRecipient: Int
 
     /// Stores `event` for `recipient` if the recipient has a registered device, once per id, and
     /// tells every instance (NOTIFY, sent when the transaction commits).
@@ -41,13 +50,15 @@ package struct InboxStore: Sendable {
     /// instance's commits share). The outcomes are in the order of `wraps`.
     ///
     /// Whether a recipient has room is judged on what was stored before the batch, so a batch may
-    /// take a recipient at most its own size past `maxWrapsPerRecipient`. Two copies of one wrap
+    /// take a recipient at most its own size past `maxWrapsPerRecipient` (and its own bytes past
+    /// `maxBytesPerRecipient`). Two copies of one wrap
     /// in a batch are both `stored` (the push is claimed once, by wrap id).
     package func store(_ wraps: [(event: NostrEvent, recipient: String)]) async throws -> [StoreOutcome] {
         guard !wraps.isEmpty else { return [] }
         let statement = StoreInboxWrapsStatement(
             ids: wraps.map(\.event.id.hex), recipients: wraps.map(\.recipient), createdAt: wraps.map(\.event.createdAt),
-            events: wraps.map(\.event.json), maxPerRecipient: maxWrapsPerRecipient, channel: Self.channel)
+            events: wraps.map(\.event.json), maxPerRecipient: maxWrapsPerRecipient, channel: Self.channel,
+            maxBytesPerRecipient: maxBytesPerRecipient)
         let outcomes: [StoreOutcome] = try await database.execute(statement, logger: logger).map { row in
             !row.registered ? .unregistered : row.inserted ? .stored : row.known || row.room ? .duplicate : .full
         }

@@ -6,7 +6,6 @@ import NIOCore
 import NIOHTTP1
 import NIOSSL
 import NostrProtocol
-import NostrRelay
 import Synchronization
 import WebPush
 
@@ -23,21 +22,20 @@ import WebPush
 /// - Endpoints are chosen by clients, so every send is bounded: at most `maxConcurrentSends` at
 ///   once, each cut at `sendLimit` (10 s) whatever the service does (a slow body, a stalled DNS answer),
 ///   well inside the job's lease so that a round never outlives it and nothing is sent twice.
-/// - Before a host is contacted, its name is resolved and the push refused when any address is
-///   not public (unless `WEBPUSH_ALLOW_PRIVATE_ENDPOINTS`); a lookup that fails refuses too, for
-///   now, rather than let AsyncHTTPClient's own lookup decide. Verdicts are kept a minute.
-///   AsyncHTTPClient resolves the name again to connect, so a name whose answers change between
-///   the two (DNS rebinding) is not caught. Redirects are never followed.
+/// - Before a host is contacted, `EndpointHostCheck` resolves its name and the push is refused
+///   when any address is not public (unless `WEBPUSH_ALLOW_PRIVATE_ENDPOINTS`); a lookup that
+///   fails is retried later rather than left to AsyncHTTPClient's own lookup. AsyncHTTPClient
+///   resolves the name again to connect, so a name whose answers change between the two (DNS
+///   rebinding) is not caught. Redirects are never followed.
 public final class WebPushSender: PushSender {
     let client: HTTPClient
     let keys: VAPIDKeyStore
     let subject: String
-    let policy: RelayAddressPolicy
+    let hosts: EndpointHostCheck
     let logger: Logger
     let now: @Sendable () -> Date
     private let gate = ConcurrencyGate(limit: WebPushSender.maxConcurrentSends)
     private let tokens = Mutex<[String: (header: String, expiresAt: Date)]>([:])
-    private let hostVerdicts = Mutex<[String: (refusal: Refusal?, checkedAt: Date)]>([:])
     static let maxConcurrentSends = 128
     /// The whole of one send: look-up, connection, request and answer.
     public static let defaultSendLimit: Duration = .seconds(10)
@@ -45,16 +43,8 @@ public final class WebPushSender: PushSender {
     /// A JWT is signed for 12 hours (RFC 8292 allows 24) and replaced an hour before it ends.
     static let tokenLifetime: TimeInterval = 12 * 3600
     static let tokenRenewal: TimeInterval = 3600
-    /// Origins and host names remembered at most: past it the caches start over.
+    /// Origins remembered at most: past it the token cache starts over.
     static let cacheLimit = 10_000
-
-    /// Why a host is not contacted now.
-    enum Refusal: Equatable {
-        /// It resolves to (or names) an address the policy refuses.
-        case notPublic(String)
-        /// Its name did not resolve.
-        case unresolvable
-    }
 
     public init(
         settings: WebPushSettings, keys: VAPIDKeyStore, logger: Logger, now: @escaping @Sendable () -> Date = Date.init,
@@ -71,7 +61,7 @@ public final class WebPushSender: PushSender {
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration, backgroundActivityLogger: logger)
         self.keys = keys
         self.subject = settings.subject ?? ""
-        self.policy = RelayAddressPolicy(allowsPrivate: settings.allowPrivateEndpoints)
+        self.hosts = EndpointHostCheck(allowsPrivate: settings.allowPrivateEndpoints, now: now)
         self.logger = logger
         self.now = now
     }
@@ -94,14 +84,15 @@ public final class WebPushSender: PushSender {
     }
 
     private func attempt(_ job: ClaimedJob, to endpoint: PushEndpoint) async -> PushSendResult {
-        switch await refusal(for: endpoint) {
-        case .notPublic(let reason)?:
+        switch await hosts.refusal(for: endpoint.host) {
+        case .notPublic(let refusal)?:
             // Dropped, the device kept: a name can resolve privately for a while (split-horizon
             // DNS), and a device that never takes a push costs nothing but this check.
+            let reason = "endpoint \(refusal)"
             logger.warning(
                 "push endpoint refused", metadata: ["push.device": "\(DeviceToken.redacted(job.deviceToken))", "push.reason": "\(reason)"])
             return PushSendResult(status: 0, reason: reason, outcome: .drop(reason: "EndpointNotPublic"))
-        case .unresolvable?:
+        case .noAddress?, .lookupFailed?:
             return PushSendResult(status: 0, reason: "EndpointUnresolvable", outcome: .retry(reason: "EndpointUnresolvable"))
         case nil:
             break
@@ -177,26 +168,6 @@ public final class WebPushSender: PushSender {
             tokens[origin] = (header, expiresAt)
         }
         return header
-    }
-
-    /// Why `endpoint`'s host may not be contacted now, or nil.
-    func refusal(for endpoint: PushEndpoint) async -> Refusal? {
-        if let refusal = policy.refusal(for: endpoint.host) { return .notPublic("endpoint \(refusal)") }
-        guard case .name(let name) = endpoint.host, !policy.allowsPrivate else { return nil }
-        let date = now()
-        if let known = hostVerdicts.withLock({ $0[name] }), date.timeIntervalSince(known.checkedAt) < 60 { return known.refusal }
-        let verdict: Refusal?
-        switch try? await HostResolver.addresses(of: name, timeout: .seconds(5)) {
-        case let addresses? where !addresses.isEmpty:
-            verdict = policy.refusal(resolved: addresses).map { .notPublic("endpoint \($0)") }
-        default:
-            verdict = .unresolvable
-        }
-        hostVerdicts.withLock { verdicts in
-            if verdicts.count >= Self.cacheLimit { verdicts.removeAll(keepingCapacity: true) }
-            verdicts[name] = (verdict, date)
-        }
-        return verdict
     }
 
     /// The first line of a service's answer, escaped and cut short: what it said, for the log.

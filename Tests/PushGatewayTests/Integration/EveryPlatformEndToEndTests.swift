@@ -80,11 +80,18 @@ import Testing
                 #expect(FCMDeliveryTests.deliveries(sandbox, to: pixel).last?.message?["data"]?["type"] == "gift_wrap")
                 try await Task.sleep(for: .milliseconds(500))
                 #expect(pushes() == (2, 2, 2, 2), "once each")
+
+                // Deleting the account takes every device, whatever its platform.
+                let deleted = try await gateway.send(bob, .delete, "/v1/account")
+                #expect(deleted.status == .ok && deleted.json?["devices_removed"] == 4, "\(deleted.json ?? .null)")
+                #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 0)
+                let after = ArchiveAndPushTests.pushBody(event: "ev-3", conversation: "C2", to: [bob])
+                #expect(try await gateway.send(alice, .post, "/v1/push", json: after).json?["candidate_devices"] == 0)
             }
         }
     }
 
-    /// The per-device budget and the dedupe, for one user whose devices are on three platforms:
+    /// The per-device budget and the dedupe, for one user whose devices are on four platforms:
     /// each device spends its own budget whatever its platform, and an event already pushed is
     /// pushed to none of them again.
     @Test func theBudgetAndDedupeHoldForEachDeviceOnEveryPlatform() async throws {
@@ -98,11 +105,17 @@ import Testing
                 let phone = GatewayHarness.token(0x72)
                 let pixel = FCMDeliveryTests.token("budget")
                 let browser = try WebPushDeliveryTests.subscribe(sandbox)
+                let distributor = try WebPushDeliveryTests.subscribe(sandbox, ["plain": "1"])
                 @Sendable func push(_ event: String) async throws -> JSONValue? {
                     let body = ArchiveAndPushTests.pushBody(event: event, conversation: "C-\(event)", to: [bob])
                     return try await gateway.send(Keys.generate(), .post, "/v1/push", json: body).json?["candidate_devices"]
                 }
-                @Sendable func events() -> (phone: [String], pixel: [String], browser: [String]) {
+                @Sendable func webEvents(_ subscription: JSONValue) -> [String] {
+                    WebPushDeliveryTests.deliveries(sandbox, to: subscription).filter { $0.status == 201 }.compactMap {
+                        try? JSONValue(parsing: Array(($0.plaintext ?? "").utf8))["event_id"]?.stringValue
+                    }
+                }
+                @Sendable func events() -> (phone: [String], pixel: [String], browser: [String], distributor: [String]) {
                     (
                         sandbox.delivered().filter { $0.deviceToken == phone }.compactMap {
                             try? JSONValue(parsing: Array($0.payload.utf8))["event_id"]?.stringValue
@@ -110,9 +123,7 @@ import Testing
                         FCMDeliveryTests.deliveries(sandbox, to: pixel).filter { $0.status == 200 }.compactMap {
                             $0.message?["data"]?["event_id"]?.stringValue
                         },
-                        WebPushDeliveryTests.deliveries(sandbox, to: browser).filter { $0.status == 201 }.compactMap {
-                            try? JSONValue(parsing: Array(($0.plaintext ?? "").utf8))["event_id"]?.stringValue
-                        }
+                        webEvents(browser), webEvents(distributor)
                     )
                 }
 
@@ -128,19 +139,22 @@ import Testing
                 #expect(
                     try await gateway.send(bob, .post, "/v1/devices/register", json: WebPushDeliveryTests.registerBody(browser)).status
                         == .accepted)
+                let openAndroid = JSONValue.object(["platform": "unifiedpush", "endpoint": distributor["endpoint"] ?? .null]).serialized
+                #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: openAndroid).status == .accepted)
 
-                #expect(try await push("ev-1") == 3)
+                #expect(try await push("ev-1") == 4)
                 #expect(try await push("ev-1") == 0, "deduped on every platform")
-                #expect(try await push("ev-2") == 2, "the Android phone's budget is spent; the others' are not")
+                #expect(try await push("ev-2") == 3, "the Android phone's budget is spent; the others' are not")
                 #expect(try await push("ev-3") == 0, "every budget spent")
                 #expect(
                     try await GatewayHarness.eventually {
                         let seen = events()
-                        return seen.phone.count == 2 && seen.pixel.count == 2 && seen.browser.count == 2
+                        return seen.phone.count == 2 && seen.pixel.count == 2 && seen.browser.count == 2 && seen.distributor.count == 2
                     }, "\(events())")
                 try await Task.sleep(for: .milliseconds(300))
                 let seen = events()
                 #expect(seen.phone.sorted() == ["ev-1", "ev-2"] && seen.browser.sorted() == ["ev-1", "ev-2"], "\(seen)")
+                #expect(seen.distributor.sorted() == ["ev-1", "ev-2"], "\(seen)")
                 #expect(seen.pixel.sorted() == ["ev-0", "ev-1"], "\(seen)")
             }
         }

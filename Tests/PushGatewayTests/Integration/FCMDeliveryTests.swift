@@ -83,6 +83,33 @@ import Testing
         }
     }
 
+    /// Through the gateway to the sandbox, a call is a high-priority data message that lives 30 s
+    /// and a background push a normal-priority one; neither carries text for Android to show.
+    @Test func aCallAndABackgroundPushReachTheAndroidPhoneAsDataMessages() async throws {
+        try await Self.withGateway { (gateway: GatewayHarness, sandbox: SandboxFixture) async throws in
+            let caller = Keys.generate(), bob = Keys.generate()
+            let android = Self.token("", 8)
+            #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: Self.registerBody(android)).status == .accepted)
+            let call = ArchiveAndPushTests.pushBody("incoming_call", event: "call-fcm", conversation: "room-fcm", to: [bob])
+            #expect(try await gateway.send(caller, .post, "/v1/push", json: call).json?["candidate_devices"] == 1)
+            let sync = ArchiveAndPushTests.pushBody("new_message", event: "sync-fcm", to: [bob], extra: #","push_type":"background""#)
+            #expect(try await gateway.send(caller, .post, "/v1/push", json: sync).json?["candidate_devices"] == 1)
+            #expect(try await GatewayHarness.eventually { Self.deliveries(sandbox, to: android).count == 2 })
+
+            let messages = Self.deliveries(sandbox, to: android).compactMap(\.message)
+            let rung = try #require(messages.first { $0["data"]?["type"] == "incoming_call" })
+            #expect(rung["notification"] == nil, "the app rings itself")
+            #expect(rung["android"]?["priority"] == "high" && rung["android"]?["ttl"] == "30s")
+            #expect(rung["android"]?["collapse_key"] == nil, "every call rings")
+            #expect(rung["data"]?["event_id"] == "call-fcm" && rung["data"]?["conversation_id"] == "room-fcm")
+            let woken = try #require(messages.first { $0["data"]?["event_id"] == "sync-fcm" })
+            #expect(woken["notification"] == nil)
+            #expect(woken["android"]?["priority"] == "normal")
+            #expect(woken["data"]?["background"] == "1" && woken["data"]?["type"] == "new_message")
+            #expect(Self.deliveries(sandbox, to: android).allSatisfy { $0.status == 200 })
+        }
+    }
+
     /// UNREGISTERED and INVALID_ARGUMENT on the token remove the device; SENDER_ID_MISMATCH and
     /// THIRD_PARTY_AUTH_ERROR keep it and show in `/admin/status`; INVALID_ARGUMENT on a field of
     /// the message drops the job and keeps the device; QUOTA_EXCEEDED and UNAVAILABLE are retried
@@ -126,6 +153,11 @@ import Testing
                 let ids = Set(attempts.compactMap { $0.message?["data"]?["push_id"]?.stringValue })
                 #expect(ids.count == 1, "\(name): one message identity across retries")
             }
+            // The 429 asked for 3 s, more than the first backoff: the retry waited that long.
+            let quota = Self.deliveries(sandbox, to: tokens["quota"]!)
+            try #require(quota.count >= 2)
+            let waited = quota[1].receivedAt.timeIntervalSince(quota[0].receivedAt)
+            #expect(waited >= Double(FCMService.quotaRetryAfterSeconds), "Retry-After honoured: retried after \(waited) s")
 
             let status = try await Self.adminStatus(gateway)
             let errors = try #require(status["configuration_errors"]?["fcm"])

@@ -61,33 +61,43 @@ struct FCMInteropTests {
     /// the same JSON but for the token, and the same format-version and content-type headers.
     @Test func theGatewaySendsWhatFirebaseAdminSends() async throws {
         try await FCMDeliveryTests.withGateway { (gateway: GatewayHarness, sandbox: SandboxFixture) async throws in
-            let bob = Keys.generate()
-            let ours = FCMDeliveryTests.token("ours")
-            #expect(
-                try await gateway.send(bob, .post, "/v1/devices/register", json: FCMDeliveryTests.registerBody(ours)).status == .accepted)
-            let push = ArchiveAndPushTests.pushBody(event: "ev-shape", conversation: "conv-shape", to: [bob])
-            #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: push).status == .accepted)
-            #expect(try await GatewayHarness.eventually { !FCMDeliveryTests.deliveries(sandbox, to: ours).isEmpty })
-            let gatewayDelivery = try #require(FCMDeliveryTests.deliveries(sandbox, to: ours).first)
-            let sent = try #require(gatewayDelivery.message)
-            let android = try #require(sent["android"])
-            let ttl = try #require(Int64(android["ttl"]?.stringValue?.dropLast() ?? ""))
-
-            let theirs = FCMDeliveryTests.token("theirs")
-            let same: JSONValue = [
-                "token": .string(theirs), "data": sent["data"] ?? .null, "notification": sent["notification"] ?? .null,
-                "android": [
-                    "priority": android["priority"] ?? .null, "ttl_seconds": .integer(ttl),
-                    "collapse_key": android["collapse_key"] ?? .null,
-                ],
+            // An alert, a call (a data message that lives 30 s) and a background push (normal
+            // priority, no notification): each as the gateway sends it, then as firebase-admin
+            // sends the same fields.
+            let kinds: [(name: String, push: (Keys) -> String)] = [
+                ("alert", { ArchiveAndPushTests.pushBody(event: "ev-shape", conversation: "conv-shape", to: [$0]) }),
+                ("call", { ArchiveAndPushTests.pushBody("incoming_call", event: "call-shape", conversation: "room", to: [$0]) }),
+                (
+                    "background",
+                    { ArchiveAndPushTests.pushBody("new_message", event: "sync-shape", to: [$0], extra: #","push_type":"background""#) }
+                ),
             ]
-            _ = try await FCMInteropTests.peer(sandbox, ["op": "send", "message": same])
-            let adminDelivery = try #require(FCMDeliveryTests.deliveries(sandbox, to: theirs).first)
-            var adminMessage = try #require(adminDelivery.message?.objectValue)
-            adminMessage["token"] = .string(ours)
-            #expect(JSONValue.object(adminMessage) == sent, "firebase-admin: \(adminMessage)\ngateway: \(sent)")
-            for header in ["x-goog-api-format-version", "content-type"] {
-                #expect(gatewayDelivery.headers[header] == adminDelivery.headers[header], "\(header)")
+            for (index, kind) in kinds.enumerated() {
+                let bob = Keys.generate()
+                let ours = FCMDeliveryTests.token("ours", index)
+                #expect(
+                    try await gateway.send(bob, .post, "/v1/devices/register", json: FCMDeliveryTests.registerBody(ours)).status
+                        == .accepted)
+                #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: kind.push(bob)).status == .accepted)
+                #expect(try await GatewayHarness.eventually { !FCMDeliveryTests.deliveries(sandbox, to: ours).isEmpty }, "\(kind.name)")
+                let gatewayDelivery = try #require(FCMDeliveryTests.deliveries(sandbox, to: ours).first)
+                let sent = try #require(gatewayDelivery.message)
+                let android = try #require(sent["android"])
+                let ttl = try #require(Int64(android["ttl"]?.stringValue?.dropLast() ?? ""))
+
+                let theirs = FCMDeliveryTests.token("theirs", index)
+                var config: [String: JSONValue] = ["priority": android["priority"] ?? .null, "ttl_seconds": .integer(ttl)]
+                if let collapse = android["collapse_key"] { config["collapse_key"] = collapse }
+                var same: [String: JSONValue] = ["token": .string(theirs), "data": sent["data"] ?? .null, "android": .object(config)]
+                if let notification = sent["notification"] { same["notification"] = notification }
+                _ = try await FCMInteropTests.peer(sandbox, ["op": "send", "message": .object(same)])
+                let adminDelivery = try #require(FCMDeliveryTests.deliveries(sandbox, to: theirs).first)
+                var adminMessage = try #require(adminDelivery.message?.objectValue)
+                adminMessage["token"] = .string(ours)
+                #expect(JSONValue.object(adminMessage) == sent, "\(kind.name): firebase-admin: \(adminMessage)\ngateway: \(sent)")
+                for header in ["x-goog-api-format-version", "content-type"] {
+                    #expect(gatewayDelivery.headers[header] == adminDelivery.headers[header], "\(kind.name): \(header)")
+                }
             }
         }
     }

@@ -280,6 +280,32 @@ import Testing
         }
     }
 
+    /// A recipient's inbox holds at most so many bytes, whatever the count: a few large wraps fill
+    /// it, and another recipient's inbox is untouched by it.
+    @Test func anInboxFullInBytesRefusesMoreWraps() async throws {
+        try await Self.withInbox { gateway, _ in
+            let bob = Keys.generate(), carol = Keys.generate()
+            try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xD8))
+            try await RelayWatchTests.registerWatching(gateway, carol, HTTP2DeliveryTests.token(0xD9))
+            let large = String(repeating: "x", count: 20_000)
+            let first = try RelayWatchTests.wrap(to: bob, from: Keys.generate(), large)
+            let store = InboxStore(
+                database: Database(gateway.database), logger: TestDatabase.logger, maxWrapsPerRecipient: 100,
+                maxBytesPerRecipient: first.json.utf8.count * 3 / 2)
+            #expect(try await store.store(first, recipient: bob.publicKey.hex) == .stored)
+            #expect(
+                try await store.store(try RelayWatchTests.wrap(to: bob, from: Keys.generate(), large), recipient: bob.publicKey.hex)
+                    == .stored)
+            let refused = try RelayWatchTests.wrap(to: bob, from: Keys.generate(), "small")
+            #expect(try await store.store(refused, recipient: bob.publicKey.hex) == .full, "two large wraps are past the bytes allowed")
+            #expect(try await store.store(first, recipient: bob.publicKey.hex) == .duplicate)
+            #expect(try await store.store(try RelayWatchTests.wrap(to: carol), recipient: carol.publicKey.hex) == .stored)
+            let bobs = "SELECT count(*)::int FROM inbox_wraps WHERE recipient = '\(bob.publicKey.hex)'"
+            #expect(try await gateway.count(bobs) == 2)
+            #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps WHERE id = '\(refused.id.hex)'") == 0)
+        }
+    }
+
     /// Behind a trusted proxy every client comes from the proxy's address: the limit counts the
     /// address the proxy forwards instead.
     @Test func connectionsPerAddressCountTheForwardedAddressBehindATrustedProxy() async throws {
@@ -326,6 +352,56 @@ import Testing
             for _ in 0..<100 { try client.sendTextFrames(Array(repeating: #"["REQ","s",{"kinds":[1059]}]"#, count: 1_000)) }
             #expect(try await GatewayHarness.eventually(within: 20) { try await Self.openConnections(gateway) == 0 })
             #expect(try await GatewayHarness.eventually { client.drain().closed })
+        }
+    }
+
+    /// A message larger than the largest event allowed ends the connection and stores nothing.
+    @Test func aMessageOverTheSizeLimitEndsTheConnection() async throws {
+        try await Self.withInbox { gateway, url in
+            let port = try Self.port(of: url)
+            let client = try RawHTTPClient(port: port)
+            #expect(try client.upgradeToWebSocket(port: port, path: "/relay") == 101)
+            #expect(try await GatewayHarness.eventually { try await Self.openConnections(gateway) == 1 })
+            let oversized = #"["EVENT",{"content":""# + String(repeating: "x", count: InboxRelaySettings.maxMessageBytes) + #""}]"#
+            try client.sendTextFrames([oversized])
+            #expect(try await GatewayHarness.eventually { client.drain().closed }, "a message over the limit ends the connection")
+            #expect(try await GatewayHarness.eventually { try await Self.openConnections(gateway) == 0 })
+            #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps") == 0)
+        }
+    }
+
+    /// EVENTs are limited per connection (INBOX_EVENTS_PER_SECOND, bursts of twice that) and per
+    /// address (twice as many, bursts of four times): more connections from one address do not
+    /// buy more room. What is refused is told `rate-limited:` and stores nothing.
+    @Test func eventsAreLimitedPerConnectionAndPerAddress() async throws {
+        try await Self.withInbox(eventsPerSecond: 5) { gateway, url in
+            let bob = Keys.generate()
+            try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xDC))
+            @Sendable func burst(_ count: Int) async throws -> [PublishResult] {
+                let wraps = try (0..<count).map { _ in try RelayWatchTests.wrap(to: bob) }
+                let sender = Self.connection(url)
+                return try await sender.running {
+                    try await withThrowingTaskGroup(of: PublishResult.self) { group in
+                        for wrap in wraps { group.addTask { try await sender.publish(wrap) } }
+                        return try await group.reduce(into: []) { $0.append($1) }
+                    }
+                }
+            }
+            // One connection: its burst of 10 goes through, the rest is refused.
+            let first = try await burst(15)
+            let firstAccepted = first.filter(\.accepted).count
+            #expect((10...12).contains(firstAccepted), "\(first.map(\.message))")
+            #expect(first.filter { !$0.accepted }.allSatisfy { $0.message == "rate-limited: slow down" })
+
+            // Two more connections from the same address, each within its own burst: the address
+            // has about 10 of its 20 left.
+            async let second = burst(10)
+            async let third = burst(10)
+            let more = try await second + third
+            let moreAccepted = more.filter(\.accepted).count
+            #expect(moreAccepted <= 15 && more.count - moreAccepted >= 5, "\(more.map(\.message))")
+            #expect(more.filter { !$0.accepted }.allSatisfy { $0.message == "rate-limited: slow down" })
+            #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps") == firstAccepted + moreAccepted)
         }
     }
 

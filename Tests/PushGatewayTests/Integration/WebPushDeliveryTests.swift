@@ -95,13 +95,14 @@ import WebPush
     }
 
     /// 404/410 remove the subscription; 403 (the VAPID key refused) and 413 drop the job and keep
-    /// it; 429 waits out its Retry-After and then delivers the same message.
+    /// it; 429 waits out its Retry-After and 503 backs off, then each delivers the same message.
     @Test func eachAnswerIsActedOnAsThePushServiceMeansIt() async throws {
         try await Self.withGateway { gateway, sandbox in
             var subscriptions: [String: JSONValue] = [:]
             for (name, query) in [
                 ("gone", ["answer": "410"]), ("unknown", ["answer": "404"]), ("refused", ["answer": "403"]),
-                ("large", ["answer": "413"]), ("busy", ["answer": "429", "times": "1", "retry_after": "2"]),
+                ("large", ["answer": "413"]), ("busy", ["answer": "429", "times": "1", "retry_after": "3"]),
+                ("down", ["answer": "503", "times": "1"]),
             ] {
                 let subscription = try Self.subscribe(sandbox, query)
                 subscriptions[name] = subscription
@@ -110,7 +111,7 @@ import WebPush
                         == .accepted)
             }
             let owners = try await gateway.count("SELECT count(DISTINCT pubkey)::int FROM devices")
-            #expect(owners == 5)
+            #expect(owners == 6)
             // One push to every owner.
             var pubkeys: [String] = []
             for try await pubkey in try await gateway.database.query("SELECT pubkey FROM devices", logger: TestDatabase.logger).decode(
@@ -120,22 +121,29 @@ import WebPush
             }
             let list = pubkeys.map { "\"\($0)\"" }.joined(separator: ",")
             let push = #"{"notification_type":"new_post","event_id":"ev-answers","conversation_id":"c","recipient_pubkeys":[\#(list)]}"#
-            let started = Date()
-            #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: push).json?["candidate_devices"] == 5)
+            #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: push).json?["candidate_devices"] == 6)
 
             let named = subscriptions
             let endpoint = { (name: String) in named[name]?["endpoint"]?.stringValue ?? "" }
             let devices = "SELECT count(*)::int FROM devices WHERE device_token = "
-            let busySubscription = try #require(named["busy"])
+            let busySubscription = try #require(named["busy"]), downSubscription = try #require(named["down"])
             #expect(
                 try await GatewayHarness.eventually(within: 15) {
                     let answered = Self.deliveries(sandbox, to: busySubscription).map(\.status)
+                    let recovered = Self.deliveries(sandbox, to: downSubscription).map(\.status)
                     let queued = try await gateway.count("SELECT count(*)::int FROM push_jobs")
-                    return answered == [429, 201] && queued == 0
+                    return answered == [429, 201] && recovered == [503, 201] && queued == 0
                 })
+            for subscription in [busySubscription, downSubscription] {
+                let attempts = Self.deliveries(sandbox, to: subscription)
+                try #require(attempts.count == 2)
+                #expect(attempts[0].topic == attempts[1].topic, "the retry is the same message")
+            }
+            // The 429 asked for 3 s, more than the first backoff (2 to 2.4 s): the retry waited that long.
             let busy = Self.deliveries(sandbox, to: busySubscription)
-            #expect(busy.count == 2 && busy[0].topic == busy[1].topic, "the retry is the same message")
-            #expect(Date().timeIntervalSince(started) >= 2, "Retry-After was honoured")
+            let waited = busy[1].receivedAt.timeIntervalSince(busy[0].receivedAt)
+            #expect(waited >= 3, "Retry-After honoured: retried after \(waited) s")
+            #expect(try await gateway.count(devices + "'\(endpoint("down"))'") == 1, "a 5xx is the service's trouble: kept")
             #expect(try await gateway.count(devices + "'\(endpoint("gone"))'") == 0, "410 removes the subscription")
             #expect(try await gateway.count(devices + "'\(endpoint("unknown"))'") == 0, "404 removes the subscription")
             #expect(try await gateway.count(devices + "'\(endpoint("refused"))'") == 1, "403 is the gateway's own fault: kept")

@@ -127,8 +127,13 @@ final class GatewayProcess: Sendable {
         return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 20)))
     }
 
-    /// A request signed in the linkstr dialect.
+    /// A request signed in the linkstr dialect; its status.
     func send(_ keys: Keys, _ method: String, _ path: String, json: String) async throws -> Int {
+        try await request(keys, method, path, json: json).status
+    }
+
+    /// A request signed in the linkstr dialect; its status and body.
+    func request(_ keys: Keys, _ method: String, _ path: String, json: String) async throws -> (status: Int, body: String) {
         let event = HTTPAuth.linkstrEvent(
             keys: keys, method: method, path: path, body: Array(json.utf8), nonce: nil, createdAt: UnixTime.now())
         var request = HTTPClientRequest(url: baseURL + path)
@@ -137,8 +142,7 @@ final class GatewayProcess: Sendable {
         request.headers.add(name: "content-type", value: "application/json")
         request.body = .bytes(ByteBuffer(string: json))
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
-        _ = try await response.body.collect(upTo: 1 << 20)
-        return Int(response.status.code)
+        return (Int(response.status.code), String(buffer: try await response.body.collect(upTo: 1 << 20)))
     }
 
     /// The value of one sample line in `GET /metrics`, 0 when absent.
