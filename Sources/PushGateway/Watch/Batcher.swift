@@ -4,22 +4,34 @@ import NostrProtocol
 /// hop: for gift-wrap sightings this runs once per wrap); a writer loop takes what has gathered,
 /// up to a batch, in one go, so a burst costs one statement per batch, not per item.
 ///
-/// At most `limit` items wait for `send`: past that the producer waits until the writer takes a
-/// batch. For sightings that is what stops the relay watcher's consumers, and through them the
-/// reading of relays' sockets, while PostgreSQL is slow or down, instead of holding every wrap a
-/// relay sends in memory. `add` never waits, for producers whose count is bounded by
-/// construction (live marks: one per subscription and relay).
+/// At most `limit` items wait for `send` in each lane: past that the producer waits until the
+/// writer takes a batch. For sightings that is what stops the relay watcher's consumers, and
+/// through them the reading of relays' sockets, while PostgreSQL is slow or down, instead of
+/// holding every wrap a relay sends in memory. `add` never waits, for producers whose count is
+/// bounded by construction (live marks: one per subscription and relay).
+///
+/// Lanes keep one kind of producer from holding another up: each lane has its own room, so a
+/// full lane makes only its own producers wait, and a batch takes lane 0 first, keeping a quarter
+/// of each batch for every later lane that has items (so lane 0 cannot starve them either). The
+/// relay watcher puts `RELAYS` in lane 0 and users' own relays, which users choose and may run
+/// hostile, in lane 1.
 package final class Batcher<Element: Sendable>: Sendable {
-    private struct State {
+    private struct Lane {
         var pending: [Element] = []
-        var waiters: [CheckedContinuation<Void, Never>] = []
         /// Producers waiting for room, in order; resumed with false when the batcher closes.
         var senders: [(element: Element, continuation: CheckedContinuation<Bool, Never>)] = []
+    }
+
+    private struct State {
+        var lanes: [Lane]
+        var waiters: [CheckedContinuation<Void, Never>] = []
         var closed = false
+
+        var isEmpty: Bool { lanes.allSatisfy(\.pending.isEmpty) }
     }
 
     let limit: Int
-    private let state = Locked(State())
+    private let state: Locked<State>
 
     private enum Step {
         case batch([Element], admitted: [CheckedContinuation<Bool, Never>])
@@ -34,27 +46,28 @@ package final class Batcher<Element: Sendable>: Sendable {
         case full
     }
 
-    package init(limit: Int = .max) {
+    package init(limit: Int = .max, lanes: Int = 1) {
         self.limit = max(limit, 1)
+        self.state = Locked(State(lanes: Array(repeating: Lane(), count: max(lanes, 1))))
     }
 
-    /// Adds `element` whatever is pending.
+    /// Adds `element` to lane 0 whatever is pending.
     package func add(_ element: Element) {
         let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in
-            state.pending.append(element)
+            state.lanes[0].pending.append(element)
             return state.waiters.isEmpty ? nil : state.waiters.removeFirst()
         }
         waiter?.resume()
     }
 
-    /// Adds `element`, first waiting while `limit` items are pending; false when the batcher
-    /// closed before it could be added (the item is not written).
+    /// Adds `element` to `lane`, first waiting while `limit` items are pending there; false when
+    /// the batcher closed before it could be added (the item is not written).
     @discardableResult
-    package func send(_ element: Element) async -> Bool {
+    package func send(_ element: Element, lane: Int = 0) async -> Bool {
         let admission: Admission = state.withLock { state in
             if state.closed { return .closed }
-            guard state.pending.count < limit, state.senders.isEmpty else { return .full }
-            state.pending.append(element)
+            guard state.lanes[lane].pending.count < limit, state.lanes[lane].senders.isEmpty else { return .full }
+            state.lanes[lane].pending.append(element)
             return .added(state.waiters.isEmpty ? nil : state.waiters.removeFirst())
         }
         switch admission {
@@ -68,11 +81,11 @@ package final class Batcher<Element: Sendable>: Sendable {
                 let resumeNow: Bool? = state.withLock { state in
                     if state.closed { return false }
                     // A batch may have been taken since the check above.
-                    if state.pending.count < limit, state.senders.isEmpty {
-                        state.pending.append(element)
+                    if state.lanes[lane].pending.count < limit, state.lanes[lane].senders.isEmpty {
+                        state.lanes[lane].pending.append(element)
                         return true
                     }
-                    state.senders.append((element, continuation))
+                    state.lanes[lane].senders.append((element, continuation))
                     return nil
                 }
                 if let resumeNow { continuation.resume(returning: resumeNow) }
@@ -80,19 +93,20 @@ package final class Batcher<Element: Sendable>: Sendable {
         }
     }
 
-    /// The next batch; nil once closed and drained.
+    /// The next batch, at most `max` items; nil once closed and drained.
     package func next(max: Int) async -> [Element]? {
         while true {
             let step: Step = state.withLock { state in
-                if !state.pending.isEmpty {
-                    let batch = Array(state.pending.prefix(max))
-                    state.pending.removeFirst(batch.count)
+                if !state.isEmpty {
+                    let batch = Self.take(max: max, from: &state.lanes)
                     // Waiting producers take the room the batch made, in order.
                     var admitted: [CheckedContinuation<Bool, Never>] = []
-                    while state.pending.count < limit, !state.senders.isEmpty {
-                        let sender = state.senders.removeFirst()
-                        state.pending.append(sender.element)
-                        admitted.append(sender.continuation)
+                    for index in state.lanes.indices {
+                        while state.lanes[index].pending.count < limit, !state.lanes[index].senders.isEmpty {
+                            let sender = state.lanes[index].senders.removeFirst()
+                            state.lanes[index].pending.append(sender.element)
+                            admitted.append(sender.continuation)
+                        }
                     }
                     return .batch(batch, admitted: admitted)
                 }
@@ -107,7 +121,7 @@ package final class Batcher<Element: Sendable>: Sendable {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                     let resumeNow = state.withLock { state in
                         // Something may have arrived (or the batcher closed) since the check above.
-                        if !state.pending.isEmpty || state.closed { return true }
+                        if !state.isEmpty || state.closed { return true }
                         state.waiters.append(continuation)
                         return false
                     }
@@ -117,6 +131,23 @@ package final class Batcher<Element: Sendable>: Sendable {
         }
     }
 
+    /// Up to `max` items, lane 0 first, each later lane that has items kept a quarter of the batch
+    /// (at least one item) so that a busy lane 0 never starves it; room a lane leaves unused goes
+    /// to the lanes after it.
+    private static func take(max: Int, from lanes: inout [Lane]) -> [Element] {
+        let share = Swift.max(1, max / 4)
+        var reserved = lanes.dropFirst().reduce(0) { $0 + Swift.min($1.pending.count, share) }
+        var batch: [Element] = []
+        for index in lanes.indices {
+            if index > 0 { reserved -= Swift.min(lanes[index].pending.count, share) }
+            let room = Swift.max(0, max - batch.count - reserved)
+            let taken = lanes[index].pending.prefix(room)
+            batch += taken
+            lanes[index].pending.removeFirst(taken.count)
+        }
+        return batch
+    }
+
     /// Nothing more will be added; waiting loops drain what is left, then end. Producers still
     /// waiting for room are turned away.
     package func close() {
@@ -124,16 +155,17 @@ package final class Batcher<Element: Sendable>: Sendable {
             state.closed = true
             defer {
                 state.waiters.removeAll()
-                state.senders.removeAll()
+                for index in state.lanes.indices { state.lanes[index].senders.removeAll() }
             }
-            return (state.waiters, state.senders.map(\.continuation))
+            return (state.waiters, state.lanes.flatMap { $0.senders.map(\.continuation) })
         }
         for waiter in waiting { waiter.resume() }
         for sender in senders { sender.resume(returning: false) }
     }
 
-    package var count: Int { state.withLock { $0.pending.count } }
+    /// Items pending in every lane.
+    package var count: Int { state.withLock { $0.lanes.reduce(0) { $0 + $1.pending.count } } }
 
-    /// Producers waiting for room.
-    package var waitingSenders: Int { state.withLock { $0.senders.count } }
+    /// Producers waiting for room, in every lane.
+    package var waitingSenders: Int { state.withLock { $0.lanes.reduce(0) { $0 + $1.senders.count } } }
 }

@@ -101,7 +101,9 @@ public actor RelayWatcher: Service {
     private let wakeMaintainer: WakeupSignal
     /// One batcher per ingest loop; a recipient's sightings always go to the same one, so two
     /// statements never coalesce for the same device at once (they would both see no pending
-    /// job and both queue one).
+    /// job and both queue one). Sightings from `RELAYS` go in lane 0 and those from users' own
+    /// relays in lane 1: a flood from users' relays fills only its own lane and takes at most a
+    /// quarter of each batch while `RELAYS` has wraps waiting (`Batcher`).
     private let batchers: [Batcher<WrapSighting>]
     /// Changes to `watch_live` (EOSE reached, pubkeys no longer watched), in the order they
     /// happened, waiting for `liveWriteLoop`.
@@ -142,7 +144,7 @@ public actor RelayWatcher: Service {
                 scope: .defaults, chunkSize: store.settings.chunkSize, resubscribeInterval: .seconds(store.settings.resubscribeSeconds))
         ]
         self.wakeMaintainer = WakeupSignal(interval: heartbeatInterval)
-        self.batchers = (0..<2).map { _ in Batcher<WrapSighting>(limit: WatchSettings.sightingBufferLimit) }
+        self.batchers = (0..<2).map { _ in Batcher<WrapSighting>(limit: WatchSettings.sightingBufferLimit, lanes: 2) }
     }
 
     /// Every pubkey this instance watches (`RELAYS`' group holds them all).
@@ -679,7 +681,8 @@ public actor RelayWatcher: Service {
                 let batcher = batchers[Int(UInt(bitPattern: recipient.hashValue) % UInt(batchers.count))]
                 guard
                     await batcher.send(
-                        WrapSighting(wrapID: event.id.hex, recipient: recipient, relay: context.relay, phase: phase, receivedAt: .now))
+                        WrapSighting(wrapID: event.id.hex, recipient: recipient, relay: context.relay, phase: phase, receivedAt: .now),
+                        lane: context.scope == .defaults ? 0 : 1)
                 else { continue }
                 lastEventAt.withLock { $0[context.relay] = Date() }
             case .endOfStoredEvents:

@@ -66,4 +66,38 @@ struct BatcherTests {
         for value in 1...3 { batcher.add(value) }
         #expect(await batcher.next(max: 10) == [1, 2, 3])
     }
+
+    /// A full lane makes only its own producers wait: the other lane's go straight in.
+    @Test(.timeLimit(.minutes(1))) func aFullLaneHoldsUpOnlyItsOwnProducers() async {
+        let batcher = Batcher<Int>(limit: 2, lanes: 2)
+        #expect(await batcher.send(100, lane: 1))
+        #expect(await batcher.send(101, lane: 1))
+        let waiting = Task { await batcher.send(102, lane: 1) }
+        #expect(await eventually { batcher.waitingSenders == 1 }, "lane 1 is full")
+        #expect(await batcher.send(1, lane: 0), "lane 0 has its own room")
+        #expect(await batcher.send(2, lane: 0))
+        #expect(batcher.count == 4)
+        #expect(await batcher.next(max: 8) == [1, 2, 100, 101])
+        #expect(await waiting.value, "taken in once the batch made room")
+        #expect(await batcher.next(max: 8) == [102])
+    }
+
+    /// A batch takes lane 0 first, but keeps a quarter of itself for lane 1 while lane 1 has
+    /// items, so a busy lane 0 cannot starve it; unused room goes to whichever lane has items.
+    @Test func lane0ComesFirstAndLane1KeepsAQuarterOfEachBatch() async {
+        let batcher = Batcher<Int>(lanes: 2)
+        for value in 1...20 { batcher.add(value) }
+        for value in 101...120 { #expect(await batcher.send(value, lane: 1)) }
+        #expect(await batcher.next(max: 8) == [1, 2, 3, 4, 5, 6, 101, 102], "6 from lane 0, a quarter (2) from lane 1")
+        #expect(await batcher.next(max: 8) == [7, 8, 9, 10, 11, 12, 103, 104])
+        #expect(await batcher.next(max: 16) == [13, 14, 15, 16, 17, 18, 19, 20, 105, 106, 107, 108, 109, 110, 111, 112], "lane 0 drained")
+        #expect(await batcher.next(max: 16) == Array(113...120), "lane 1 alone takes the whole batch")
+
+        // Lane 1 alone with a little: one item is still kept for it in a batch of three.
+        let small = Batcher<Int>(lanes: 2)
+        for value in 1...5 { small.add(value) }
+        #expect(await small.send(9, lane: 1))
+        #expect(await small.next(max: 3) == [1, 2, 9])
+        #expect(await small.next(max: 3) == [3, 4, 5])
+    }
 }
