@@ -103,12 +103,17 @@ public final class HostileRelay: Sendable {
     /// gift wraps is served only to a connection authenticated as the one pubkey its `#p` names;
     /// any other is answered `CLOSED "auth-required: …"`.
     public let servesOnlyRecipients: Bool
+    /// When set, every REQ for gift wraps is answered `CLOSED` with this text, as a relay that
+    /// keeps DMs from strangers answers (`"restricted: …"`).
+    public let closesGiftWrapRequests: String?
 
     public init(
-        servesOnlyRecipients: Bool = false, script: @escaping @Sendable (_ subscriber: Int) -> Script = { _ in Script() }
+        servesOnlyRecipients: Bool = false, closesGiftWrapRequests: String? = nil,
+        script: @escaping @Sendable (_ subscriber: Int) -> Script = { _ in Script() }
     ) throws {
         self.script = script
         self.servesOnlyRecipients = servesOnlyRecipients
+        self.closesGiftWrapRequests = closesGiftWrapRequests
         port = try LoopbackPort.free()
     }
 
@@ -302,6 +307,11 @@ public final class HostileRelay: Sendable {
                 let first = !requested
                 requested = true
                 relay.update(number) { $0.requests += 1 }
+                if let text = relay.closesGiftWrapRequests, filters.contains(where: { $0.kinds?.contains(EventKind.giftWrap) == true }) {
+                    send(#"["CLOSED",\#(quoted(id)),\#(quoted(text))]"#)
+                    context.flush()
+                    return
+                }
                 if relay.servesOnlyRecipients, let authenticated = authenticated.map({ [$0] }) ?? .some([]),
                     filters.contains(where: { $0.kinds?.contains(EventKind.giftWrap) == true && $0.tags["p"] != authenticated })
                 {

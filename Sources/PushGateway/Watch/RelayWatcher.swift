@@ -731,7 +731,7 @@ public actor RelayWatcher: Service {
             connections[context.relay] === context.connection
         else { return }
         let closures = (group.closedChunks[context.chunk]?.closures ?? 0) + 1
-        let delay = Duration.seconds(min(300, 5 << min(closures - 1, 6)))
+        let delay = WatchGroup.ClosedChunk.retryDelay(afterClosures: closures, reason: reason)
         group.closedChunks[context.chunk] = WatchGroup.ClosedChunk(closures: closures, retryAt: .now + delay)
         groups[context.scope] = group
         // What a relay says of the inbox lists says nothing of whether it serves gift wraps.

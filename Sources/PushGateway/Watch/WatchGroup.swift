@@ -1,8 +1,10 @@
+package import NostrProtocol
+
 /// The subscriptions of relays that watch the same pubkeys: `RELAYS`, for every pubkey this
 /// instance holds, or one relay from users' own lists, for exactly the users whose plan watches
 /// it there. Each group has its own chunks, REQ generations, schedule and closed chunks, so a
 /// change to one user's relay re-issues one chunk on that relay only.
-struct WatchGroup: Sendable {
+package struct WatchGroup: Sendable {
     enum Scope: Hashable, Sendable, CustomStringConvertible {
         /// `RELAYS` (and, for the same chunks, the kind 10050 lookups on `INDEXER_RELAYS`).
         case defaults
@@ -27,9 +29,22 @@ struct WatchGroup: Sendable {
 
     /// A chunk a relay closed (`CLOSED`): how often in a row (for the backoff), and when to issue it
     /// again; `retryAt` is nil once re-issued, until an EOSE shows the relay took the chunk.
-    struct ClosedChunk: Sendable {
+    package struct ClosedChunk: Sendable {
         var closures: Int
         var retryAt: ContinuousClock.Instant?
+
+        /// How long after its `closures`-th CLOSED in a row a chunk's REQ is sent again. A relay
+        /// that says it will not serve the gateway (`auth-required:` after the gateway's own AUTH,
+        /// `restricted:`, `blocked:`) changes its mind rarely: 1 minute, doubling to an hour, so that it is
+        /// never hammered. Any other CLOSED (`rate-limited:`, `error:`, none) is passing: 5 s,
+        /// doubling to 5 minutes.
+        package static func retryDelay(afterClosures closures: Int, reason: MachineReadablePrefix?) -> Duration {
+            let doublings = min(max(closures, 1) - 1, 6)
+            switch reason {
+            case .authRequired?, .restricted?, .blocked?: return .seconds(min(3_600, 60 << doublings))
+            default: return .seconds(min(300, 5 << doublings))
+            }
+        }
     }
 
     let scope: Scope

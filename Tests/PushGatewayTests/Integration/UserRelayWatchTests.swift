@@ -2,6 +2,7 @@ import APNsSandbox
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
+import NIOCore
 import NostrProtocol
 import NostrRelay
 import PushGateway
@@ -140,6 +141,34 @@ import Testing
                 try await GatewayHarness.eventually { Self.state(try await Self.watch(gateway, bob), of: inbox.url) == "auth-required" },
                 "reported as auth-required")
             #expect(try await RelayWatchTests.watchStatus(gateway)?["user_relays"]?["auth-required"] == 1)
+            #expect(try await Self.isLive(gateway, bob, on: inbox.url) == false)
+            // Not hammered: the next REQ waits a minute (a passing CLOSED would be retried in 5 s).
+            let asked = inbox.records.reduce(0) { $0 + $1.requests }
+            try await Task.sleep(for: .seconds(7))
+            #expect(inbox.records.reduce(0) { $0 + $1.requests } == asked, "no REQ again within 7 s")
+        }
+    }
+
+    /// A relay that refuses gift wraps to strangers (`restricted:`) is reported `refused`, in
+    /// `GET /v1/devices`, `/admin/status` and the metrics.
+    @Test func aRelayThatRestrictsGiftWrapsIsReportedAsRefused() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        let inbox = try HostileRelay(closesGiftWrapRequests: "restricted: gift wraps only for this relay's members")
+        try await inbox.start()
+        defer { Task { await inbox.stop() } }
+        let bob = Keys.generate()
+        try await GatewayHarness.run(watch: Self.settings(relay)) { gateway in
+            try await Self.register(gateway, bob, HTTP2DeliveryTests.token(0xB5), relays: [inbox.url])
+            #expect(
+                try await GatewayHarness.eventually { Self.state(try await Self.watch(gateway, bob), of: inbox.url) == "refused" },
+                "reported as refused")
+            #expect(try await RelayWatchTests.watchStatus(gateway)?["user_relays"]?["refused"] == 1)
+            #expect(
+                try await GatewayHarness.eventually {
+                    String(buffer: try await gateway.client.execute(uri: "/metrics", method: .get).body)
+                        .contains(#"linkstr_watch_user_relays{state="refused"} 1"#)
+                }, "the metric counts it")
             #expect(try await Self.isLive(gateway, bob, on: inbox.url) == false)
         }
     }
