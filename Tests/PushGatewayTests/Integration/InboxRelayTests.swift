@@ -355,6 +355,25 @@ import Testing
         }
     }
 
+    /// A connection holds at most 10 subscriptions: the eleventh is CLOSED and told why.
+    @Test func anEleventhSubscriptionIsClosedWithTheReason() async throws {
+        try await Self.withInbox { gateway, url in
+            let bob = Keys.generate()
+            try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xDB))
+            let reader = Self.connection(url, keys: bob)
+            try await reader.running {
+                for index in 0..<10 {
+                    let stream = await reader.subscribe(id: "s\(index)", filters: [Self.inboxFilter(bob)])
+                    let history = await Self.collect(stream) { $0 == .endOfStoredEvents }
+                    #expect(history == [.endOfStoredEvents], "subscription \(index)")
+                }
+                let eleventh = await reader.subscribe(id: "s10", filters: [Self.inboxFilter(bob)])
+                let items = await Self.collect(eleventh) { if case .closed = $0 { true } else { $0 == .endOfStoredEvents } }
+                #expect(items == [.closed("rate-limited: at most 10 subscriptions per connection")], "\(items)")
+            }
+        }
+    }
+
     /// A message larger than the largest event allowed ends the connection and stores nothing.
     @Test func aMessageOverTheSizeLimitEndsTheConnection() async throws {
         try await Self.withInbox { gateway, url in
