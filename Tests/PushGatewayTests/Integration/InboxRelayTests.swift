@@ -17,7 +17,8 @@ import Testing
     /// name) is `ws://127.0.0.1:<port>/relay`.
     static func withInbox(
         deliver: Bool = false, apns: APNsConfiguration? = nil, eventsPerSecond: Int = 10, connectionsPerAddress: Int = 20,
-        rateLimits: RateLimitSettings = .disabled, _ body: @Sendable (GatewayHarness, String) async throws -> Void
+        rateLimits: RateLimitSettings = .disabled, watch: WatchSettings = WatchSettings(),
+        _ body: @Sendable (GatewayHarness, String) async throws -> Void
     ) async throws {
         let port = try LoopbackPort.free()
         let publicURL = "http://127.0.0.1:\(port)"
@@ -25,7 +26,9 @@ import Testing
         let settings = InboxRelaySettings(
             enabled: true, listenHost: "127.0.0.1", listenPort: port, relayURL: relayURL,
             maxConnectionsPerAddress: connectionsPerAddress, eventsPerSecond: eventsPerSecond)
-        try await GatewayHarness.run(deliver: deliver, apns: apns, rateLimits: rateLimits, publicURL: publicURL, inbox: settings) {
+        try await GatewayHarness.run(
+            deliver: deliver, apns: apns, watch: watch, rateLimits: rateLimits, publicURL: publicURL, inbox: settings
+        ) {
             gateway in
             // The inbox starts with the other services, once migrations are in.
             let ready = try await GatewayHarness.eventually {
@@ -239,6 +242,39 @@ import Testing
             #expect(try await Self.publish(try RelayWatchTests.wrap(to: bob), to: url).accepted)
             // Bob's new wrap and carol's are both past the retention then.
             #expect(try await store.prune(retentionDays: 14, now: Date().addingTimeInterval(15 * 86_400)) == 2)
+
+            // Deleting the account takes the wraps too.
+            #expect(try await Self.publish(try RelayWatchTests.wrap(to: carol), to: url).accepted)
+            let carols = "SELECT count(*)::int FROM inbox_wraps WHERE recipient = '\(carol.publicKey.hex)'"
+            #expect(try await gateway.count(carols) == 1)
+            #expect(try await gateway.send(carol, .delete, "/v1/account").status == .ok)
+            #expect(try await gateway.count(carols) == 0, "carol's account took her wraps")
+
+            // What the inbox did is in the metrics.
+            let metrics = String(buffer: try await gateway.client.execute(uri: "/metrics", method: .get).body)
+            #expect(metrics.contains(#"linkstr_inbox_events_total{outcome="stored"}"#), "\(metrics.count) bytes of metrics")
+            #expect(metrics.contains("linkstr_inbox_connections "))
+        }
+    }
+
+    /// The same wrap sent to the inbox relay and seen on a watched relay is pushed once.
+    @Test func aWrapOnTheInboxAndOnAWatchedRelayIsPushedOnce() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        defer { relay.kill() }
+        try await SandboxFixture.with { sandbox in
+            try await Self.withInbox(deliver: true, apns: sandbox.apns, watch: RelayWatchTests.settings([relay])) { gateway, url in
+                let bob = Keys.generate()
+                try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xDD))
+                #expect(try await RelayWatchTests.waitLive(gateway, pubkeys: 1, within: 30))
+                let wrap = try RelayWatchTests.wrap(to: bob)
+                #expect(try await Self.publish(wrap, to: url).accepted)
+                try await RelayWatchTests.publish([wrap], to: relay)
+                #expect(try await GatewayHarness.eventually { RelayWatchTests.giftWrapDeliveries(sandbox).count == 1 })
+                try await Task.sleep(for: .seconds(1))
+                #expect(RelayWatchTests.giftWrapDeliveries(sandbox).count == 1, "one push for both sightings")
+                #expect(try await gateway.count("SELECT count(*)::int FROM seen_wraps WHERE wrap_id = '\(wrap.id.hex)'") == 1)
+            }
         }
     }
 
