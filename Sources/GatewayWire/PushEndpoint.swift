@@ -27,10 +27,27 @@ public struct PushEndpoint: Sendable, Hashable, CustomStringConvertible {
         (host, port) = (parts.host, parts.port)
         var pathAndQuery = parts.pathAndQuery
         if !pathAndQuery.hasPrefix("/") { pathAndQuery = "/" + pathAndQuery }
+        // An HTTP client refuses such a URL on every send, so it could never be delivered to.
+        guard Self.escapesAreWellFormed(pathAndQuery) else { throw Self.refused("has a % not followed by two hex digits") }
         self.pathAndQuery = pathAndQuery
         description = "https://" + host.description + (port.map { ":\($0)" } ?? "") + pathAndQuery
         // The normal form can be a byte longer (a `/` before a bare query): it must parse again.
         guard description.utf8.count <= Self.maxLength else { throw Self.refused("is longer than \(Self.maxLength) bytes") }
+    }
+
+    /// Whether every `%` in `text` starts a percent-escape: two hex digits (RFC 3986 §2.1).
+    static func escapesAreWellFormed(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "%") {
+                guard index + 2 < bytes.count, bytes[index + 1].isHexDigit, bytes[index + 2].isHexDigit else { return false }
+                index += 3
+            } else {
+                index += 1
+            }
+        }
+        return true
     }
 
     /// `scheme://host[:port]`: the audience a VAPID token names (RFC 8292 §2).
@@ -49,5 +66,12 @@ public struct PushEndpoint: Sendable, Hashable, CustomStringConvertible {
         case .badPort: refused("has an invalid port")
         case .badPath: refused("has characters a URL path cannot hold")
         }
+    }
+}
+
+extension UInt8 {
+    fileprivate var isHexDigit: Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(self)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(self)
     }
 }

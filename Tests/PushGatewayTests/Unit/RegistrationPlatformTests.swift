@@ -57,6 +57,8 @@ import WebPush
         #expect(request.deviceToken == "https://push.example/wpush/v2/gAAAAABk-abc_123?x=1")
         #expect(endpoint.origin == "https://push.example")
         #expect(try PushEndpoint("https://push.example:8443").description == "https://push.example:8443/")
+        // Well-formed escapes, either case, are kept as written.
+        #expect(try PushEndpoint("https://push.example/a%2Fb?t=%3d%3D").description == "https://push.example/a%2Fb?t=%3d%3D")
     }
 
     @Test func unifiedPushTakesAnEndpointWithOrWithoutKeys() throws {
@@ -100,6 +102,9 @@ import WebPush
             (webPush("https://push.example:0/x"), "endpoint has an invalid port"),
             (webPush("https://127.1/x"), "endpoint has no valid host name or IP address"),
             (webPush("https://push.example/a b"), "endpoint must be ASCII without spaces"),
+            (webPush("https://push.example/%zz"), "endpoint has a % not followed by two hex digits"),
+            (webPush("https://push.example/x?t=%4"), "endpoint has a % not followed by two hex digits"),
+            (webPush("https://push.example/x%"), "endpoint has a % not followed by two hex digits"),
             (webPush("https://push.example/" + String(repeating: "a", count: 1_024)), "endpoint is longer than 1024 bytes"),
             (webPush("https://push.example/x", #""keys":{"p256dh":"\#(Self.p256dh)"}"#), "subscription.keys must hold p256dh and auth"),
             (
