@@ -392,15 +392,24 @@ struct PushCommand: AsyncParsableCommand {
             guard let environment = PushRegistrar.Environment(rawValue: environment.lowercased()) else {
                 throw ValidationError("--environment is sandbox or production")
             }
-            try await options.core().perform(
+            // With --inbox the account's relay list is read and published again: that needs its relays.
+            let core = try await options.core(relays: inbox, settle: inbox ? 5 : 0)
+            try await core.perform(
                 .registerPush(deviceToken: token, environment: environment, relayWatch: relayWatch, inbox: inbox)
             ).orThrow()
+            await core.shutdown()
         }
     }
 
     struct Unregister: AsyncParsableCommand {
         @OptionGroup var options: ClientOptions
-        func run() async throws { try await options.core().perform(.unregisterPush).orThrow() }
+        func run() async throws {
+            // The last device takes the gateway's inbox relay out of the account's list, which is
+            // published on the account's relays.
+            let core = try await options.core(relays: true, settle: 5)
+            try await core.perform(.unregisterPush).orThrow()
+            await core.shutdown()
+        }
     }
 
     struct Sync: AsyncParsableCommand {

@@ -3,6 +3,7 @@ import Foundation
 import HummingbirdTesting
 import LinkstrCore
 import NostrProtocol
+import NostrRelay
 import PushGateway
 import TestSupport
 import Testing
@@ -121,6 +122,57 @@ import Testing
             #expect(await eventually { await phone.state().relays.inbox == [] }, "the phone read the tablet's list")
             await phone.settle()
             await tablet.settle()
+        }
+    }
+
+    /// `linkstr push register --inbox`, the CLI on the same library: the device is registered with
+    /// relay watching, and the gateway's inbox relay joins the account's NIP-17 list on its relay;
+    /// `push unregister` takes it out again.
+    @Test func theCLIRegistersWithTheGatewaysInboxAndUnregisters() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        defer { relay.kill() }
+        let port = try LoopbackPort.free()
+        let inboxURL = try RelayURL("ws://127.0.0.1:\(port)/relay")
+        let inbox = InboxRelaySettings(enabled: true, listenHost: "127.0.0.1", listenPort: port, relayURL: inboxURL)
+        try await GatewayHarness.run(publicURL: "http://127.0.0.1:\(port)", inbox: inbox) { gateway in
+            #expect(try await GatewayHarness.eventually { (try? RawHTTPClient.status(port: port, method: "GET", path: "/relay")) == 200 })
+            let binary = try ChildProcess.builtProduct("linkstr")
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkstr-cli-\(UUID().uuidString)").path
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let pushURL = "http://127.0.0.1:\(try #require(gateway.client.port))"
+            @Sendable func linkstr(_ arguments: String...) async throws -> String {
+                let (code, output) = try await ChildProcess.run(binary, arguments + ["--data-dir", directory], timeout: .seconds(60))
+                guard code == 0 else { throw TestSetupError("linkstr \(arguments.joined(separator: " ")) exited \(code): \(output)") }
+                return output
+            }
+            let bob = Keys.generate()
+            _ = try await linkstr("identity", "import", bob.secretKey.exportNsec())
+            // The test relay alone (ours first: an empty list would be refilled with the defaults).
+            _ = try await linkstr("relays", "add", relay.url)
+            for url in ["wss://relay.damus.io", "wss://nos.lol", "wss://relay.primal.net"] {
+                _ = try await linkstr("relays", "remove", url)
+            }
+            let token = "c3" + String(repeating: "3c", count: 31)
+            _ = try await linkstr("push", "register", "--token", token, "--relay-watch", "--inbox", "--push-url", pushURL)
+
+            let devices =
+                "SELECT count(*)::int FROM devices WHERE pubkey = '\(bob.publicKey.hex)' AND device_token = '\(token)' AND relay_watch"
+            #expect(try await gateway.count(devices) == 1, "registered, watching relays")
+            let listed = try JSONValue(parsing: Array((try await linkstr("relays", "inbox", "list", "--json")).utf8))
+            #expect(listed["inbox_relays"] == [.string(inboxURL.description)])
+            let reader = RelayConnection(url: relay.url, configuration: RelayConfiguration(), logger: TestDatabase.logger)
+            let items = try await reader.running {
+                let filter = Filter(authors: [bob.publicKey], kinds: [EventKind.inboxRelays])
+                return await InboxRelayTests.collect(reader.subscribe(id: "lists", filters: [filter])) { $0 == .endOfStoredEvents }
+            }
+            let lists = items.compactMap { item -> NostrEvent? in if case .event(let event) = item { event } else { nil } }
+            #expect(lists.count == 1 && lists.first?.tags == [["relay", inboxURL.description]], "\(lists.map(\.tags))")
+
+            _ = try await linkstr("push", "unregister", "--push-url", pushURL)
+            #expect(try await gateway.count(devices) == 0)
+            let after = try JSONValue(parsing: Array((try await linkstr("relays", "inbox", "list", "--json")).utf8))
+            #expect(after["inbox_relays"] == [], "the last device took the inbox out")
         }
     }
 
