@@ -130,7 +130,9 @@ public final class WebPushSender: PushSender {
             let reason = body.flatMap { Self.reason(String(buffer: $0)) }
             let retryAfter = WebPushResponseClassifier.retryAfter(
                 response.headers.first(name: "retry-after"), now: now().timeIntervalSince1970)
-            let outcome = WebPushResponseClassifier.classify(status: status, reason: reason, retryAfterSeconds: retryAfter)
+            let outcome = WebPushResponseClassifier.classify(
+                status: status, reason: reason, retryAfterSeconds: retryAfter,
+                fromKnownService: WebPushResponseClassifier.isKnownService(endpoint.host))
             if status == 413 {
                 logger.warning(
                     "push service refused a message as too large",

@@ -27,6 +27,22 @@ struct WebPushTransportTests {
         #expect(WebPushResponseClassifier.classify(status: status, reason: reason, retryAfterSeconds: 7) == expected)
     }
 
+    /// A 401 or 403 is the operator's alarm only from a browser's push service; from any other
+    /// endpoint (whatever a client registered) it drops the job quietly.
+    @Test func onlyABrowsersPushServiceRaisesAConfigurationError() throws {
+        for host in ["fcm.googleapis.com", "updates.push.services.mozilla.com", "web.push.apple.com", "wns2-par02p.notify.windows.com"] {
+            #expect(WebPushResponseClassifier.isKnownService(try PushEndpoint("https://\(host)/x").host), "\(host)")
+        }
+        for host in ["ntfy.sh", "push.example.com", "fcm.googleapis.com.evil.example", "notify.windows.com.example", "93.184.216.34"] {
+            #expect(!WebPushResponseClassifier.isKnownService(try PushEndpoint("https://\(host)/x").host), "\(host)")
+        }
+        for status in [401, 403] {
+            #expect(WebPushResponseClassifier.classify(status: status, fromKnownService: false) == .drop(reason: "HTTP \(status)"))
+            #expect(
+                WebPushResponseClassifier.classify(status: status, fromKnownService: true) == .configurationError(reason: "HTTP \(status)"))
+        }
+    }
+
     @Test func retryAfterIsReadAsSecondsOrADateAndCapped() {
         let now = 1_800_000_000.0
         #expect(WebPushResponseClassifier.retryAfter("120", now: now) == 120)
