@@ -47,6 +47,7 @@ def main() -> None:
                 priority=config.get("priority"),
                 ttl=datetime.timedelta(seconds=config["ttl_seconds"]) if "ttl_seconds" in config else None,
                 collapse_key=config.get("collapse_key"),
+                notification=messaging.AndroidNotification(tag=config["tag"]) if "tag" in config else None,
             )
         notification = None
         if "notification" in fields:

@@ -13,10 +13,13 @@ package import NostrProtocol
 /// - A call is a data message at `high` priority that lives at most 30 seconds, like a VoIP push:
 ///   the app rings itself, and a call that reaches the phone late is a missed call.
 /// - A background push is a data message at `normal` priority.
-/// - `collapse_key` only for a relay-watch alert (the recipient, as its APNs collapse id): a
-///   burst of "new activity" for one user is worth one message. FCM keeps at most four collapse
-///   keys per device and drops the others, so a typed push, whose APNs collapse id is its own
-///   event, carries none: each is stored for an offline device, up to FCM's hundred.
+/// - Collapsing follows the APNs collapse id (the event, or the recipient for a relay-watch
+///   alert) in the two ways Android has. On screen: an alert's `android.notification.tag` is its
+///   collapse id, so a notification with the same id replaces the one shown, as APNs shows one
+///   notification per collapse id. In storage: `collapse_key` only for a relay-watch alert (the
+///   recipient), since a burst of "new activity" for one user is worth one message; FCM keeps at
+///   most four collapse keys per device and drops the others, so a typed push, whose collapse id
+///   is its own event, carries none and each is stored for an offline device, up to FCM's hundred.
 package struct FCMMessage: Sendable, Equatable {
     package var body: JSONValue
 
@@ -39,10 +42,12 @@ package struct FCMMessage: Sendable, Equatable {
             "ttl": .string("\(call ? min(remaining, APNsNotification.voipLifetimeSeconds) : remaining)s"),
         ]
         if notification.type == .giftWrap { android["collapse_key"] = .string(notification.collapseID) }
-        var message: [String: JSONValue] = ["token": .string(token), "data": .object(data), "android": .object(android)]
+        var message: [String: JSONValue] = ["token": .string(token), "data": .object(data)]
         if !call && !notification.background {
             message["notification"] = ["title": .string(notification.title), "body": .string(notification.body)]
+            android["notification"] = ["tag": .string(notification.collapseID)]
         }
+        message["android"] = .object(android)
         body = ["message": .object(message)]
     }
 }

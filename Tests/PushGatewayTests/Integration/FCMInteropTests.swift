@@ -88,6 +88,7 @@ struct FCMInteropTests {
                 let theirs = FCMDeliveryTests.token("theirs", index)
                 var config: [String: JSONValue] = ["priority": android["priority"] ?? .null, "ttl_seconds": .integer(ttl)]
                 if let collapse = android["collapse_key"] { config["collapse_key"] = collapse }
+                if let tag = android["notification"]?["tag"] { config["tag"] = tag }
                 var same: [String: JSONValue] = ["token": .string(theirs), "data": sent["data"] ?? .null, "android": .object(config)]
                 if let notification = sent["notification"] { same["notification"] = notification }
                 _ = try await FCMInteropTests.peer(sandbox, ["op": "send", "message": .object(same)])
