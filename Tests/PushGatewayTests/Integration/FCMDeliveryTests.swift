@@ -170,6 +170,7 @@ import Testing
     }
 
     /// Twenty devices, one exchange: the access token is shared by every send.
+    /// The twenty are sent at once over one HTTP/2 connection, the token exchange on it too.
     @Test func oneTokenExchangeServesManySends() async throws {
         try await Self.withGateway { (gateway: GatewayHarness, sandbox: SandboxFixture) async throws in
             let owners = (0..<20).map { _ in Keys.generate() }
@@ -177,10 +178,13 @@ import Testing
                 let body = Self.registerBody(Self.token("many\(seed)", seed))
                 #expect(try await gateway.send(owner, .post, "/v1/devices/register", json: body).status == .accepted)
             }
+            let connectionsBefore = sandbox.state.statistics.openConnections
             let push = ArchiveAndPushTests.pushBody(event: "ev-many", to: owners)
             #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: push).json?["candidate_devices"] == 20)
             #expect(try await GatewayHarness.eventually { sandbox.state.fcm.recorded.filter { $0.status == 200 }.count == 20 })
             #expect(sandbox.state.fcm.exchanges == 1)
+            let opened = sandbox.state.statistics.openConnections - connectionsBefore
+            #expect(opened == 1, "one connection for the exchange and the twenty sends, not one a request: \(opened)")
         }
     }
 
