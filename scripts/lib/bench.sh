@@ -197,7 +197,7 @@ bench_pgstats_print() {
         say "sampled plans: $(grep -c 'duration:' "${PGPLANS_LOG:-/tmp/bench-plans.log}") in ${PGPLANS_LOG:-/tmp/bench-plans.log}"
     fi
     psql -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "SELECT calls, plans, round(total_plan_time) AS plan_ms, round(total_exec_time) AS total_ms, round(mean_exec_time::numeric, 2) AS mean_ms,
-        rows, left(regexp_replace(query, '\s+', ' ', 'g'), 60) AS statement FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 8"
+        rows, wal_records, wal_fpi, pg_size_pretty(wal_bytes) AS wal, left(regexp_replace(query, '\s+', ' ', 'g'), 60) AS statement FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 8"
 }
 
 # Brings the database to a running gateway's steady state for wrap pushes: HISTORY wraps already

@@ -5,6 +5,7 @@
 #
 #   source scripts/lib/postgres.sh
 #   pg_start_cluster DIR PORT     # initdb (once) + start; exports DATABASE_URL
+#     (PG_EXTRA_OPTIONS: more server settings, as "-c shared_buffers=1GB")
 #   pg_stop_cluster DIR
 
 pg_bin_dir() {
@@ -40,7 +41,7 @@ pg_start_cluster() {
     fi
     say "starting PostgreSQL on 127.0.0.1:$port ($dir)"
     pg_as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
-        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c fsync=off -c max_connections=200" \
+        -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$dir -c fsync=off -c max_connections=200 ${PG_EXTRA_OPTIONS:-}" \
         start >/dev/null
     pg_as_owner "$bin/psql" -h 127.0.0.1 -p "$port" -U linkstr -d postgres -qAt \
         -c "SELECT 1 FROM pg_database WHERE datname = 'linkstr'" | grep -q 1 ||

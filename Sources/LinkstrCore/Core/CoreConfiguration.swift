@@ -20,6 +20,9 @@ public struct CoreConfiguration: Sendable {
     /// addresses (local development, tests). Off, a send never connects there: a list is anyone's
     /// to write.
     public var allowPrivateRecipientRelays = false
+    /// How long a recipient's inbox relays (their kind 10050 list), once looked up, are used
+    /// without looking again: a newer list reaches a sender's sends after this long at most.
+    public var recipientInboxRelaysTTL: Duration = .seconds(3600)
     /// The secret store; nil means the Keychain on Apple platforms and files under
     /// `dataDirectory/secrets` (mode 0600) elsewhere.
     public var secretStore: (any SecretStore)?

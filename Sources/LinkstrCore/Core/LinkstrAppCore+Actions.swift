@@ -295,7 +295,7 @@ extension LinkstrAppCore {
     /// A recipient whose list cannot be found gets none: the send still goes to our relays.
     func inboxRelays(of recipients: [String]) async -> [String: [String]] {
         let now = ContinuousClock.now
-        let stale = recipients.filter { recipientInboxes[$0].map { now - $0.at >= Self.recipientInboxTTL } ?? true }
+        let stale = recipients.filter { recipientInboxes[$0].map { now - $0.at >= configuration.recipientInboxRelaysTTL } ?? true }
         if !stale.isEmpty {
             let authors = stale.compactMap { try? PublicKey(hex: $0) }
             let events = await pool.fetch(Filter(authors: authors, kinds: [EventKind.inboxRelays]), timeout: .seconds(2))

@@ -112,11 +112,10 @@ public actor LinkstrAppCore {
     var historyWork: [String: HistoryWork] = [:]
     /// People whose kind-0 names were asked for in this relay run.
     var profilesRequested: Set<String> = []
-    /// Recipients' inbox relays (their kind 10050 lists) as last looked up, for
-    /// `recipientInboxTTL`; an empty list is remembered too (the recipient publishes none).
+    /// Recipients' inbox relays (their kind 10050 lists) as last looked up, for the
+    /// configuration's `recipientInboxRelaysTTL`; an empty list is remembered too (the recipient
+    /// publishes none).
     var recipientInboxes: [String: (relays: [String], at: ContinuousClock.Instant)] = [:]
-    /// How long a recipient's looked-up inbox relays are trusted.
-    static let recipientInboxTTL: Duration = .seconds(3600)
     /// A recipient's inbox relays a send publishes to at most (their list's first ones).
     static let maxRecipientInboxRelays = 5
     /// True when this relay run began with an empty ledger: its history arrives read (R12).

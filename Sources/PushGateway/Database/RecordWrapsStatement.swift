@@ -25,9 +25,25 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
             SELECT DISTINCT ON (wrap_id, recipient) wrap_id, recipient, relay, live, realtime
             FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $9::bool[]) AS i(wrap_id, recipient, relay, live, realtime)
             ORDER BY wrap_id, recipient, live DESC, realtime DESC
-        ), inserted AS (
+        ), \(steps(historyRace: "$10", coalesce: "$5", lifetime: "$6", leaseDue: "$7", lease: "$8", budgetOn: "$11", burst: "$12", perSecond: "$13"))
+        SELECT c.claimed, c.queued, c.merged, c.over_budget, j.id, j.apns_id, j.device_token, j.pubkey, d.apns_environment, d.topic, d.updated_at,
+               j.event_id, j.relay, j.wrap_count, j.attempts, j.expires_at, d.platform, d.push_type, d.p256dh, d.auth_secret
+        FROM counts c LEFT JOIN (jobs j JOIN devices d ON d.device_token = j.device_token) ON j.locked_until IS NOT NULL
+        """
+
+    /// Steps 1 to 5 as the CTEs that follow `input` (wrap_id, recipient, relay, live, realtime,
+    /// one row per wrap and recipient) in a WITH list, ending with `counts` (claimed, queued,
+    /// merged, over_budget) and `jobs` (each new job; leased ones have `locked_until`). Each
+    /// argument is the SQL for a value (a parameter), so that another statement can run the same
+    /// steps on its own input (`StoreInboxWrapsStatement`).
+    static func steps(
+        historyRace: String, coalesce: String, lifetime: String, leaseDue: String, lease: String, budgetOn: String, burst: String,
+        perSecond: String
+    ) -> String {
+        """
+        inserted AS (
             INSERT INTO seen_wraps (wrap_id, history_until)
-            SELECT wrap_id, CASE WHEN bool_or(live) THEN NULL ELSE now() + make_interval(secs => $10) END
+            SELECT wrap_id, CASE WHEN bool_or(live) THEN NULL ELSE now() + make_interval(secs => \(historyRace)) END
             FROM input GROUP BY wrap_id ORDER BY wrap_id
             ON CONFLICT DO NOTHING RETURNING wrap_id
         ), taken_over AS (
@@ -44,24 +60,34 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
             SELECT DISTINCT ON (d.device_token) d.device_token, d.pubkey, i.wrap_id, i.relay,
                    count(*) OVER (PARTITION BY d.device_token) AS wraps
             FROM input i
-            JOIN claim c ON c.wrap_id = i.wrap_id
             -- A VoIP token takes calls only: PushKit requires every push to it to report one.
             JOIN devices d ON d.pubkey = i.recipient AND d.relay_watch AND d.push_type = 'alert'
-            WHERE i.live
+            -- Claimed now, by a filter, not a join: planned for a few rows, a join of the input
+            -- to `claim` was a nested loop over both, the square of the batch (23 ms at 256).
+            WHERE i.wrap_id = ANY (ARRAY(SELECT wrap_id FROM claim)) AND i.live
               AND NOT EXISTS (SELECT 1 FROM push_suppressions s WHERE s.pubkey = i.recipient AND s.event_id = i.wrap_id AND s.expires_at > now())
             ORDER BY d.device_token, i.wrap_id
+        ), queued AS MATERIALIZED (
+            -- The targets that have a queued job, in one read of push_jobs_queued_device_idx by
+            -- the array (a plain join was planned, generically, as a hash join over a scan of the
+            -- whole queue). Only queued jobs can take a merge (`NOT direct` also lets the partial
+            -- index serve).
+            SELECT DISTINCT j.device_token FROM push_jobs j
+            WHERE j.device_token = ANY (ARRAY(SELECT device_token FROM targets))
+              AND NOT j.direct AND j.notification_type = 'gift_wrap' AND j.attempts = 0 AND j.locked_until IS NULL
         ), merged AS (
-            -- The array condition makes the jobs a probe of push_jobs_queued_device_idx per target:
-            -- a plain join was planned (generically) as a hash join over a scan of the whole queue.
-            -- Only queued jobs can take a merge (`NOT direct` also lets the partial index serve).
+            -- The array condition keeps the jobs a read of the index by key. It holds only the
+            -- targets found above, usually none: an index scan sorts its array afresh on every
+            -- rescan, so an array of every target, read once per target, cost the square of the
+            -- batch (10 ms at 256 targets). The conditions again: a job claimed since is left alone.
             UPDATE push_jobs j SET event_id = t.wrap_id, relay = t.relay, wrap_count = j.wrap_count + t.wraps
             FROM targets t
-            WHERE j.device_token = ANY (ARRAY(SELECT device_token FROM targets)) AND j.device_token = t.device_token
+            WHERE j.device_token = ANY (ARRAY(SELECT device_token FROM queued)) AND j.device_token = t.device_token
               AND NOT j.direct AND j.notification_type = 'gift_wrap' AND j.attempts = 0 AND j.locked_until IS NULL
             RETURNING j.device_token
         ), scheduled AS (
             -- leased_until: set when the job is due now and the caller sends it at once.
-            SELECT s.*, CASE WHEN $7 AND s.at <= now() THEN now() + make_interval(secs => $8) END AS leased_until
+            SELECT s.*, CASE WHEN \(leaseDue) AND s.at <= now() THEN now() + make_interval(secs => \(lease)) END AS leased_until
             FROM (
                 SELECT t.device_token, t.pubkey, t.wrap_id, t.relay, t.wraps, greatest(now(), coalesce(w.next_at, now())) AS at
                 FROM targets t LEFT JOIN watch_coalesce w ON w.device_token = t.device_token
@@ -70,20 +96,20 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
         ), charged AS (
             -- A new alert takes a token from its device's budget (a merge adds to an alert already
             -- counted).
-            \(PushBudget.chargeSQL(devicesFrom: "scheduled", enabled: "$11", burst: "$12", perSecond: "$13"))
+            \(PushBudget.chargeSQL(devicesFrom: "scheduled", enabled: budgetOn, burst: burst, perSecond: perSecond))
         ), jobs AS (
             INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay, wrap_count,
                                    next_attempt_at, expires_at, locked_until, attempts, direct)
             SELECT gen_random_uuid(), device_token, pubkey, 'gift_wrap', wrap_id, '', relay, wraps,
-                   coalesce(leased_until, at), at + make_interval(secs => $6), leased_until,
+                   coalesce(leased_until, at), at + make_interval(secs => \(lifetime)), leased_until,
                    CASE WHEN leased_until IS NULL THEN 0 ELSE 1 END, leased_until IS NOT NULL
             FROM scheduled s
-            WHERE NOT $11 OR EXISTS (SELECT 1 FROM charged c WHERE c.device_token = s.device_token)
+            WHERE NOT \(budgetOn) OR EXISTS (SELECT 1 FROM charged c WHERE c.device_token = s.device_token)
             RETURNING id, apns_id, device_token, pubkey, event_id, relay, wrap_count, attempts, expires_at, next_attempt_at, locked_until
         ), coalesced AS (
             INSERT INTO watch_coalesce (device_token, next_at)
             -- A leased job was due now; its next_attempt_at is its lease's end.
-            SELECT device_token, (CASE WHEN locked_until IS NULL THEN next_attempt_at ELSE now() END) + make_interval(secs => $5) FROM jobs
+            SELECT device_token, (CASE WHEN locked_until IS NULL THEN next_attempt_at ELSE now() END) + make_interval(secs => \(coalesce)) FROM jobs
             ON CONFLICT (device_token) DO UPDATE SET next_at = EXCLUDED.next_at
             RETURNING 1
         ), counts AS (
@@ -91,10 +117,8 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
                    (SELECT count(*) FROM merged)::int AS merged, (SELECT count(*) FROM coalesced)::int AS scheduled,
                    (SELECT count(*) FROM scheduled)::int - (SELECT count(*) FROM jobs)::int AS over_budget
         )
-        SELECT c.claimed, c.queued, c.merged, c.over_budget, j.id, j.apns_id, j.device_token, j.pubkey, d.apns_environment, d.topic, d.updated_at,
-               j.event_id, j.relay, j.wrap_count, j.attempts, j.expires_at, d.platform, d.push_type, d.p256dh, d.auth_secret
-        FROM counts c LEFT JOIN (jobs j JOIN devices d ON d.device_token = j.device_token) ON j.locked_until IS NOT NULL
         """
+    }
 
     var wrapIDs: [String]
     var recipients: [String]

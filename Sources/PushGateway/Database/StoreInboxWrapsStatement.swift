@@ -1,32 +1,81 @@
+import Foundation
 import PostgresNIO
 
 /// A batch of gift wraps for the inbox relay, as one prepared statement (one round trip, one
-/// commit, planned once per connection): each wrap is stored for its recipient if the recipient
-/// has a registered device, and fewer than `maxPerRecipient` wraps and `maxBytesPerRecipient`
-/// bytes of them stored before the statement, once per id, and every stored one is announced on `channel` (NOTIFY, sent at the commit). A row
-/// per input wrap comes back, in input order: (registered, room, inserted now, stored before).
-struct StoreInboxWrapsStatement: PostgresPreparedStatement {
+/// commit, planned once per connection):
+/// 1. each wrap is stored for its recipient if the recipient has a registered device, and fewer
+///    than `maxPerRecipient` wraps and `maxBytesPerRecipient` bytes of them stored before the
+///    statement, once per id;
+/// 2. the stored ones are announced on `channel` (NOTIFY, sent at the commit), up to
+///    `notifyLines` "<recipient> <id>" lines a notification;
+/// 3. with `pushing`, the stored ones are recorded as real-time sightings from `pushing.relay`,
+///    as `RecordWrapsStatement` records the watcher's (the same claim, coalescing, budget and
+///    leasing), so that storing a wrap and queueing its push cost one commit, not two.
+///
+/// Rows: the first carries every input wrap's outcome, in input order, as one letter each (see
+/// `Outcome`) and the record's counts; each further row, a job leased for the caller to send.
+package struct StoreInboxWrapsStatement: PostgresPreparedStatement {
     static let sql = """
-        WITH input AS (
+        WITH arrived AS (
             SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) WITH ORDINALITY AS i(id, recipient, created_at, event, position)
-        ), recipient AS (
-            SELECT r.recipient,
-                   EXISTS (SELECT 1 FROM devices d WHERE d.pubkey = r.recipient) AS registered,
-                   (SELECT count(*) FROM (SELECT 1 FROM inbox_wraps w WHERE w.recipient = r.recipient LIMIT $5) AS kept) < $5
-                   AND (SELECT coalesce(sum(octet_length(w.event)), 0) FROM inbox_wraps w WHERE w.recipient = r.recipient) < $7 AS room
-            FROM (SELECT DISTINCT recipient FROM input) AS r
-        ), inserted AS (
+        ), recipients AS (
+            -- Wraps and bytes stored are counted in one read: a recipient holds at most
+            -- `maxPerRecipient` and a batch.
+            SELECT r.recipient, EXISTS (SELECT 1 FROM devices d WHERE d.pubkey = r.recipient) AS registered,
+                   kept.wraps < $5 AND kept.bytes < $7 AS room
+            FROM (SELECT DISTINCT recipient FROM arrived) AS r,
+                 LATERAL (SELECT count(*) AS wraps, coalesce(sum(octet_length(w.event)), 0) AS bytes
+                          FROM inbox_wraps w WHERE w.recipient = r.recipient) AS kept
+        ), stored AS (
             INSERT INTO inbox_wraps (id, recipient, created_at, event)
             SELECT DISTINCT ON (i.id) i.id, i.recipient, i.created_at, i.event
-            FROM input i JOIN recipient r ON r.recipient = i.recipient WHERE r.registered AND r.room
+            FROM arrived i JOIN recipients r ON r.recipient = i.recipient WHERE r.registered AND r.room
             ORDER BY i.id
             ON CONFLICT (id) DO NOTHING RETURNING id, recipient
-        ), notified AS (SELECT pg_notify($6, recipient || ' ' || id) FROM inserted)
-        SELECT r.registered, r.room, EXISTS (SELECT 1 FROM inserted n WHERE n.id = i.id),
-               EXISTS (SELECT 1 FROM inbox_wraps w WHERE w.id = i.id), (SELECT count(*)::int FROM notified)
-        FROM input i JOIN recipient r ON r.recipient = i.recipient
-        ORDER BY i.position
+        ), notified AS (
+            SELECT pg_notify($6, string_agg(recipient || ' ' || id, E'\\n'))
+            FROM (SELECT recipient, id, row_number() OVER () - 1 AS n FROM stored) AS s GROUP BY n / $18
+        ), input AS (
+            SELECT id AS wrap_id, recipient, $9::text AS relay, true AS live, true AS realtime FROM stored WHERE $8
+        ), \(RecordWrapsStatement.steps(
+            historyRace: "$10", coalesce: "$11", lifetime: "$12", leaseDue: "$13", lease: "$14", budgetOn: "$15", burst: "$16",
+            perSecond: "$17"))
+        SELECT (SELECT string_agg(CASE WHEN NOT r.registered THEN 'u'
+                                       WHEN EXISTS (SELECT 1 FROM stored n WHERE n.id = i.id) THEN 's'
+                                       WHEN r.room OR EXISTS (SELECT 1 FROM inbox_wraps w WHERE w.id = i.id) THEN 'd'
+                                       ELSE 'f' END, '' ORDER BY i.position)
+                FROM arrived i JOIN recipients r ON r.recipient = i.recipient) AS outcomes,
+               (SELECT count(*) FROM notified)::int AS notices, c.claimed, c.queued, c.merged, c.over_budget,
+               NULL::bigint AS id, NULL::uuid AS apns_id, NULL::text AS device_token, NULL::text AS pubkey, NULL::text AS apns_environment,
+               NULL::text AS topic, NULL::timestamptz AS updated_at, NULL::text AS event_id, NULL::text AS relay, NULL::int AS wrap_count,
+               NULL::int AS attempts, NULL::timestamptz AS expires_at, NULL::text AS platform, NULL::text AS push_type, NULL::text AS p256dh,
+               NULL::text AS auth_secret
+        FROM counts c
+        UNION ALL
+        SELECT NULL, NULL, NULL, NULL, NULL, NULL, j.id, j.apns_id, j.device_token, j.pubkey, d.apns_environment, d.topic, d.updated_at,
+               j.event_id, j.relay, j.wrap_count, j.attempts, j.expires_at, d.platform, d.push_type, d.p256dh, d.auth_secret
+        FROM jobs j JOIN devices d ON d.device_token = j.device_token WHERE j.locked_until IS NOT NULL
         """
+
+    /// How the wraps a batch stores are pushed.
+    package struct Pushing: Sendable {
+        /// Where the sightings say they were seen (the inbox relay's URL).
+        var relay: String
+        var coalesceSeconds: Int
+        var lifetimeSeconds: Int
+        /// Jobs due now come back leased for this long, for the caller to send; nil: none.
+        var leaseSeconds: Int?
+        /// Each device's alert budget; nil: none.
+        var budget: PushBudget?
+
+        package init(relay: String, coalesceSeconds: Int, lifetimeSeconds: Int, leaseSeconds: Int?, budget: PushBudget?) {
+            self.relay = relay
+            self.coalesceSeconds = coalesceSeconds
+            self.lifetimeSeconds = lifetimeSeconds
+            self.leaseSeconds = leaseSeconds
+            self.budget = budget
+        }
+    }
 
     var ids: [String]
     var recipients: [String]
@@ -35,9 +84,13 @@ struct StoreInboxWrapsStatement: PostgresPreparedStatement {
     var maxPerRecipient: Int
     var channel: String
     var maxBytesPerRecipient: Int
+    /// nil: the wraps are stored and announced, not pushed.
+    var pushing: Pushing?
+    /// A NOTIFY payload holds under 8,000 bytes: 60 lines of 130.
+    static let notifyLines = 60
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 7)
+        var bindings = PostgresBindings(capacity: 18)
         bindings.append(ids)
         bindings.append(recipients)
         bindings.append(createdAt)
@@ -45,20 +98,59 @@ struct StoreInboxWrapsStatement: PostgresPreparedStatement {
         bindings.append(maxPerRecipient)
         bindings.append(channel)
         bindings.append(maxBytesPerRecipient)
+        bindings.append(pushing != nil)
+        bindings.append(pushing?.relay ?? "")
+        bindings.append(Double(WatchSettings.historyRaceSeconds))
+        bindings.append(Double(pushing?.coalesceSeconds ?? 0))
+        bindings.append(Double(pushing?.lifetimeSeconds ?? 0))
+        bindings.append(pushing?.leaseSeconds != nil)
+        bindings.append(Double(pushing?.leaseSeconds ?? 0))
+        bindings.append(pushing?.budget != nil)
+        bindings.append(pushing?.budget?.burst ?? 0)
+        bindings.append(pushing?.budget?.perSecond ?? 0)
+        bindings.append(Self.notifyLines)
         return bindings
     }
 
-    /// One input wrap: whether its recipient is registered and had room, whether it was inserted
-    /// now, and whether it was stored before (the statement does not see its own inserts).
-    struct Row {
-        var registered: Bool
-        var room: Bool
-        var inserted: Bool
-        var known: Bool
+    /// One input wrap's outcome, as the first row spells it.
+    enum Outcome: Character {
+        case stored = "s"
+        case duplicate = "d"
+        case unregistered = "u"
+        /// The recipient had no room.
+        case full = "f"
+    }
+
+    /// The first row: the outcomes and the record's counts; any other: a leased job.
+    enum Row {
+        case outcomes([Outcome], record: WatchStore.RecordResult)
+        case leased(ClaimedJob?)
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (registered, room, inserted, known, _) = try row.decode((Bool, Bool, Bool, Bool, Int).self)
-        return Row(registered: registered, room: room, inserted: inserted, known: known)
+        let (
+            outcomes, _, claimed, queued, merged, overBudget, id, apnsID, token, pubkey, environment, topic, updatedAt, wrapID, relay,
+            count,
+            attempts, expiresAt, platform, pushType, p256dh, authSecret
+        ) =
+            try row.decode(
+                (
+                    String?, Int?, Int?, Int?, Int?, Int?, Int64?, UUID?, String?, String?, String?, String?, Date?, String?, String?, Int?,
+                    Int?, Date?, String?, String?, String?, String?
+                ).self)
+        if let outcomes {
+            return .outcomes(
+                outcomes.compactMap(Outcome.init(rawValue:)),
+                record: WatchStore.RecordResult(
+                    claimed: claimed ?? 0, jobs: queued ?? 0, merged: merged ?? 0, overBudget: overBudget ?? 0))
+        }
+        return .leased(
+            ClaimedJob(
+                leasedID: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic,
+                deviceUpdatedAt: updatedAt, attempts: attempts, expiresAt: expiresAt,
+                device: (platform, pushType, p256dh, authSecret)
+            ) { pubkey in
+                wrapID.map { .giftWrap(wrapID: $0, relay: relay ?? "", count: count ?? 1, recipient: pubkey) }
+            })
     }
 }

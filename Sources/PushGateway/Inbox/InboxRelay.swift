@@ -187,36 +187,24 @@ public struct InboxRelay: Service {
 
     // MARK: Storing and pushing
 
-    /// Stores the handed-over wraps a batch at a time and answers each, then queues the pushes for
-    /// the batch's newly stored wraps.
+    /// Stores the handed-over wraps a batch at a time, queueing the pushes for the newly stored
+    /// ones in the same statement, and answers each. The pushes are recorded as the relay
+    /// watcher's live sightings, so a copy the watcher sees on another relay is pushed once in all.
     private func storeLoop() async {
+        let relay = settings.relayURL?.description ?? "inbox"
         while let batch = await pendingWraps.next(max: Self.storeBatchSize) {
             let outcomes: [InboxStore.StoreOutcome]?
             do {
-                outcomes = try await store.store(batch.map { ($0.event, $0.recipient) })
+                let stored = try await store.store(batch.map { ($0.event, $0.recipient) }, pushing: recorder.pushing(from: relay))
+                outcomes = stored.outcomes
+                let newlyStored = Set(zip(batch, stored.outcomes).filter { $0.1 == .stored }.map(\.0.event.id))
+                recorder.handOn(stored.record, distinctWraps: newlyStored.count)
             } catch {
                 logger.warning(
                     "could not store inbox wraps", metadata: ["error.type": "\(type(of: error))", "inbox.wraps": "\(batch.count)"])
                 outcomes = nil
             }
             for (index, wrap) in batch.enumerated() { wrap.answer(outcomes?[index]) }
-            guard let outcomes else { continue }
-            let stored = zip(batch, outcomes).filter { $0.1 == .stored }.map(\.0)
-            if !stored.isEmpty { await push(stored) }
-        }
-    }
-
-    /// Wraps this relay stored: claimed and queued for their recipients' relay-watch devices as
-    /// live sightings, so a copy the watcher sees on another relay is pushed once in all.
-    private func push(_ wraps: [PendingWrap]) async {
-        let relay = settings.relayURL?.description ?? "inbox"
-        let sightings = wraps.map {
-            WrapSighting(wrapID: $0.event.id.hex, recipient: $0.recipient, relay: relay, phase: .realtime, receivedAt: .now)
-        }
-        do {
-            try await recorder.record(sightings)
-        } catch {
-            logger.warning("could not queue the pushes for inbox wraps", metadata: RelayWatcher.errorMetadata(error))
         }
     }
 
@@ -269,13 +257,16 @@ public struct InboxRelay: Service {
         }
     }
 
+    /// A notification: a line "<recipient> <id>" per wrap stored.
     private func forward(_ payload: String) async {
-        let parts = payload.split(separator: " ", maxSplits: 1).map(String.init)
-        guard parts.count == 2 else { return }
-        let connections = subscribers.connections(of: parts[0])
-        guard !connections.isEmpty else { return }
-        guard let wrap = try? await store.wrap(id: parts[1]) else { return }
-        for deliver in connections { deliver(parts[0], parts[1], wrap.createdAt, wrap.event) }
+        for line in payload.split(separator: "\n") {
+            let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { continue }
+            let connections = subscribers.connections(of: parts[0])
+            guard !connections.isEmpty else { continue }
+            guard let wrap = try? await store.wrap(id: parts[1]) else { continue }
+            for deliver in connections { deliver(parts[0], parts[1], wrap.createdAt, wrap.event) }
+        }
     }
 
     private func pruneLoop() async {

@@ -18,8 +18,8 @@ package struct InboxStore: Sendable {
         self.maxBytesPerRecipient = maxBytesPerRecipient
     }
 
-    /// The NOTIFY channel that carries `"<recipient> <id>"` for every wrap stored, to every
-    /// instance's live subscriptions.
+    /// The NOTIFY channel that carries a line `"<recipient> <id>"` for every wrap stored (up to 60
+    /// lines a notification), to every instance's live subscriptions.
     package static let channel = "linkstr_inbox"
 
     package enum StoreOutcome: Sendable, Equatable {
@@ -40,30 +40,48 @@ package struct InboxStore: Sendable {
     package let maxBytesPerRecipient: Int
 
     /// Stores `event` for `recipient` if the recipient has a registered device, once per id, and
-    /// tells every instance (NOTIFY, sent when the transaction commits).
+    /// tells every instance (NOTIFY, sent when the transaction commits). Not pushed.
     package func store(_ event: NostrEvent, recipient: String) async throws -> StoreOutcome {
-        try await store([(event, recipient)])[0]
+        try await store([(event, recipient)], pushing: nil).outcomes[0]
     }
 
-    /// Stores each wrap for its recipient, as `store(_:recipient:)` does, in one statement: one
-    /// round trip and one commit for the whole batch (a commit that NOTIFYs takes a lock every
-    /// instance's commits share). The outcomes are in the order of `wraps`.
+    /// Stores each wrap for its recipient, as `store(_:recipient:)` does, and with `pushing`
+    /// queues the pushes for the wraps stored now, all in one statement: one round trip and one
+    /// commit for the whole batch (a commit that NOTIFYs takes a lock every instance's commits
+    /// share). The outcomes are in the order of `wraps`; `record` says what was queued, and holds
+    /// the jobs leased to the caller (`pushing.leaseSeconds`).
     ///
     /// Whether a recipient has room is judged on what was stored before the batch, so a batch may
     /// take a recipient at most its own size past `maxWrapsPerRecipient` (and its own bytes past
-    /// `maxBytesPerRecipient`). Two copies of one wrap
-    /// in a batch are both `stored` (the push is claimed once, by wrap id).
-    package func store(_ wraps: [(event: NostrEvent, recipient: String)]) async throws -> [StoreOutcome] {
-        guard !wraps.isEmpty else { return [] }
+    /// `maxBytesPerRecipient`). Two copies of one wrap in a batch are both `stored` (the push is
+    /// claimed once, by wrap id). Nothing is stored or queued when it throws.
+    package func store(
+        _ wraps: [(event: NostrEvent, recipient: String)], pushing: StoreInboxWrapsStatement.Pushing?
+    ) async throws -> (outcomes: [StoreOutcome], record: WatchStore.RecordResult) {
+        let empty = WatchStore.RecordResult(claimed: 0, jobs: 0, merged: 0)
+        guard !wraps.isEmpty else { return ([], empty) }
         let statement = StoreInboxWrapsStatement(
             ids: wraps.map(\.event.id.hex), recipients: wraps.map(\.recipient), createdAt: wraps.map(\.event.createdAt),
             events: wraps.map(\.event.json), maxPerRecipient: maxWrapsPerRecipient, channel: Self.channel,
-            maxBytesPerRecipient: maxBytesPerRecipient)
-        let outcomes: [StoreOutcome] = try await database.execute(statement, logger: logger).map { row in
-            !row.registered ? .unregistered : row.inserted ? .stored : row.known || row.room ? .duplicate : .full
+            maxBytesPerRecipient: maxBytesPerRecipient, pushing: pushing)
+        // A device removed mid-statement (23503) or a deadlock rolls the statement back as a whole.
+        return try await GatewayStore.retryingTransient {
+            var outcomes: [StoreOutcome] = []
+            var record = empty
+            for row in try await database.execute(statement, logger: logger) {
+                switch row {
+                case .outcomes(let letters, let counts):
+                    outcomes = letters.map(StoreOutcome.init)
+                    record = counts
+                case .leased(let job):
+                    if let job { record.leased.append(job) }
+                }
+            }
+            guard outcomes.count == wraps.count else {
+                throw InboxStoreError.outcomesMissing(expected: wraps.count, got: outcomes.count)
+            }
+            return (outcomes, record)
         }
-        guard outcomes.count == wraps.count else { throw InboxStoreError.outcomesMissing(expected: wraps.count, got: outcomes.count) }
-        return outcomes
     }
 
     /// Where a page of stored wraps ends: the next page starts below it (newest first).
@@ -142,6 +160,17 @@ package struct InboxStore: Sendable {
             """, logger: logger
         ).count
         return removed
+    }
+}
+
+extension InboxStore.StoreOutcome {
+    init(_ outcome: StoreInboxWrapsStatement.Outcome) {
+        switch outcome {
+        case .stored: self = .stored
+        case .duplicate: self = .duplicate
+        case .unregistered: self = .unregistered
+        case .full: self = .full
+        }
     }
 }
 

@@ -13,12 +13,25 @@ struct SightingRecorder: Sendable {
     @discardableResult
     func record(_ sightings: [WrapSighting]) async throws -> WatchStore.RecordResult {
         let result = try await store.record(sightings, leaseSeconds: directDelivery?.lease())
+        handOn(result, distinctWraps: Set(sightings.map(\.wrapID)).count)
+        return result
+    }
+
+    /// What another statement recorded (`InboxStore.store(_:pushing:)`) of `distinctWraps` wraps:
+    /// the leased jobs sent, the rest woken for, the counts to the metrics.
+    func handOn(_ result: WatchStore.RecordResult, distinctWraps: Int) {
         // Not awaited: the next batch is recorded while this one is sent.
         directDelivery?.start(result.leased)
-        let distinct = Set(sightings.map(\.wrapID)).count
-        metrics.watchRecorded(duplicates: distinct - result.claimed, queued: result.jobs, coalesced: result.merged)
+        metrics.watchRecorded(duplicates: distinctWraps - result.claimed, queued: result.jobs, coalesced: result.merged)
         if result.overBudget > 0 { metrics.push(outcome: "over_budget", reason: nil, count: result.overBudget) }
         if result.jobs > result.leased.count { wakeup?.signal() }
-        return result
+    }
+
+    /// How another statement should queue pushes to record as this recorder does, for sightings
+    /// from `relay`.
+    func pushing(from relay: String) -> StoreInboxWrapsStatement.Pushing {
+        StoreInboxWrapsStatement.Pushing(
+            relay: relay, coalesceSeconds: store.settings.coalesceSeconds, lifetimeSeconds: GatewayStore.jobLifetimeSeconds,
+            leaseSeconds: directDelivery?.lease(), budget: store.deviceBudget)
     }
 }

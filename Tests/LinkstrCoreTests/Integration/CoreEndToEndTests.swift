@@ -426,6 +426,52 @@ import Testing
         #expect(slices.last?.rows.first { $0.id == session }?.lastActivity == newest)
     }
 
+    /// A recipient's inbox list (kind 10050) is looked up once and used for
+    /// `recipientInboxRelaysTTL`: a newer list reaches the sender's sends after that, not before.
+    @Test func aRecipientsInboxListIsUsedForItsLifetimeThenLookedUpAgain() async throws {
+        let home = try RelayFixture(), first = try RelayFixture(), second = try RelayFixture()
+        for relay in [home, first, second] { try await relay.start() }
+        defer { for relay in [home, first, second] { relay.kill() } }
+        let lifetime: Duration = .seconds(10)
+        let alice = try await Self.makeCore(relay: home) { configuration in
+            configuration.allowPrivateRecipientRelays = true
+            configuration.recipientInboxRelaysTTL = lifetime
+        }
+        #expect(await Self.eventually { await alice.state().relays.connectedOrReadOnly == 1 })
+        let bob = Keys.generate()
+        let now = UnixTime.now()
+        func list(_ relay: RelayFixture, at createdAt: Int64) throws -> NostrEvent {
+            InboxRelayList.event(author: bob.publicKey, relays: [try RelayURL(relay.url)], createdAt: createdAt).signed(by: bob)
+        }
+        /// Wraps to Bob that `relay` holds.
+        func wrapsToBob(on relay: RelayFixture) async throws -> Int {
+            try await Self.stored(on: relay, Filter(kinds: [EventKind.giftWrap], tags: ["p": [bob.publicKey.hex]])).count
+        }
+        func sent(_ result: ActionResult) -> Bool { if case .navigate = result { true } else { false } }
+        try await alice.pool.publish([try list(first, at: now - 10)])
+        // The list is looked up during this send: its lifetime starts between these two instants.
+        let beforeLookup = ContinuousClock.now
+        #expect(sent(await alice.perform(.createSession(name: "One", members: [bob.publicKey.hex]))))
+        let afterLookup = ContinuousClock.now
+        #expect(try await wrapsToBob(on: first) == 1, "sent to the inbox Bob's list names")
+
+        // Bob moves his inbox; within the lifetime Alice still uses what she looked up.
+        try await alice.pool.publish([try list(second, at: now)])
+        #expect(sent(await alice.perform(.createSession(name: "Two", members: [bob.publicKey.hex]))))
+        // (A machine too slow to send within the lifetime cannot tell; it checks the rest.)
+        if ContinuousClock.now - beforeLookup < lifetime {
+            #expect(try await wrapsToBob(on: first) == 2, "the list looked up before, within its lifetime")
+            #expect(try await wrapsToBob(on: second) == 0)
+        }
+
+        // Past the lifetime the list is looked up again: the new inbox.
+        try await Task.sleep(until: afterLookup + lifetime, clock: .continuous)
+        #expect(sent(await alice.perform(.createSession(name: "Three", members: [bob.publicKey.hex]))))
+        #expect(try await wrapsToBob(on: second) == 1, "the newer list, looked up again")
+        #expect(try await wrapsToBob(on: first) <= 2, "the old inbox gets no more")
+        await alice.shutdown()
+    }
+
     @Test func sendingIsGatedOnRelaysAndBadInputChangesNothing() async throws {
         let relay = try RelayFixture()
         try await relay.start()

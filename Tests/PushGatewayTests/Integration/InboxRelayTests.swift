@@ -471,13 +471,76 @@ import Testing
             #expect(try await store.store(earlier, recipient: bob.publicKey.hex) == .stored)
             let toCarol = try RelayWatchTests.wrap(to: carol), toStranger = try RelayWatchTests.wrap(to: stranger)
             let moreForBob = try RelayWatchTests.wrap(to: bob)
-            let outcomes = try await store.store([
-                (toCarol, carol.publicKey.hex), (toStranger, stranger.publicKey.hex), (earlier, bob.publicKey.hex),
-                (moreForBob, bob.publicKey.hex), (toCarol, carol.publicKey.hex),
-            ])
+            let outcomes = try await store.store(
+                [
+                    (toCarol, carol.publicKey.hex), (toStranger, stranger.publicKey.hex), (earlier, bob.publicKey.hex),
+                    (moreForBob, bob.publicKey.hex), (toCarol, carol.publicKey.hex),
+                ], pushing: nil
+            ).outcomes
             #expect(outcomes == [.stored, .unregistered, .duplicate, .full, .stored])
             #expect(try await gateway.count("SELECT count(*)::int FROM inbox_wraps") == 2)
-            #expect(try await store.store([]) == [])
+            #expect(try await store.store([], pushing: nil).outcomes.isEmpty)
+        }
+    }
+
+    /// Storing a batch queues the pushes for what it stored now, in the same statement: each new
+    /// wrap claimed once, a job per relay-watch device (leased when asked), nothing for a wrap
+    /// refused or stored before.
+    @Test func aBatchQueuesThePushesForTheWrapsItStoredNow() async throws {
+        try await Self.withInbox { gateway, _ in
+            let bob = Keys.generate(), carol = Keys.generate(), stranger = Keys.generate()
+            try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xE1))
+            try await RelayWatchTests.registerWatching(gateway, carol, HTTP2DeliveryTests.token(0xE2))
+            let store = InboxStore(database: Database(gateway.database), logger: TestDatabase.logger)
+            let earlier = try RelayWatchTests.wrap(to: bob)
+            #expect(try await store.store(earlier, recipient: bob.publicKey.hex) == .stored)
+            #expect(try await gateway.count("SELECT count(*)::int FROM seen_wraps") == 0, "stored without pushing: nothing claimed")
+            let toBob = try RelayWatchTests.wrap(to: bob), toCarol = try RelayWatchTests.wrap(to: carol)
+            let pushing = StoreInboxWrapsStatement.Pushing(
+                relay: "ws://inbox.test/relay", coalesceSeconds: 60, lifetimeSeconds: 3600, leaseSeconds: 30, budget: .default)
+            let result = try await store.store(
+                [
+                    (toBob, bob.publicKey.hex), (try RelayWatchTests.wrap(to: stranger), stranger.publicKey.hex),
+                    (earlier, bob.publicKey.hex), (toCarol, carol.publicKey.hex), (toBob, bob.publicKey.hex),
+                ], pushing: pushing)
+            #expect(result.outcomes == [.stored, .unregistered, .duplicate, .stored, .stored])
+            #expect(result.record.claimed == 2, "the two wraps stored now, each once")
+            #expect(result.record.jobs == 2 && result.record.merged == 0 && result.record.overBudget == 0)
+            #expect(Set(result.record.leased.map(\.pubkey)) == [bob.publicKey.hex, carol.publicKey.hex])
+            #expect(result.record.leased.allSatisfy { $0.attempts == 1 })
+            let claimed = try await TestDatabase.rows(gateway.database, "SELECT wrap_id FROM seen_wraps ORDER BY wrap_id")
+            #expect(claimed == [toBob.id.hex, toCarol.id.hex].sorted().map { #"{"wrap_id":"\#($0)"}"# })
+            #expect(
+                try await gateway.count(
+                    "SELECT count(*)::int FROM push_jobs WHERE relay = 'ws://inbox.test/relay' AND locked_until IS NOT NULL") == 2)
+        }
+    }
+
+    /// One notification carries up to 60 stored wraps: every one of a batch bigger than that
+    /// reaches the recipient's live subscription.
+    @Test func everyWrapOfABigBatchReachesTheLiveSubscriber() async throws {
+        try await Self.withInbox { gateway, url in
+            let bob = Keys.generate()
+            try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xE3))
+            let store = InboxStore(database: Database(gateway.database), logger: TestDatabase.logger)
+            let reader = Self.connection(url, keys: bob)
+            try await reader.running {
+                let stream = await reader.subscribe(id: "b", filters: [Self.inboxFilter(bob)])
+                #expect(await Self.collect(stream) { $0 == .endOfStoredEvents } == [.endOfStoredEvents])
+                let wraps = try (0..<130).map { _ in try RelayWatchTests.wrap(to: bob) }
+                let outcomes = try await store.store(wraps.map { ($0, bob.publicKey.hex) }, pushing: nil).outcomes
+                #expect(outcomes == Array(repeating: .stored, count: 130))
+                let events = Locked(0)
+                let items = await Self.collect(stream) { item in
+                    guard case .event = item else { return false }
+                    return events.withLock { count in
+                        count += 1
+                        return count == wraps.count
+                    }
+                }
+                let received = items.compactMap { item in if case .event(let event) = item { event.id.hex } else { nil } }
+                #expect(Set(received) == Set(wraps.map(\.id.hex)), "\(items.count) items")
+            }
         }
     }
 
