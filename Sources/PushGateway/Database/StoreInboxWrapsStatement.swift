@@ -19,13 +19,14 @@ package struct StoreInboxWrapsStatement: PostgresPreparedStatement {
         WITH arrived AS (
             SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) WITH ORDINALITY AS i(id, recipient, created_at, event, position)
         ), recipients AS (
-            -- Wraps and bytes stored are counted in one read: a recipient holds at most
-            -- `maxPerRecipient` and a batch.
+            -- Wraps and bytes stored are counted in one read of at most `maxPerRecipient` rows:
+            -- a recipient with fewer has all of them summed, and one with that many has no room
+            -- whatever they weigh, so a full inbox costs a bounded read.
             SELECT r.recipient, EXISTS (SELECT 1 FROM devices d WHERE d.pubkey = r.recipient) AS registered,
                    kept.wraps < $5 AND kept.bytes < $7 AS room
             FROM (SELECT DISTINCT recipient FROM arrived) AS r,
                  LATERAL (SELECT count(*) AS wraps, coalesce(sum(octet_length(w.event)), 0) AS bytes
-                          FROM inbox_wraps w WHERE w.recipient = r.recipient) AS kept
+                          FROM (SELECT event FROM inbox_wraps WHERE recipient = r.recipient LIMIT $5) AS w) AS kept
         ), stored AS (
             INSERT INTO inbox_wraps (id, recipient, created_at, event)
             SELECT DISTINCT ON (i.id) i.id, i.recipient, i.created_at, i.event

@@ -48,8 +48,7 @@ public struct InboxRelay: Service {
 
     static let storeQueueLimit = 10_000
     static let storeBatchSize = 256
-    /// Two loops, so that one batch is written while the next gathers and the other's pushes are
-    /// recorded.
+    /// Two loops, so that one batch is written while the next gathers.
     static let storeLoops = 2
 
     public struct Counts: Sendable, Equatable {
