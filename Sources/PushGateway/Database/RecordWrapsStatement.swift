@@ -36,38 +36,100 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
     /// merged, over_budget) and `jobs` (each new job; leased ones have `locked_until`). Each
     /// argument is the SQL for a value (a parameter), so that another statement can run the same
     /// steps on its own input (`StoreInboxWrapsStatement`).
+    ///
+    /// `storedBatch`: the input is a batch the same statement just stored (the inbox's), whose
+    /// size the generic plan cannot know. A join of it to `claim` was planned as a nested loop
+    /// over both, the square of the batch (23 ms at 256), so the claim is a filter instead; and
+    /// the merge reads the queued jobs in one pass (see `storedBatchMerge`). The watcher's input,
+    /// from `unnest`, keeps the join and the merge it was measured with: the same changes made its
+    /// p99 at 5,000 wraps/s worse in four of four alternating runs of `scripts/bench-watch.sh`.
     static func steps(
         historyRace: String, coalesce: String, lifetime: String, leaseDue: String, lease: String, budgetOn: String, burst: String,
-        perSecond: String
+        perSecond: String, storedBatch: Bool = false
     ) -> String {
+        let claimJoin = storedBatch ? "" : "JOIN claim c ON c.wrap_id = i.wrap_id"
+        let claimFilter = storedBatch ? "AND i.wrap_id = ANY (ARRAY(SELECT wrap_id FROM claim))" : ""
+        let merge = storedBatch ? storedBatchMerge : watcherMerge
+        return """
+            inserted AS (
+                INSERT INTO seen_wraps (wrap_id, history_until)
+                SELECT wrap_id, CASE WHEN bool_or(live) THEN NULL ELSE now() + make_interval(secs => \(historyRace)) END
+                FROM input GROUP BY wrap_id ORDER BY wrap_id
+                ON CONFLICT DO NOTHING RETURNING wrap_id
+            ), taken_over AS (
+                -- Rows that existed before this statement (new ones are invisible to it, so the wraps
+                -- just inserted are left out instead of probed for nothing); under concurrency the
+                -- row lock and the re-checked condition let one statement win.
+                UPDATE seen_wraps s SET history_until = NULL
+                FROM (SELECT wrap_id FROM input WHERE realtime EXCEPT SELECT wrap_id FROM inserted) r
+                WHERE s.wrap_id = r.wrap_id AND s.history_until > now()
+                RETURNING s.wrap_id
+            ), claim AS (
+                SELECT wrap_id FROM inserted UNION ALL SELECT wrap_id FROM taken_over
+            ), targets AS (
+                SELECT DISTINCT ON (d.device_token) d.device_token, d.pubkey, i.wrap_id, i.relay,
+                       count(*) OVER (PARTITION BY d.device_token) AS wraps
+                FROM input i
+                \(claimJoin)
+                -- A VoIP token takes calls only: PushKit requires every push to it to report one.
+                JOIN devices d ON d.pubkey = i.recipient AND d.relay_watch AND d.push_type = 'alert'
+                WHERE i.live \(claimFilter)
+                  AND NOT EXISTS (SELECT 1 FROM push_suppressions s WHERE s.pubkey = i.recipient AND s.event_id = i.wrap_id AND s.expires_at > now())
+                ORDER BY d.device_token, i.wrap_id
+            ), \(merge)
+            ), scheduled AS (
+                -- leased_until: set when the job is due now and the caller sends it at once.
+                SELECT s.*, CASE WHEN \(leaseDue) AND s.at <= now() THEN now() + make_interval(secs => \(lease)) END AS leased_until
+                FROM (
+                    SELECT t.device_token, t.pubkey, t.wrap_id, t.relay, t.wraps, greatest(now(), coalesce(w.next_at, now())) AS at
+                    FROM targets t LEFT JOIN watch_coalesce w ON w.device_token = t.device_token
+                    WHERE NOT EXISTS (SELECT 1 FROM merged m WHERE m.device_token = t.device_token)
+                ) s
+            ), charged AS (
+                -- A new alert takes a token from its device's budget (a merge adds to an alert already
+                -- counted).
+                \(PushBudget.chargeSQL(devicesFrom: "scheduled", enabled: budgetOn, burst: burst, perSecond: perSecond))
+            ), jobs AS (
+                INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay, wrap_count,
+                                       next_attempt_at, expires_at, locked_until, attempts, direct)
+                SELECT gen_random_uuid(), device_token, pubkey, 'gift_wrap', wrap_id, '', relay, wraps,
+                       coalesce(leased_until, at), at + make_interval(secs => \(lifetime)), leased_until,
+                       CASE WHEN leased_until IS NULL THEN 0 ELSE 1 END, leased_until IS NOT NULL
+                FROM scheduled s
+                WHERE NOT \(budgetOn) OR EXISTS (SELECT 1 FROM charged c WHERE c.device_token = s.device_token)
+                RETURNING id, apns_id, device_token, pubkey, event_id, relay, wrap_count, attempts, expires_at, next_attempt_at, locked_until
+            ), coalesced AS (
+                INSERT INTO watch_coalesce (device_token, next_at)
+                -- A leased job was due now; its next_attempt_at is its lease's end.
+                SELECT device_token, (CASE WHEN locked_until IS NULL THEN next_attempt_at ELSE now() END) + make_interval(secs => \(coalesce)) FROM jobs
+                ON CONFLICT (device_token) DO UPDATE SET next_at = EXCLUDED.next_at
+                RETURNING 1
+            ), counts AS (
+                SELECT (SELECT count(*) FROM claim)::int AS claimed, (SELECT count(*) FROM jobs)::int AS queued,
+                       (SELECT count(*) FROM merged)::int AS merged, (SELECT count(*) FROM coalesced)::int AS scheduled,
+                       (SELECT count(*) FROM scheduled)::int - (SELECT count(*) FROM jobs)::int AS over_budget
+            )
+            """
+    }
+
+    /// The merge into a device's queued job, for the watcher's batches. The array condition
+    /// makes the jobs a probe of push_jobs_queued_device_idx per target: a plain join was planned
+    /// (generically) as a hash join over a scan of the whole queue. Only queued jobs can take a
+    /// merge (`NOT direct` also lets the partial index serve).
+    static let watcherMerge = """
+        merged AS (
+            UPDATE push_jobs j SET event_id = t.wrap_id, relay = t.relay, wrap_count = j.wrap_count + t.wraps
+            FROM targets t
+            WHERE j.device_token = ANY (ARRAY(SELECT device_token FROM targets)) AND j.device_token = t.device_token
+              AND NOT j.direct AND j.notification_type = 'gift_wrap' AND j.attempts = 0 AND j.locked_until IS NULL
+            RETURNING j.device_token
         """
-        inserted AS (
-            INSERT INTO seen_wraps (wrap_id, history_until)
-            SELECT wrap_id, CASE WHEN bool_or(live) THEN NULL ELSE now() + make_interval(secs => \(historyRace)) END
-            FROM input GROUP BY wrap_id ORDER BY wrap_id
-            ON CONFLICT DO NOTHING RETURNING wrap_id
-        ), taken_over AS (
-            -- Rows that existed before this statement (new ones are invisible to it, so the wraps
-            -- just inserted are left out instead of probed for nothing); under concurrency the
-            -- row lock and the re-checked condition let one statement win.
-            UPDATE seen_wraps s SET history_until = NULL
-            FROM (SELECT wrap_id FROM input WHERE realtime EXCEPT SELECT wrap_id FROM inserted) r
-            WHERE s.wrap_id = r.wrap_id AND s.history_until > now()
-            RETURNING s.wrap_id
-        ), claim AS (
-            SELECT wrap_id FROM inserted UNION ALL SELECT wrap_id FROM taken_over
-        ), targets AS (
-            SELECT DISTINCT ON (d.device_token) d.device_token, d.pubkey, i.wrap_id, i.relay,
-                   count(*) OVER (PARTITION BY d.device_token) AS wraps
-            FROM input i
-            -- A VoIP token takes calls only: PushKit requires every push to it to report one.
-            JOIN devices d ON d.pubkey = i.recipient AND d.relay_watch AND d.push_type = 'alert'
-            -- Claimed now, by a filter, not a join: planned for a few rows, a join of the input
-            -- to `claim` was a nested loop over both, the square of the batch (23 ms at 256).
-            WHERE i.wrap_id = ANY (ARRAY(SELECT wrap_id FROM claim)) AND i.live
-              AND NOT EXISTS (SELECT 1 FROM push_suppressions s WHERE s.pubkey = i.recipient AND s.event_id = i.wrap_id AND s.expires_at > now())
-            ORDER BY d.device_token, i.wrap_id
-        ), queued AS MATERIALIZED (
+
+    /// The merge for a stored batch: the probe per target above re-sorts its array (every
+    /// target) on each rescan, the square of the batch (10–27 ms at 256), so the targets that
+    /// have a queued job are found in one read first, and the merge's array holds only those.
+    static let storedBatchMerge = """
+        queued AS MATERIALIZED (
             -- The targets that have a queued job, in one read of push_jobs_queued_device_idx by
             -- the array (a plain join was planned, generically, as a hash join over a scan of the
             -- whole queue). Only queued jobs can take a merge (`NOT direct` also lets the partial
@@ -85,40 +147,7 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
             WHERE j.device_token = ANY (ARRAY(SELECT device_token FROM queued)) AND j.device_token = t.device_token
               AND NOT j.direct AND j.notification_type = 'gift_wrap' AND j.attempts = 0 AND j.locked_until IS NULL
             RETURNING j.device_token
-        ), scheduled AS (
-            -- leased_until: set when the job is due now and the caller sends it at once.
-            SELECT s.*, CASE WHEN \(leaseDue) AND s.at <= now() THEN now() + make_interval(secs => \(lease)) END AS leased_until
-            FROM (
-                SELECT t.device_token, t.pubkey, t.wrap_id, t.relay, t.wraps, greatest(now(), coalesce(w.next_at, now())) AS at
-                FROM targets t LEFT JOIN watch_coalesce w ON w.device_token = t.device_token
-                WHERE NOT EXISTS (SELECT 1 FROM merged m WHERE m.device_token = t.device_token)
-            ) s
-        ), charged AS (
-            -- A new alert takes a token from its device's budget (a merge adds to an alert already
-            -- counted).
-            \(PushBudget.chargeSQL(devicesFrom: "scheduled", enabled: budgetOn, burst: burst, perSecond: perSecond))
-        ), jobs AS (
-            INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay, wrap_count,
-                                   next_attempt_at, expires_at, locked_until, attempts, direct)
-            SELECT gen_random_uuid(), device_token, pubkey, 'gift_wrap', wrap_id, '', relay, wraps,
-                   coalesce(leased_until, at), at + make_interval(secs => \(lifetime)), leased_until,
-                   CASE WHEN leased_until IS NULL THEN 0 ELSE 1 END, leased_until IS NOT NULL
-            FROM scheduled s
-            WHERE NOT \(budgetOn) OR EXISTS (SELECT 1 FROM charged c WHERE c.device_token = s.device_token)
-            RETURNING id, apns_id, device_token, pubkey, event_id, relay, wrap_count, attempts, expires_at, next_attempt_at, locked_until
-        ), coalesced AS (
-            INSERT INTO watch_coalesce (device_token, next_at)
-            -- A leased job was due now; its next_attempt_at is its lease's end.
-            SELECT device_token, (CASE WHEN locked_until IS NULL THEN next_attempt_at ELSE now() END) + make_interval(secs => \(coalesce)) FROM jobs
-            ON CONFLICT (device_token) DO UPDATE SET next_at = EXCLUDED.next_at
-            RETURNING 1
-        ), counts AS (
-            SELECT (SELECT count(*) FROM claim)::int AS claimed, (SELECT count(*) FROM jobs)::int AS queued,
-                   (SELECT count(*) FROM merged)::int AS merged, (SELECT count(*) FROM coalesced)::int AS scheduled,
-                   (SELECT count(*) FROM scheduled)::int - (SELECT count(*) FROM jobs)::int AS over_budget
-        )
         """
-    }
 
     var wrapIDs: [String]
     var recipients: [String]

@@ -40,7 +40,7 @@ package struct StoreInboxWrapsStatement: PostgresPreparedStatement {
             SELECT id AS wrap_id, recipient, $9::text AS relay, true AS live, true AS realtime FROM stored WHERE $8
         ), \(RecordWrapsStatement.steps(
             historyRace: "$10", coalesce: "$11", lifetime: "$12", leaseDue: "$13", lease: "$14", budgetOn: "$15", burst: "$16",
-            perSecond: "$17"))
+            perSecond: "$17", storedBatch: true))
         SELECT (SELECT string_agg(CASE WHEN NOT r.registered THEN 'u'
                                        WHEN EXISTS (SELECT 1 FROM stored n WHERE n.id = i.id) THEN 's'
                                        WHEN r.room OR EXISTS (SELECT 1 FROM inbox_wraps w WHERE w.id = i.id) THEN 'd'

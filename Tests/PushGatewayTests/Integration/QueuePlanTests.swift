@@ -170,15 +170,15 @@ import Testing
             QueueStatement(
                 name: "claiming jobs", sql: ClaimJobsQuery.sql, types: "bigint, bigint", arguments: { _ in "100, 30" },
                 reads: [ExpectedRead(index: "push_jobs_claim_idx", column: "next_attempt_at"), pkey, pkey]),
-            // The merge into a device's queued job: the targets with a queued job found by device,
-            // then their jobs updated, read by device again.
+            // The merge into a device's queued job.
             QueueStatement(
                 name: "recording wraps", sql: RecordWrapsStatement.sql,
                 types: "text[], text[], text[], bool[], float8, float8, bool, float8, bool[], float8, bool, float8, float8",
                 arguments: { _ in
                     "'{w1}', \(literal([QueuePlanTests.pubkey])), '{ws://relay}', '{true}', 60, 86400, true, 30, '{true}', 300, true, 10, 0.1667"
-                }, reads: [queuedByDevice, queuedByDevice]),
-            // The inbox's store runs the same steps on the wraps it stores.
+                }, reads: [queuedByDevice]),
+            // The inbox's store runs the same steps on the wraps it stores: the targets with a
+            // queued job found by device, then their jobs updated, read by device again.
             QueueStatement(
                 name: "storing inbox wraps", sql: StoreInboxWrapsStatement.sql,
                 types: "text[], text[], bigint[], text[], bigint, text, bigint, bool, text, float8, float8, float8, bool, float8, bool, "
