@@ -78,8 +78,10 @@ let package = Package(
             name: "NostrRelay",
             dependencies: [
                 "NostrProtocol",
-                .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -320,6 +322,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             path: "Tests/Support",
             swiftSettings: strictSwift
@@ -328,6 +331,7 @@ let package = Package(
             name: "NostrRelayTests",
             dependencies: [
                 "TestSupport",
+                "APNsSandbox",
                 "NostrRelay",
                 "NostrProtocol",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -19,7 +19,8 @@ public struct RelayAddressPolicy: Sendable, Equatable {
     /// Why `url` is refused, judged from the URL alone (an IP literal or a local name); nil when it
     /// may be tried. A name can still resolve to a non-public address (`127.0.0.1.nip.io`): whatever
     /// connects to a user's relay must judge the addresses it resolved with `refusal(resolved:)`,
-    /// and connect to those very addresses, or a second lookup could answer differently.
+    /// and connect to those very addresses, or a second lookup could answer differently
+    /// (`RelayConnection` does).
     public func refusal(for url: RelayURL) -> String? {
         refusal(for: url.host)
     }

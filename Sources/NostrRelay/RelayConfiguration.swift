@@ -30,6 +30,18 @@ public struct RelayConfiguration: Sendable {
     /// not connected (the state is `refused`) and is tried again after the long backoff of
     /// `limits`, since DNS may change. For URLs that users supply; nil for the operator's own.
     public var addressPolicy: RelayAddressPolicy?
+    /// Looks a host name up for `addressPolicy` (every address it has now); the connection then
+    /// goes to exactly these addresses.
+    public typealias Resolver = @Sendable (_ host: String) async throws -> [IPAddress]
+    /// The system's resolver, by default. A test puts its own name server here.
+    public var resolver: Resolver = { try await HostResolver.addresses(of: $0) }
+    /// How long a connection attempt may take: the TCP connection, TLS and the WebSocket
+    /// upgrade, to every address tried. A relay that accepts and never answers holds an attempt
+    /// no longer.
+    public var handshakeTimeout: Duration = .seconds(10)
+    /// PEM certificates trusted for `wss` besides the system's: a relay whose certificate a
+    /// private CA signed (and tests).
+    public var additionalTrustRoots: [String] = []
     /// Key answering NIP-42 AUTH challenges (nil: AUTH is not answered, the state says so).
     public var authKeys: Keys?
 

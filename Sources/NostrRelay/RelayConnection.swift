@@ -4,7 +4,6 @@ import NIOCore
 import NIOSSL
 public import NostrProtocol
 public import ServiceLifecycle
-import WSClient
 
 /// One WebSocket connection to one relay, kept up for as long as the service runs.
 ///
@@ -116,6 +115,7 @@ public actor RelayConnection: Service {
     private var consecutiveBreaches = 0
     private var stateWatchers: [UUID: AsyncStream<RelayState>.Continuation] = [:]
     private var stopped = false
+    private var cachedTLSContext: NIOSSLContext?
 
     public init(url: String, configuration: RelayConfiguration = RelayConfiguration(), logger: Logger) {
         self.url = url
@@ -179,69 +179,64 @@ public actor RelayConnection: Service {
     }
 
     private func connectOnce() async throws {
-        if let policy = configuration.addressPolicy { try await Self.checkAddress(url, policy) }
-        let (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(configuration.outboundLimit))
-        // A short close timeout: a relay that does not answer our close frame must not hold up a
-        // reconnect or a shutdown.
-        let wsConfiguration = WebSocketClientConfiguration(
-            maxFrameSize: configuration.maxMessageBytes, closeTimeout: .seconds(1),
-            autoPing: .enabled(timePeriod: configuration.pingInterval))
-        let tls: TLSConfiguration? = url.lowercased().hasPrefix("wss://") ? TLSConfiguration.makeClientConfiguration() : nil
-        let maxMessageBytes = configuration.maxMessageBytes
-        defer { continuation.finish() }
-        // What ended the exchange, as our handler threw it. After the handler, the WebSocket
-        // library runs the close handshake on the same inbound stream; when the reading task was
-        // cancelled while waiting in that stream, the stream is left cancelled and the handshake
-        // throws `CancellationError`, which then replaces our error. A limit breach would go
-        // uncounted and be retried after the short backoff instead of the breach backoff.
-        let ended = Locked<(any Error)?>(nil)
-        do {
-            try await WebSocketClient.connect(url: url, configuration: wsConfiguration, tlsConfiguration: tls, logger: logger) {
-                inbound, writer, _ in
-                await self.connected(writer: continuation)
-                do {
-                    try await Self.exchange(
-                        inbound: inbound, writer: writer, outbound: stream, maxMessageBytes: maxMessageBytes, with: self)
-                } catch {
-                    ended.withLock { $0 = $0 ?? error }
-                    throw error
-                }
-            }
-        } catch {
-            throw ended.withLock { $0 } ?? error
+        let target: RelayURL
+        do { target = try RelayURL(url) } catch { throw RelayError.refusedAddress("is not a relay URL (\(error))") }
+        var addresses: [IPAddress]?
+        if let policy = configuration.addressPolicy {
+            addresses = try await Self.judgedAddresses(of: target, policy, resolver: configuration.resolver)
         }
-        // The handshake can also end quietly after our handler threw (an unclean TLS shutdown).
-        if let error = ended.withLock({ $0 }) { throw error }
+        let (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(configuration.outboundLimit))
+        defer { continuation.finish() }
+        let options = RelaySocket.Options(
+            maxMessageBytes: configuration.maxMessageBytes, pingInterval: configuration.pingInterval,
+            // A relay that does not answer our close frame must not hold up a reconnect or a
+            // shutdown.
+            closeTimeout: .seconds(1), handshakeTimeout: configuration.handshakeTimeout,
+            tlsContext: target.isSecure ? try tlsContext() : nil)
+        try await RelaySocket.run(url: target, addresses: addresses, options: options) { messages, writer in
+            await self.connected(writer: continuation)
+            try await Self.exchange(messages: messages, writer: writer, outbound: stream, with: self)
+        }
     }
 
-    /// Throws `refusedAddress` when `policy` refuses where `url` leads now. The connection then
-    /// resolves the name again: a name whose answers change between the two lookups (DNS
-    /// rebinding) is not caught here.
-    private static func checkAddress(_ url: String, _ policy: RelayAddressPolicy) async throws {
-        let parsed: RelayURL
-        do { parsed = try RelayURL(url) } catch { throw RelayError.refusedAddress("is not a relay URL (\(error))") }
-        if let refusal = policy.refusal(for: parsed) { throw RelayError.refusedAddress(refusal) }
-        guard case .name(let name) = parsed.host, !policy.allowsPrivate else { return }
-        let addresses = try await HostResolver.addresses(of: name)
+    /// Built at the first connection attempt and kept: a context reads its trust store.
+    private func tlsContext() throws -> NIOSSLContext {
+        if let cachedTLSContext { return cachedTLSContext }
+        let context = try RelaySocket.tlsContext(trusting: configuration.additionalTrustRoots)
+        cachedTLSContext = context
+        return context
+    }
+
+    /// Where a connection to `url` may go under `policy`, judged now: throws `refusedAddress` when
+    /// the policy refuses it. A host name is looked up once, and the connection goes to exactly the
+    /// addresses judged here (nil for an IP literal), so a name server cannot answer the check with
+    /// a public address and the connection with a private one (DNS rebinding). With private
+    /// addresses allowed nothing is refused, but the connection still goes where this lookup led.
+    private static func judgedAddresses(
+        of url: RelayURL, _ policy: RelayAddressPolicy, resolver: RelayConfiguration.Resolver
+    ) async throws -> [IPAddress]? {
+        if let refusal = policy.refusal(for: url) { throw RelayError.refusedAddress(refusal) }
+        guard case .name(let name) = url.host else { return nil }
+        let addresses = try await resolver(name)
         // A name with no address is unreachable, not refused: it may be a typo, or not yet set up.
         guard !addresses.isEmpty else { throw RelayError.noAddress }
         if let refusal = policy.refusal(resolved: addresses) { throw RelayError.refusedAddress(refusal) }
+        return addresses
     }
 
     /// Writes what is queued for the relay, reads what it sends, and watches for a limit broken by
     /// what a consumer reported, until one of them ends or throws.
     private static func exchange(
-        inbound: WebSocketInboundStream, writer: WebSocketOutboundWriter, outbound: AsyncStream<String>, maxMessageBytes: Int,
-        with connection: RelayConnection
+        messages: RelaySocketMessages, writer: RelaySocketWriter, outbound: AsyncStream<String>, with connection: RelayConnection
     ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                for await text in outbound { try await writer.writeTextMessage(text) }
+                for await text in outbound { try await writer.writeText(text) }
             }
             group.addTask {
                 // One message at a time: the next is asked for only once this one is queued
                 // for its consumer, which is what stops the socket when consumers fall behind.
-                for try await message in inbound.messages(maxSize: maxMessageBytes) {
+                while let message = try await messages.next() {
                     try await connection.read(message)
                 }
             }
@@ -336,16 +331,16 @@ public actor RelayConnection: Service {
 
     /// One inbound message, on the reading task: counted against the limits, parsed, and queued
     /// for its subscription's consumer, waiting for room in the budget.
-    private nonisolated func read(_ message: WebSocketMessage) async throws {
+    private nonisolated func read(_ message: RelaySocket.Message) async throws {
         let inbound: Result<RelayMessage, RelayMessageError>?
         let cost: Int
         switch message {
         case .text(let text):
             inbound = Result { () throws(RelayMessageError) in try RelayMessage(json: text) }
             cost = text.utf8.count
-        case .binary(let buffer):
+        case .binary(let bytes):
             inbound = nil
-            cost = buffer.readableBytes
+            cost = bytes
         }
         let unreadable: Bool
         if case .success = inbound { unreadable = false } else { unreadable = true }
@@ -499,7 +494,8 @@ public actor RelayConnection: Service {
         authEventID = nil
         consecutiveFailures += 1
         counters.failures += 1
-        let reason = (error as? RelayError)?.description ?? String(describing: type(of: error))
+        let reason =
+            (error as? RelayError)?.description ?? (error as? RelaySocket.Failure)?.description ?? String(describing: type(of: error))
         setState(.failed(reason))
         var metadata: Logger.Metadata = ["relay.error": "\(reason)", "relay.failures": "\(consecutiveFailures)"]
         if case RelayError.limitExceeded(let breach) = error {

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import NIOWebSocket
 public import NostrProtocol
 
@@ -72,6 +73,8 @@ public final class HostileRelay: Sendable {
         /// Its place in the order of first REQs (from 1), which chose its script; nil before a REQ.
         public var subscriber: Int?
         public var opened: ContinuousClock.Instant
+        /// The `Host` header of the WebSocket upgrade request.
+        public var host: String?
         public var closed: ContinuousClock.Instant?
         /// REQs received.
         public var requests = 0
@@ -94,7 +97,7 @@ public final class HostileRelay: Sendable {
     }
 
     public let port: Int
-    public var url: String { "ws://127.0.0.1:\(port)" }
+    public var url: String { "\(tls == nil ? "ws" : "wss")://127.0.0.1:\(port)" }
     private let script: @Sendable (Int) -> Script
     private let state = Locked(State())
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -107,10 +110,20 @@ public final class HostileRelay: Sendable {
     /// keeps DMs from strangers answers (`"restricted: …"`).
     public let closesGiftWrapRequests: String?
 
+    /// Serves `wss` with this certificate chain (PEM, leaf first) and key; nil: plain `ws`.
+    private let tls: NIOSSLContext?
+
     public init(
         servesOnlyRecipients: Bool = false, closesGiftWrapRequests: String? = nil,
+        tls: (chainPEM: String, privateKeyPEM: String)? = nil,
         script: @escaping @Sendable (_ subscriber: Int) -> Script = { _ in Script() }
     ) throws {
+        self.tls = try tls.map { tls in
+            try NIOSSLContext(
+                configuration: .makeServerConfiguration(
+                    certificateChain: try NIOSSLCertificate.fromPEMBytes(Array(tls.chainPEM.utf8)).map { .certificate($0) },
+                    privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(tls.privateKeyPEM.utf8), format: .pem))))
+        }
         self.script = script
         self.servesOnlyRecipients = servesOnlyRecipients
         self.closesGiftWrapRequests = closesGiftWrapRequests
@@ -131,9 +144,9 @@ public final class HostileRelay: Sendable {
         let upgrader = NIOWebSocketServerUpgrader(
             maxFrameSize: 1 << 20,
             shouldUpgrade: { channel, _ in channel.eventLoop.makeSucceededFuture(HTTPHeaders()) },
-            upgradePipelineHandler: { channel, _ in
+            upgradePipelineHandler: { channel, head in
                 channel.eventLoop.makeCompletedFuture {
-                    let handler = relay.open(channel)
+                    let handler = relay.open(channel, host: head.headers.first(name: "Host"))
                     try channel.pipeline.syncOperations.addHandlers(
                         NIOWebSocketFrameAggregator(
                             minNonFinalFragmentSize: 1, maxAccumulatedFrameCount: 64, maxAccumulatedFrameSize: 1 << 20),
@@ -142,8 +155,9 @@ public final class HostileRelay: Sendable {
             })
         let server = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { channel in
+            .childChannelInitializer { [tls] channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                         withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
                 }
@@ -197,9 +211,9 @@ public final class HostileRelay: Sendable {
 
     // MARK: Connections
 
-    private func open(_ channel: any Channel) -> ConnectionHandler {
+    private func open(_ channel: any Channel, host: String?) -> ConnectionHandler {
         let number = state.withLock { state in
-            state.records.append(Record(number: state.records.count + 1, opened: .now))
+            state.records.append(Record(number: state.records.count + 1, opened: .now, host: host))
             return state.records.count
         }
         let handler = ConnectionHandler(relay: self, number: number)

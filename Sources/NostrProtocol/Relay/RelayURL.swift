@@ -5,8 +5,7 @@
 /// Parsing is strict, because the URL comes from someone else (a registration, a relay list) and
 /// is then connected to: `ws` or `wss` only, an ASCII host name or dotted IPv4 address, no user
 /// info, no fragment, at most `maxLength` bytes as written and in normal form. IPv6 literals
-/// (`[…]`) are refused: the WebSocket client reads a URL's host up to its first colon, so such a
-/// relay could never be reached.
+/// (`[…]`) are refused, as `URLHost` explains.
 public struct RelayURL: Sendable, Hashable, Comparable, CustomStringConvertible {
     public typealias Host = URLHost
 

@@ -1,7 +1,7 @@
 /// The host and port of a URL that someone else wrote and the server will connect to (a relay, a
 /// Web Push endpoint), parsed strictly: an ASCII host name or a dotted IPv4 address, and a port
-/// in range. IPv6 literals (`[…]`) are refused: the clients that connect read a URL's host up to
-/// its first colon.
+/// in range. IPv6 literals (`[…]`) are refused: services are reached by name, and one literal
+/// spelling (dotted IPv4) keeps the address checks to one form an attacker cannot vary.
 public enum URLHost: Sendable, Hashable, CustomStringConvertible {
     /// A DNS name, lowercased (internationalised names in their `xn--` form).
     case name(String)
