@@ -13,8 +13,8 @@ import NostrProtocol
 /// connection into the gateway's own network.
 ///
 /// Text and binary messages are reassembled from their fragments up to `maxMessageBytes`; pings
-/// are answered as they are read; a ping is sent every `pingInterval`, and a relay that has not
-/// answered the previous one by then is hung up on. The TCP connection and the TLS and HTTP
+/// are answered as they are read (while the relay reads what it is sent); a ping is sent every
+/// `pingInterval`, and a relay that has not answered the previous one by then is hung up on. The TCP connection and the TLS and HTTP
 /// handshakes, to every address tried, have one `handshakeTimeout` together, so a relay that
 /// accepts and never answers cannot hold a connection attempt.
 struct RelaySocket {
