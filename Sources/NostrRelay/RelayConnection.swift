@@ -1,7 +1,5 @@
 import Foundation
 public import Logging
-import NIOCore
-import NIOSSL
 public import NostrProtocol
 public import ServiceLifecycle
 
@@ -115,7 +113,6 @@ public actor RelayConnection: Service {
     private var consecutiveBreaches = 0
     private var stateWatchers: [UUID: AsyncStream<RelayState>.Continuation] = [:]
     private var stopped = false
-    private var cachedTLSContext: NIOSSLContext?
 
     public init(url: String, configuration: RelayConfiguration = RelayConfiguration(), logger: Logger) {
         self.url = url
@@ -192,19 +189,11 @@ public actor RelayConnection: Service {
             // A relay that does not answer our close frame must not hold up a reconnect or a
             // shutdown.
             closeTimeout: .seconds(1), handshakeTimeout: configuration.handshakeTimeout,
-            tlsContext: target.isSecure ? try tlsContext() : nil)
+            tlsContext: target.isSecure ? try RelaySocket.tlsContext(trusting: configuration.additionalTrustRoots) : nil)
         try await RelaySocket.run(url: target, addresses: addresses, options: options) { messages, writer in
             await self.connected(writer: continuation)
             try await Self.exchange(messages: messages, writer: writer, outbound: stream, with: self)
         }
-    }
-
-    /// Built at the first connection attempt and kept: a context reads its trust store.
-    private func tlsContext() throws -> NIOSSLContext {
-        if let cachedTLSContext { return cachedTLSContext }
-        let context = try RelaySocket.tlsContext(trusting: configuration.additionalTrustRoots)
-        cachedTLSContext = context
-        return context
     }
 
     /// Where a connection to `url` may go under `policy`, judged now: throws `refusedAddress` when

@@ -59,24 +59,24 @@ struct RelaySocket {
         case refused
     }
 
-    /// The TLS context of connections that trust only the system's roots, shared: building one
-    /// reads the system's trust store. Built at the first `wss` connection, and again after a
-    /// failure (a trust store being replaced).
-    private static let systemTLSContext = Locked<NIOSSLContext?>(nil)
+    /// TLS contexts by the extra roots they trust (none: the system's alone), shared by every
+    /// connection that trusts the same: building one reads the system's trust store. Built at the
+    /// first `wss` connection, and again after a failure (a trust store being replaced). The
+    /// roots come from configuration, so there are one or two.
+    private static let tlsContexts = Locked<[[String]: NIOSSLContext]>([:])
 
     /// The TLS context for connections that trust the system's roots and `additionalRoots` (PEM).
     static func tlsContext(trusting additionalRoots: [String]) throws -> NIOSSLContext {
-        guard additionalRoots.isEmpty else {
+        try tlsContexts.withLock { contexts in
+            if let shared = contexts[additionalRoots] { return shared }
             var configuration = TLSConfiguration.makeClientConfiguration()
-            configuration.additionalTrustRoots = [
-                .certificates(try additionalRoots.flatMap { try NIOSSLCertificate.fromPEMBytes(Array($0.utf8)) })
-            ]
-            return try NIOSSLContext(configuration: configuration)
-        }
-        return try systemTLSContext.withLock { shared in
-            if let shared { return shared }
-            let context = try NIOSSLContext(configuration: .makeClientConfiguration())
-            shared = context
+            if !additionalRoots.isEmpty {
+                configuration.additionalTrustRoots = [
+                    .certificates(try additionalRoots.flatMap { try NIOSSLCertificate.fromPEMBytes(Array($0.utf8)) })
+                ]
+            }
+            let context = try NIOSSLContext(configuration: configuration)
+            contexts[additionalRoots] = context
             return context
         }
     }
@@ -167,8 +167,8 @@ struct RelaySocket {
                     break
                 } catch Failure.handshakeTimedOut {
                     throw Failure.handshakeTimedOut
-                } catch is CancellationError {
-                    throw CancellationError()
+                } catch let cancelled as CancellationError {
+                    throw cancelled
                 } catch {
                     lastError = error
                 }

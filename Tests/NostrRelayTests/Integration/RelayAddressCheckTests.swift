@@ -60,7 +60,7 @@ import Testing
     /// and for no other, and only when its CA is trusted.
     @Test func overTLSTheCertificateIsCheckedAgainstTheHostNotTheAddress() async throws {
         let certificate = try SandboxCertificate.generate(hostnames: ["relay.invalid"])
-        let relay = try HostileRelay(tls: (certificate.chainPEM, certificate.privateKeyPEM))
+        let relay = try HostileRelay(tls: certificate.serverTLSConfiguration())
         try await relay.start()
         defer { Task { await relay.stop() } }
         func configuration(trusting roots: [String]) -> RelayConfiguration {
