@@ -20,9 +20,7 @@ public final class APNsSandboxServer: Sendable {
         -> APNsSandboxServer
     {
         let state = try SandboxState(configuration: configuration)
-        var tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMBytes(Array(certificate.chainPEM.utf8)).map { .certificate($0) },
-            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(certificate.privateKeyPEM.utf8), format: .pem)))
+        var tls = try certificate.serverTLSConfiguration()
         // h2 for APNs (and Web Push clients that speak it); http/1.1 for the Web Push face alone.
         tls.applicationProtocols = ["h2", "http/1.1"]
         let sslContext = try NIOSSLContext(configuration: tls)

@@ -1,5 +1,6 @@
 import Crypto
 public import Foundation
+public import NIOSSL
 import SwiftASN1
 import X509
 
@@ -72,6 +73,13 @@ public struct SandboxCertificate: Sendable {
             chainPEM: try String(contentsOfFile: chainPath, encoding: .utf8),
             privateKeyPEM: try String(contentsOfFile: keyPath, encoding: .utf8),
             caPEM: nil)
+    }
+
+    /// A TLS server configuration that presents this chain with its key.
+    public func serverTLSConfiguration() throws -> TLSConfiguration {
+        TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMBytes(Array(chainPEM.utf8)).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(privateKeyPEM.utf8), format: .pem)))
     }
 
     private static func ipAddressBytes(_ text: String) -> [UInt8]? {

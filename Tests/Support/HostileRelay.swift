@@ -1,7 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import NIOSSL
+public import NIOSSL
 import NIOWebSocket
 public import NostrProtocol
 
@@ -110,20 +110,14 @@ public final class HostileRelay: Sendable {
     /// keeps DMs from strangers answers (`"restricted: …"`).
     public let closesGiftWrapRequests: String?
 
-    /// Serves `wss` with this certificate chain (PEM, leaf first) and key; nil: plain `ws`.
+    /// Serves `wss` with this; nil: plain `ws`.
     private let tls: NIOSSLContext?
 
     public init(
-        servesOnlyRecipients: Bool = false, closesGiftWrapRequests: String? = nil,
-        tls: (chainPEM: String, privateKeyPEM: String)? = nil,
+        servesOnlyRecipients: Bool = false, closesGiftWrapRequests: String? = nil, tls: TLSConfiguration? = nil,
         script: @escaping @Sendable (_ subscriber: Int) -> Script = { _ in Script() }
     ) throws {
-        self.tls = try tls.map { tls in
-            try NIOSSLContext(
-                configuration: .makeServerConfiguration(
-                    certificateChain: try NIOSSLCertificate.fromPEMBytes(Array(tls.chainPEM.utf8)).map { .certificate($0) },
-                    privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(tls.privateKeyPEM.utf8), format: .pem))))
-        }
+        self.tls = try tls.map { try NIOSSLContext(configuration: $0) }
         self.script = script
         self.servesOnlyRecipients = servesOnlyRecipients
         self.closesGiftWrapRequests = closesGiftWrapRequests
