@@ -110,19 +110,36 @@ public final class HostileRelay: Sendable {
     /// keeps DMs from strangers answers (`"restricted: …"`).
     public let closesGiftWrapRequests: String?
 
+    /// How an EVENT is answered. It is stored and sent to subscriptions either way.
+    public enum EventAnswer: Sendable, Equatable {
+        /// `OK true` at once.
+        case accept
+        /// `OK true` after a while, as a slow relay does.
+        case acceptAfter(Duration)
+        /// `OK false` with this text, at once.
+        case refuse(String)
+        /// Never answered, as a relay that swallows what it is sent.
+        case never
+    }
+    public let answersEvents: EventAnswer
+
     /// Serves `wss` with this; nil: plain `ws`.
     private let tls: NIOSSLContext?
 
     public init(
-        servesOnlyRecipients: Bool = false, closesGiftWrapRequests: String? = nil, tls: TLSConfiguration? = nil,
-        script: @escaping @Sendable (_ subscriber: Int) -> Script = { _ in Script() }
+        servesOnlyRecipients: Bool = false, closesGiftWrapRequests: String? = nil, answersEvents: EventAnswer = .accept,
+        tls: TLSConfiguration? = nil, script: @escaping @Sendable (_ subscriber: Int) -> Script = { _ in Script() }
     ) throws {
         self.tls = try tls.map { try NIOSSLContext(configuration: $0) }
         self.script = script
         self.servesOnlyRecipients = servesOnlyRecipients
         self.closesGiftWrapRequests = closesGiftWrapRequests
+        self.answersEvents = answersEvents
         port = try LoopbackPort.free()
     }
+
+    /// The ids of the events stored so far, published or sent by clients, in order.
+    public var storedIDs: [EventID] { state.withLock { $0.stored.map(\.id) } }
 
     /// Every connection so far, in order.
     public var records: [Record] { state.withLock { $0.records } }
@@ -341,8 +358,25 @@ public final class HostileRelay: Sendable {
             case .close(let id):
                 subscriptions[id] = nil
             case .event(let event):
-                send(#"["OK",\#(quoted(event.id.hex)),true,""]"#)
-                context.flush()
+                let ok = #"["OK",\#(quoted(event.id.hex)),true,""]"#
+                switch relay.answersEvents {
+                case .accept:
+                    send(ok)
+                    context.flush()
+                case .acceptAfter(let delay):
+                    let (seconds, attoseconds) = delay.components
+                    let wait = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+                    context.eventLoop.assumeIsolated().scheduleTask(in: wait) { [self] in
+                        guard let context = self.context else { return }
+                        self.send(ok)
+                        context.flush()
+                    }
+                case .refuse(let text):
+                    send(#"["OK",\#(quoted(event.id.hex)),false,\#(quoted(text))]"#)
+                    context.flush()
+                case .never:
+                    break
+                }
                 relay.publish(event)
             case .auth(let event):
                 let answersChallenge =

@@ -191,8 +191,10 @@ public actor LinkstrAppCore {
         await withCheckedContinuation { inbox.yield(.barrier($0)) }
     }
 
-    /// Stops relays and the job loop.
+    /// Stops relays and the job loop, once the sends that outlived their publish (to a slow
+    /// recipient inbox, say) have answered or timed out.
     public func shutdown() async {
+        await pool.finishDeliveries()
         await pool.stop()
         inbox.finish()
         updateSink.finish()

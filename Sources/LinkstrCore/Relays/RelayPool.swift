@@ -74,6 +74,9 @@ public actor RelayPool {
     private let addressedConfiguration: RelayConfiguration
     /// Whether a run is on (between `start` and `stop`).
     private var running = false
+    /// Publishes whose sends are still out after the publish returned, by number.
+    private var deliveries: [Int: Task<Void, Never>] = [:]
+    private var deliveryCount = 0
 
     public init(
         configuration: RelayConfiguration = RelayConfiguration(),
@@ -209,6 +212,11 @@ public actor RelayPool {
     /// when one is that relay, else through a connection made for this publish); succeeds when
     /// each was accepted by at least one. A member that refuses with `restricted:`, `blocked:` or
     /// `auth-required:` becomes read-only.
+    ///
+    /// Returns as soon as every event was accepted somewhere: a slow or silent relay, often a
+    /// recipient's inbox reached for the first time, does not hold the send for its whole
+    /// timeout. The sends still out carry on in the background, each within its relay's publish
+    /// timeout; `finishDeliveries` waits for them.
     public func publish(_ events: [NostrEvent], addressed: [EventID: [String]] = [:]) async throws(SendError) {
         let targets = members.filter { statuses[$0.key] == .connected && !$0.value.reader }
         guard !targets.isEmpty else { throw .noRelayConnected }
@@ -217,56 +225,88 @@ public actor RelayPool {
         for event in events {
             for url in addressed[event.id] ?? [] where targets[url] == nil { extra[url, default: []].append(event) }
         }
-        var borrowed: [String: RelayConnection] = [:]
+        var sends: [(url: String, connection: RelayConnection, event: NostrEvent)] = []
+        for (url, member) in targets { sends += events.map { (url, member.connection, $0) } }
         var made: [Task<Void, Never>] = []
-        for url in extra.keys {
+        for (url, events) in extra {
+            let connection: RelayConnection
             if let member = members[url] {
-                borrowed[url] = member.connection
+                connection = member.connection
             } else {
-                let connection = RelayConnection(url: url, configuration: addressedConfiguration, logger: logger)
-                borrowed[url] = connection
+                connection = RelayConnection(url: url, configuration: addressedConfiguration, logger: logger)
                 made.append(Task { try? await connection.run() })
             }
+            sends += events.map { (url, connection, $0) }
         }
-        defer { for task in made { task.cancel() } }
-        let results = await withTaskGroup(of: (String, EventID, Result<PublishResult, any Error>).self) { group in
-            var sends: [(String, RelayConnection, NostrEvent)] = []
-            for (url, member) in targets { sends += events.map { (url, member.connection, $0) } }
-            for (url, events) in extra { sends += events.map { (url, borrowed[url]!, $0) } }
+        deliveryCount += 1
+        let delivery = deliveryCount
+        let (settled, settle) = AsyncStream.makeStream(of: PublishTally.self)
+        let tally = PublishTally(events: Set(events.map(\.id)), sends: sends.count)
+        deliveries[delivery] = Task {
+            await self.deliver(sends, tally: tally, settle: settle)
+            // Closed only once every send to them has answered or timed out.
+            for task in made { task.cancel() }
+            self.deliveryFinished(delivery)
+        }
+        var outcome: PublishTally?
+        for await answer in settled {
+            outcome = answer
+            break
+        }
+        await publishStatuses()
+        guard let outcome, outcome.succeeded else { throw .notAccepted(outcome?.lastRefusal ?? "cancelled") }
+    }
+
+    /// Waits until the sends that earlier publishes left running have answered or timed out
+    /// (the CLI before it exits, so a recipient's inbox still gets what was sent).
+    public func finishDeliveries() async {
+        while let running = deliveries.first?.value { await running.value }
+    }
+
+    /// Runs `sends` at once and counts their answers, yielding the tally to `settle` once it is
+    /// settled, then lets the rest answer. A member's refusal is applied as it arrives, so one
+    /// that came before the tally settled is in the statuses when the publish returns.
+    private nonisolated func deliver(
+        _ sends: [(url: String, connection: RelayConnection, event: NostrEvent)], tally: PublishTally,
+        settle: AsyncStream<PublishTally>.Continuation
+    ) async {
+        var tally = tally
+        if tally.settled { settle.yield(tally) }
+        await withTaskGroup(of: SendAnswer.self) { group in
             for (url, connection, event) in sends {
                 group.addTask {
-                    // The answer is awaited before the tuple is built. Swift 6.3 at -O loses the
+                    // The answer is awaited before the result is built. Swift 6.3 at -O loses the
                     // part of a task-group child's tuple result that is written before a
                     // suspension when the rest is written after it (swiftlang/swift#91911):
                     // `(url, event.id, .success(try await …))` returned a dangling event id and
-                    // crashed release builds in `accepted.insert`. Reduced in
-                    // Tests/Regressions/TaskGroupTupleAcrossSuspension.
+                    // crashed release builds. Reduced in Tests/Regressions/TaskGroupTupleAcrossSuspension.
                     let answer: Result<PublishResult, any Error>
                     do { answer = .success(try await connection.publish(event)) } catch { answer = .failure(error) }
-                    return (url, event.id, answer)
+                    return SendAnswer(url: url, connection: connection, event: event.id, answer: answer)
                 }
             }
-            var all: [(String, EventID, Result<PublishResult, any Error>)] = []
-            for await result in group { all.append(result) }
-            return all
-        }
-        var accepted = Set<EventID>()
-        var lastRefusal = "no answer"
-        for (url, id, result) in results {
-            switch result {
-            case .success(let answer) where answer.accepted:
-                accepted.insert(id)
-            case .success(let answer):
-                lastRefusal = answer.message
-                if targets[url] != nil, let prefix = answer.prefix, [.restricted, .blocked, .authRequired].contains(prefix) {
-                    statuses[url] = .readOnly(answer.message)
+            for await sent in group {
+                let wasSettled = tally.settled
+                tally.count(sent.event, sent.answer)
+                if case .success(let answer) = sent.answer, !answer.accepted, let prefix = answer.prefix,
+                    [.restricted, .blocked, .authRequired].contains(prefix)
+                {
+                    await markReadOnly(sent.url, sent.connection, answer.message)
                 }
-            case .failure(let error):
-                lastRefusal = "\(error)"
+                if !wasSettled, tally.settled { settle.yield(tally) }
             }
         }
+        settle.finish()
+    }
+
+    private func markReadOnly(_ url: String, _ connection: RelayConnection, _ message: String) async {
+        guard let member = members[url], member.connection === connection, !member.reader else { return }
+        statuses[url] = .readOnly(message)
         await publishStatuses()
-        guard accepted.count == Set(events.map(\.id)).count else { throw .notAccepted(lastRefusal) }
+    }
+
+    private func deliveryFinished(_ delivery: Int) {
+        deliveries[delivery] = nil
     }
 
     /// The events `filter` matches on the connected relays (readers included): each relay's
@@ -351,6 +391,14 @@ public actor RelayPool {
         for waiter in statusWaiters { waiter.resume() }
         statusWaiters = []
     }
+}
+
+/// One send's answer, as a struct: see the note in `deliver` on tuples across a suspension.
+private struct SendAnswer: Sendable {
+    let url: String
+    let connection: RelayConnection
+    let event: EventID
+    let answer: Result<PublishResult, any Error>
 }
 
 extension RelayStatus {

@@ -30,4 +30,105 @@ import Testing
         try await pool.waitForWritableRelay(timeout: .seconds(5))
         await pool.stop()
     }
+
+    /// A recipient's inbox that takes the wrap and never answers (a dead or swallowing relay the
+    /// client meets for the first time) must not hold the send for its 5 s timeout once our own
+    /// relay accepted. The wrap still goes out, and the one-off connection is closed once its
+    /// send has timed out.
+    @Test func aSendReturnsOnceAcceptedWithoutWaitingForASilentRecipientInbox() async throws {
+        let ours = try HostileRelay()
+        let inbox = try HostileRelay(answersEvents: .never)
+        try await ours.start()
+        try await inbox.start()
+        let pool = try await Self.started(on: [ours])
+        let wrap = Self.event("to a silent inbox")
+
+        let began = ContinuousClock.now
+        try await pool.publish([wrap], addressed: [wrap.id: [inbox.url]])
+        let took = ContinuousClock.now - began
+
+        #expect(took < .seconds(4), "the send waited \(took) for an inbox that never answers (its timeout is 5 s)")
+        #expect(await TestSupport.eventually(within: 10) { inbox.storedIDs == [wrap.id] }, "the wrap reached the inbox")
+        #expect(inbox.records.count == 1)
+        await pool.finishDeliveries()
+        #expect(await TestSupport.eventually(within: 5) { inbox.records.allSatisfy { $0.closed != nil } }, "closed after its timeout")
+        await pool.stop()
+        await ours.stop()
+        await inbox.stop()
+    }
+
+    /// An inbox that answers late gets its answer awaited in the background: the connection made
+    /// for it stays up until then, and `finishDeliveries` returns only after it.
+    @Test func aSlowRecipientInboxIsWaitedForInTheBackgroundAndThenClosed() async throws {
+        let ours = try HostileRelay()
+        let inbox = try HostileRelay(answersEvents: .acceptAfter(.seconds(2)))
+        try await ours.start()
+        try await inbox.start()
+        let pool = try await Self.started(on: [ours])
+        let wrap = Self.event("to a slow inbox")
+
+        let began = ContinuousClock.now
+        try await pool.publish([wrap], addressed: [wrap.id: [inbox.url]])
+        #expect(ContinuousClock.now - began < .seconds(2), "returned before the inbox answered")
+        #expect(await TestSupport.eventually(within: 10) { inbox.storedIDs == [wrap.id] })
+        #expect(inbox.records.allSatisfy { $0.closed == nil }, "still open while its answer is awaited")
+        await pool.finishDeliveries()
+        #expect(ContinuousClock.now - began >= .seconds(2), "finishDeliveries waited for the answer")
+        #expect(await TestSupport.eventually(within: 5) { inbox.records.allSatisfy { $0.closed != nil } })
+        await pool.stop()
+        await ours.stop()
+        await inbox.stop()
+    }
+
+    /// A relay of ours that refuses with `restricted:` becomes read-only even when its answer
+    /// arrives after the send already returned on another relay's acceptance.
+    @Test func aRefusalThatArrivesAfterTheSendReturnedStillMakesTheRelayReadOnly() async throws {
+        let accepting = try HostileRelay()
+        let refusing = try HostileRelay(answersEvents: .refuse("restricted: members only"))
+        try await accepting.start()
+        try await refusing.start()
+        let pool = try await Self.started(on: [accepting, refusing])
+        let event = Self.event("hello")
+
+        try await pool.publish([event])
+        await pool.finishDeliveries()
+
+        #expect(await pool.statuses[refusing.url] == .readOnly("restricted: members only"))
+        #expect(await pool.statuses[accepting.url] == .connected)
+        await pool.stop()
+        await accepting.stop()
+        await refusing.stop()
+    }
+
+    /// When no relay accepts, the send waits for every answer and fails with the refusal; the
+    /// refusing relay is read-only by the time the error is thrown.
+    @Test func aSendNoRelayAcceptsFailsWithTheRefusalAndMarksTheRelayAtOnce() async throws {
+        let refusing = try HostileRelay(answersEvents: .refuse("blocked: not here"))
+        try await refusing.start()
+        let pool = try await Self.started(on: [refusing])
+
+        await #expect(throws: RelayPool.SendError.notAccepted("blocked: not here")) {
+            try await pool.publish([Self.event("refused")])
+        }
+        #expect(await pool.statuses[refusing.url] == .readOnly("blocked: not here"))
+        await pool.stop()
+        await refusing.stop()
+    }
+
+    private static func started(on relays: [HostileRelay]) async throws -> RelayPool {
+        let pool = RelayPool(addressedPolicy: nil, logger: Logger(label: "test"))
+        await pool.start(
+            entries: relays.map { RelayEntry(url: $0.url) }, subscriptions: [], onEvent: { _, _, _ in }, onStatus: { _ in })
+        #expect(
+            await TestSupport.eventually(within: 10) {
+                let statuses = await pool.statuses
+                return relays.allSatisfy { statuses[$0.url] == .connected }
+            })
+        return pool
+    }
+
+    private static func event(_ content: String) -> NostrEvent {
+        let keys = Keys.generate()
+        return UnsignedEvent(pubkey: keys.publicKey, createdAt: UnixTime.now(), kind: 1, tags: [], content: content).signed(by: keys)
+    }
 }
