@@ -5,7 +5,8 @@ import PostgresNIO
 /// one transaction):
 /// 1. every wrap is claimed in `seen_wraps`; one claimed before (another relay, another instance,
 ///    before a restart) is a duplicate and goes no further, except that a real-time sighting takes
-///    over a claim that only history made in the last `historyRaceSeconds` (`history_until`);
+///    over a claim that only history made in the last `historyRaceSeconds` (`history_until`),
+///    also one that a concurrent statement committed after this one began;
 /// 2. live, newly claimed wraps become one push per watching device of the recipient, except
 ///    where the recipient suppressed the wrap (its own self-copy);
 /// 3. coalescing: a device that already has an unclaimed relay-watch job gets that job updated
@@ -51,21 +52,25 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
         let claimFilter = storedBatch ? "AND i.wrap_id = ANY (ARRAY(SELECT wrap_id FROM claim))" : ""
         let merge = storedBatch ? storedBatchMerge : watcherMerge
         return """
-            inserted AS (
-                INSERT INTO seen_wraps (wrap_id, history_until)
-                SELECT wrap_id, CASE WHEN bool_or(live) THEN NULL ELSE now() + make_interval(secs => \(historyRace)) END
-                FROM input GROUP BY wrap_id ORDER BY wrap_id
-                ON CONFLICT DO NOTHING RETURNING wrap_id
-            ), taken_over AS (
-                -- Rows that existed before this statement (new ones are invisible to it, so the wraps
-                -- just inserted are left out instead of probed for nothing); under concurrency the
-                -- row lock and the re-checked condition let one statement win.
-                UPDATE seen_wraps s SET history_until = NULL
-                FROM (SELECT wrap_id FROM input WHERE realtime EXCEPT SELECT wrap_id FROM inserted) r
-                WHERE s.wrap_id = r.wrap_id AND s.history_until > now()
+            claim AS (
+                -- A wrap is claimed when its row is new, or when a real-time sighting takes over a
+                -- history claim still in its race window. The take-over is the upsert's: it judges
+                -- the latest committed row, so a history claim committed by another statement after
+                -- this one began (invisible to an UPDATE here) still gives way, and of two real-time
+                -- statements only the first does. Rows this statement's snapshot already shows as
+                -- settled (seen for good, or only history sightings here) are left out first:
+                -- a duplicate then costs a read, not the row lock an upsert takes on a conflict.
+                INSERT INTO seen_wraps AS s (wrap_id, history_until)
+                SELECT g.wrap_id, g.history_until
+                FROM (SELECT wrap_id, bool_or(realtime) AS realtime,
+                             CASE WHEN bool_or(live) THEN NULL ELSE now() + make_interval(secs => \(historyRace)) END AS history_until
+                      FROM input GROUP BY wrap_id) AS g
+                WHERE NOT EXISTS (SELECT 1 FROM seen_wraps o WHERE o.wrap_id = g.wrap_id
+                                    AND (NOT g.realtime OR o.history_until IS NULL OR o.history_until <= now()))
+                ORDER BY g.wrap_id
+                ON CONFLICT (wrap_id) DO UPDATE SET history_until = NULL
+                WHERE s.history_until > now() AND EXCLUDED.wrap_id = ANY (ARRAY(SELECT wrap_id FROM input WHERE realtime))
                 RETURNING s.wrap_id
-            ), claim AS (
-                SELECT wrap_id FROM inserted UNION ALL SELECT wrap_id FROM taken_over
             ), targets AS (
                 SELECT DISTINCT ON (d.device_token) d.device_token, d.pubkey, i.wrap_id, i.relay,
                        count(*) OVER (PARTITION BY d.device_token) AS wraps

@@ -597,6 +597,40 @@ import Testing
         }
     }
 
+    /// A history claim that another statement commits while a real-time sighting of the same
+    /// wrap is being recorded still gives way: the real-time statement waits for the history
+    /// row, then takes it over. An UPDATE under the real-time statement's snapshot cannot see a
+    /// row committed after it began, and the wrap went unpushed by both.
+    @Test func aHistoryClaimCommittedDuringARealtimeSightingStillGivesWay() async throws {
+        try await GatewayHarness.run(watch: WatchSettings(relays: [], chunkSize: 500, coalesceSeconds: 0, shards: 8, leaseSeconds: 30)) {
+            gateway in
+            let bob = Keys.generate()
+            try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xBB))
+            let store = WatchStore(client: gateway.database, settings: gateway.configuration.watch, logger: TestDatabase.logger)
+            let wrap = String(repeating: "d4", count: 32)
+            try await gateway.database.withConnection { history in
+                _ = try await history.query("BEGIN", logger: TestDatabase.logger)
+                _ = try await history.query(
+                    "INSERT INTO seen_wraps (wrap_id, history_until) VALUES (\(wrap), now() + interval '30 seconds')",
+                    logger: TestDatabase.logger)
+                let realtime = Task {
+                    try await store.record([WrapSighting(wrapID: wrap, recipient: bob.publicKey.hex, relay: "wss://b", phase: .realtime)])
+                }
+                let waiting = await TestSupport.eventually(within: 10) {
+                    (try? await gateway.count(
+                        "SELECT count(*)::int FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()")) == 1
+                }
+                #expect(waiting, "the real-time statement waits for the uncommitted history row")
+                _ = try await history.query("COMMIT", logger: TestDatabase.logger)
+                let taken = try await realtime.value
+                #expect(taken.claimed == 1 && taken.jobs == 1, "the real-time copy is pushed")
+            }
+            #expect(
+                try await gateway.count("SELECT count(*)::int FROM seen_wraps WHERE wrap_id = '\(wrap)' AND history_until IS NULL") == 1)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 1)
+        }
+    }
+
     /// A wrap's job queued already leased (direct delivery): due only when the lease ends, so
     /// the claim query's index scan stops before it, while the device's coalescing window still
     /// starts now, not at the lease's end.
