@@ -258,6 +258,8 @@ public struct InboxRelay: Service {
 
     /// A notification: a line "<recipient> <id>" per wrap stored.
     private func forward(_ payload: String) async {
+        // Most recipients are offline: a notification nobody here can read is not parsed at all.
+        guard !subscribers.isEmpty else { return }
         for line in payload.split(separator: "\n") {
             let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
             guard parts.count == 2 else { continue }

@@ -22,6 +22,9 @@ final class InboxSubscribers: Sendable {
         }
     }
 
+    /// No connection here is authenticated: a stored wrap's announcement has no one to reach.
+    var isEmpty: Bool { byRecipient.withLock { $0.isEmpty } }
+
     /// Every recipient with a connection here.
     func recipients() -> [String] {
         byRecipient.withLock { Array($0.keys) }

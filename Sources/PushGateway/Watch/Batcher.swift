@@ -141,6 +141,13 @@ package final class Batcher<Element: Sendable>: Sendable {
         for index in lanes.indices {
             if index > 0 { reserved -= Swift.min(lanes[index].pending.count, share) }
             let room = Swift.max(0, max - batch.count - reserved)
+            // The common case, a whole lane into an empty batch: the lane's array is handed over
+            // instead of copied out element by element and then shifted.
+            if batch.isEmpty, lanes[index].pending.count <= room {
+                swap(&batch, &lanes[index].pending)
+                lanes[index].pending.reserveCapacity(batch.count)
+                continue
+            }
             let taken = lanes[index].pending.prefix(room)
             batch += taken
             lanes[index].pending.removeFirst(taken.count)
