@@ -41,6 +41,7 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
     private var highestProcessedStreamID = HTTP2StreamID.rootStream
     /// Set once this connection sent GOAWAY: streams above it are ignored.
     private var goAwayLastStreamID: HTTP2StreamID?
+    private var answerIDs = AnswerIDs()
 
     init(state: SandboxState, connection: SandboxConnectionState) {
         self.state = state
@@ -160,7 +161,7 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
             if let timestamp = reply.timestampMilliseconds { fields["timestamp"] = .integer(timestamp) }
             text = JSONValue.object(fields).serialized
         } else {
-            extra.append(("apns-unique-id", UUID().uuidString.lowercased()))
+            extra.append(("apns-unique-id", answerIDs.next()))
         }
         let latency = state.configuration.latencyMilliseconds
         guard latency > 0 else {

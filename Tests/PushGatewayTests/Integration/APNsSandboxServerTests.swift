@@ -80,9 +80,17 @@ import Testing
                     timeout: .seconds(10))
                 #expect(accepted.status.code == 200)
                 #expect(accepted.headers.first(name: "apns-id") == apnsID)
-                #expect(accepted.headers.first(name: "apns-unique-id").map(APNsRequestValidator.isUUID) == true)
-                #expect(sandbox.state.records().map(\.status) == [413, 200])
-                #expect(sandbox.delivered().map(\.apnsID) == [apnsID])
+                let uniqueID = accepted.headers.first(name: "apns-unique-id")
+                #expect(uniqueID.map(APNsRequestValidator.isUUID) == true)
+                #expect(uniqueID?.count == 36 && uniqueID == uniqueID?.lowercased())
+                #expect(uniqueID.map { Array($0.utf8)[14] } == UInt8(ascii: "4"), "a version-4 UUID")
+                let next = try await http.execute(
+                    try Self.push(sandbox, body: ByteBuffer(string: #"{"aps":{"alert":"hi"}}"#), apnsID: UUID().uuidString),
+                    timeout: .seconds(10))
+                #expect(next.headers.first(name: "apns-unique-id").map(APNsRequestValidator.isUUID) == true)
+                #expect(next.headers.first(name: "apns-unique-id") != uniqueID, "each answer its own")
+                #expect(sandbox.state.records().map(\.status) == [413, 200, 200])
+                #expect(sandbox.delivered().map(\.apnsID).first == apnsID)
             }
         }
     }
