@@ -25,7 +25,10 @@ struct AnswerIDs {
         var text: [UInt8] = []
         text.reserveCapacity(36)
         for (index, byte) in bytes.enumerated() {
-            if [4, 6, 8, 10].contains(index) { text.append(UInt8(ascii: "-")) }
+            switch index {
+            case 4, 6, 8, 10: text.append(UInt8(ascii: "-"))
+            default: break
+            }
             text.append(digits[Int(byte >> 4)])
             text.append(digits[Int(byte & 0x0f)])
         }

@@ -192,9 +192,8 @@ public actor LinkstrAppCore {
     }
 
     /// Stops relays and the job loop, once the sends that outlived their publish (to a slow
-    /// recipient inbox, say) have answered or timed out.
+    /// recipient inbox, say) have answered or timed out (`RelayPool.stop` waits for them).
     public func shutdown() async {
-        await pool.finishDeliveries()
         await pool.stop()
         inbox.finish()
         updateSink.finish()

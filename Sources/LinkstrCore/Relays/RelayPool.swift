@@ -167,8 +167,11 @@ public actor RelayPool {
         return false
     }
 
-    /// Stops every connection; statuses go back to a disconnected baseline.
+    /// Stops every connection; statuses go back to a disconnected baseline. Sends that earlier
+    /// publishes left running are let finish first (each within its publish timeout): stopping
+    /// a member under them would lose what they carry (a wrap, a request to vanish before logout).
     public func stop() async {
+        await finishDeliveries()
         runs += 1
         running = false
         for member in members.values {
@@ -216,7 +219,8 @@ public actor RelayPool {
     /// Returns as soon as every event was accepted somewhere: a slow or silent relay, often a
     /// recipient's inbox reached for the first time, does not hold the send for its whole
     /// timeout. The sends still out carry on in the background, each within its relay's publish
-    /// timeout; `finishDeliveries` waits for them.
+    /// timeout; `finishDeliveries` and `stop` wait for them. A caller cancelled while waiting gets
+    /// `notAccepted("cancelled")`, and what was already sent may still arrive.
     public func publish(_ events: [NostrEvent], addressed: [EventID: [String]] = [:]) async throws(SendError) {
         let targets = members.filter { statuses[$0.key] == .connected && !$0.value.reader }
         guard !targets.isEmpty else { throw .noRelayConnected }
@@ -227,14 +231,14 @@ public actor RelayPool {
         }
         var sends: [(url: String, connection: RelayConnection, event: NostrEvent)] = []
         for (url, member) in targets { sends += events.map { (url, member.connection, $0) } }
-        var made: [Task<Void, Never>] = []
+        var made: [String: Task<Void, Never>] = [:]
         for (url, events) in extra {
             let connection: RelayConnection
             if let member = members[url] {
                 connection = member.connection
             } else {
                 connection = RelayConnection(url: url, configuration: addressedConfiguration, logger: logger)
-                made.append(Task { try? await connection.run() })
+                made[url] = Task { try? await connection.run() }
             }
             sends += events.map { (url, connection, $0) }
         }
@@ -243,9 +247,7 @@ public actor RelayPool {
         let (settled, settle) = AsyncStream.makeStream(of: PublishTally.self)
         let tally = PublishTally(events: Set(events.map(\.id)), sends: sends.count)
         deliveries[delivery] = Task {
-            await self.deliver(sends, tally: tally, settle: settle)
-            // Closed only once every send to them has answered or timed out.
-            for task in made { task.cancel() }
+            await self.deliver(sends, tally: tally, settle: settle, oneOff: made)
             self.deliveryFinished(delivery)
         }
         var outcome: PublishTally?
@@ -257,20 +259,25 @@ public actor RelayPool {
         guard let outcome, outcome.succeeded else { throw .notAccepted(outcome?.lastRefusal ?? "cancelled") }
     }
 
-    /// Waits until the sends that earlier publishes left running have answered or timed out
-    /// (the CLI before it exits, so a recipient's inbox still gets what was sent).
+    /// Waits until the sends that publishes made so far left running have answered or timed out
+    /// (so a recipient's inbox still gets what was sent). Publishes made meanwhile are not waited
+    /// for, so a busy caller cannot keep it waiting.
     public func finishDeliveries() async {
-        while let running = deliveries.first?.value { await running.value }
+        for running in Array(deliveries.values) { await running.value }
     }
 
     /// Runs `sends` at once and counts their answers, yielding the tally to `settle` once it is
     /// settled, then lets the rest answer. A member's refusal is applied as it arrives, so one
-    /// that came before the tally settled is in the statuses when the publish returns.
+    /// that came before the tally settled is in the statuses when the publish returns. A
+    /// connection made for this publish (`oneOff`, by URL) is closed once its own sends have
+    /// answered or timed out, whatever the others do.
     private nonisolated func deliver(
         _ sends: [(url: String, connection: RelayConnection, event: NostrEvent)], tally: PublishTally,
-        settle: AsyncStream<PublishTally>.Continuation
+        settle: AsyncStream<PublishTally>.Continuation, oneOff: [String: Task<Void, Never>]
     ) async {
         var tally = tally
+        var outstanding: [String: Int] = [:]
+        for send in sends where oneOff[send.url] != nil { outstanding[send.url, default: 0] += 1 }
         if tally.settled { settle.yield(tally) }
         await withTaskGroup(of: SendAnswer.self) { group in
             for (url, connection, event) in sends {
@@ -294,9 +301,14 @@ public actor RelayPool {
                     await markReadOnly(sent.url, sent.connection, answer.message)
                 }
                 if !wasSettled, tally.settled { settle.yield(tally) }
+                if let left = outstanding[sent.url] {
+                    outstanding[sent.url] = left - 1
+                    if left == 1 { oneOff[sent.url]?.cancel() }
+                }
             }
         }
         settle.finish()
+        for task in oneOff.values { task.cancel() }
     }
 
     private func markReadOnly(_ url: String, _ connection: RelayConnection, _ message: String) async {

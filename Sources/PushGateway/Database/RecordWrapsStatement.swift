@@ -58,16 +58,18 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
                 -- the latest committed row, so a history claim committed by another statement after
                 -- this one began (invisible to an UPDATE here) still gives way, and of two real-time
                 -- statements only the first does. One sorted pass, so concurrent statements lock in
-                -- one order. Only real-time rows can take over: the others that this statement's
-                -- snapshot already shows as seen are left out first, so that a relay's history read
-                -- again after a reconnect costs a read a wrap, not the row lock an upsert takes on a
-                -- conflict; a fresh real-time wrap costs no extra read.
+                -- one order. Rows this statement's snapshot already shows as settled (seen for good,
+                -- or only history sightings here) are left out first: an upsert locks the row it
+                -- conflicts with even when it changes nothing, and a settled row can never be
+                -- claimed again, so a duplicate costs a read instead of a lock (and its WAL), and
+                -- waits for no one.
                 INSERT INTO seen_wraps AS s (wrap_id, history_until)
                 SELECT g.wrap_id, g.history_until
                 FROM (SELECT wrap_id, bool_or(realtime) AS realtime,
                              CASE WHEN bool_or(live) THEN NULL ELSE now() + make_interval(secs => \(historyRace)) END AS history_until
                       FROM input GROUP BY wrap_id) AS g
-                WHERE g.realtime OR NOT EXISTS (SELECT 1 FROM seen_wraps o WHERE o.wrap_id = g.wrap_id)
+                WHERE NOT EXISTS (SELECT 1 FROM seen_wraps o WHERE o.wrap_id = g.wrap_id
+                                    AND (NOT g.realtime OR o.history_until IS NULL OR o.history_until <= now()))
                 ORDER BY g.wrap_id
                 ON CONFLICT (wrap_id) DO UPDATE SET history_until = NULL
                 WHERE s.history_until > now() AND EXCLUDED.wrap_id = ANY (ARRAY(SELECT wrap_id FROM input WHERE realtime))

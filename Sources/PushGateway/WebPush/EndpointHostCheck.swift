@@ -8,9 +8,10 @@ import Synchronization
 /// literal, a local name), then by every address the name resolves to. Endpoints come from
 /// clients, so without it a registration could aim the gateway's requests at its own network.
 ///
-/// The registration route asks before it stores an endpoint, and the Web Push sender asks again
-/// before every send, because a name can resolve differently later. Verdicts are kept a minute,
-/// for at most `cacheLimit` names.
+/// The registration route asks before it stores an endpoint (`refusal(for:)`), and the Web Push
+/// sender asks again before every send (`destination(for:)`), because a name can resolve
+/// differently later; the sender then connects to the address that was judged, never to a second
+/// lookup's. Verdicts are kept a minute, for at most `cacheLimit` names.
 final class EndpointHostCheck: Sendable {
     /// Why a host is not contacted now.
     enum Refusal: Equatable {
@@ -22,33 +23,61 @@ final class EndpointHostCheck: Sendable {
         case lookupFailed
     }
 
+    /// Whether a send may go, and for a name the addresses its lookup judged, one of which it
+    /// connects to (none for an IP literal, which is its own address).
+    enum Destination: Equatable {
+        case refused(Refusal)
+        case allowed(addresses: [IPAddress])
+    }
+
+    typealias Resolver = @Sendable (_ name: String) async throws -> [IPAddress]
+
     let policy: RelayAddressPolicy
     let now: @Sendable () -> Date
-    private let verdicts = Mutex<[String: (refusal: Refusal?, checkedAt: Date)]>([:])
+    let resolver: Resolver
+    private let verdicts = Mutex<[String: (destination: Destination, checkedAt: Date)]>([:])
     static let verdictLifetime: TimeInterval = 60
     static let lookupLimit: Duration = .seconds(5)
     static let cacheLimit = 10_000
 
-    init(allowsPrivate: Bool, now: @escaping @Sendable () -> Date = Date.init) {
+    init(
+        allowsPrivate: Bool, now: @escaping @Sendable () -> Date = Date.init,
+        resolver: @escaping Resolver = { try await HostResolver.addresses(of: $0, timeout: EndpointHostCheck.lookupLimit) }
+    ) {
         self.policy = RelayAddressPolicy(allowsPrivate: allowsPrivate)
         self.now = now
+        self.resolver = resolver
     }
 
     /// Why `host` may not be contacted now, or nil. Never looks a name up when private
     /// addresses are allowed: there is nothing to refuse.
     func refusal(for host: URLHost) async -> Refusal? {
         if let refusal = policy.refusal(for: host) { return .notPublic(refusal) }
-        guard case .name(let name) = host, !policy.allowsPrivate else { return nil }
+        guard !policy.allowsPrivate else { return nil }
+        if case .refused(let refusal) = await destination(for: host) { return refusal }
+        return nil
+    }
+
+    /// Whether `host` may be contacted now and, for a name, at which addresses: one lookup's
+    /// answers, all of them judged. Names are looked up even when private addresses are allowed,
+    /// so that the connection still goes where the judged lookup led.
+    func destination(for host: URLHost) async -> Destination {
+        if let refusal = policy.refusal(for: host) { return .refused(.notPublic(refusal)) }
+        guard case .name(let name) = host else { return .allowed(addresses: []) }
         let date = now()
         if let known = verdicts.withLock({ $0[name] }), date.timeIntervalSince(known.checkedAt) < Self.verdictLifetime {
-            return known.refusal
+            return known.destination
         }
-        let verdict: Refusal?
+        let verdict: Destination
         do {
-            let addresses = try await HostResolver.addresses(of: name, timeout: Self.lookupLimit)
-            verdict = addresses.isEmpty ? .noAddress : policy.refusal(resolved: addresses).map(Refusal.notPublic)
+            let addresses = try await withDeadline(Self.lookupLimit) { try await self.resolver(name) }
+            if addresses.isEmpty {
+                verdict = .refused(.noAddress)
+            } else {
+                verdict = policy.refusal(resolved: addresses).map { .refused(.notPublic($0)) } ?? .allowed(addresses: addresses)
+            }
         } catch {
-            verdict = .lookupFailed
+            verdict = .refused(.lookupFailed)
         }
         verdicts.withLock { verdicts in
             if verdicts.count >= Self.cacheLimit { verdicts.removeAll(keepingCapacity: true) }

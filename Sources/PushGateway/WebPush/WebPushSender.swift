@@ -5,7 +5,7 @@ public import Logging
 import NIOCore
 import NIOHTTP1
 import NIOSSL
-import NostrProtocol
+public import NostrProtocol
 import Synchronization
 import WebPush
 
@@ -24,11 +24,15 @@ import WebPush
 ///   well inside the job's lease so that a round never outlives it and nothing is sent twice.
 /// - Before a host is contacted, `EndpointHostCheck` resolves its name and the push is refused
 ///   when any address is not public (unless `WEBPUSH_ALLOW_PRIVATE_ENDPOINTS`); a lookup that
-///   fails is retried later rather than left to AsyncHTTPClient's own lookup. AsyncHTTPClient
-///   resolves the name again to connect, so a name whose answers change between the two (DNS
-///   rebinding) is not caught. Redirects are never followed.
+///   fails is retried later. The request then goes to an address that lookup judged
+///   (`PinnedHTTPClients`): AsyncHTTPClient never looks the name up itself, so a name whose
+///   answers change between the check and the connection (DNS rebinding) gains nothing.
+///   Redirects are never followed.
 public final class WebPushSender: PushSender {
+    /// For endpoints whose host is an IP literal: nothing to look up.
     let client: HTTPClient
+    /// For endpoints named by a host name: one client per host, pinned to its judged address.
+    let pinned: PinnedHTTPClients
     let keys: VAPIDKeyStore
     let subject: String
     let hosts: EndpointHostCheck
@@ -48,7 +52,7 @@ public final class WebPushSender: PushSender {
 
     public init(
         settings: WebPushSettings, keys: VAPIDKeyStore, logger: Logger, now: @escaping @Sendable () -> Date = Date.init,
-        sendLimit: Duration = defaultSendLimit
+        sendLimit: Duration = defaultSendLimit, resolver: (@Sendable (_ name: String) async throws -> [IPAddress])? = nil
     ) throws {
         self.sendLimit = sendLimit
         var tls = TLSConfiguration.makeClientConfiguration()
@@ -59,9 +63,15 @@ public final class WebPushSender: PushSender {
         // Short: endpoints are many origins clients chose, and an idle connection holds a socket.
         configuration.connectionPool = .init(idleTimeout: .seconds(15))
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration, backgroundActivityLogger: logger)
+        pinned = PinnedHTTPClients(configuration: configuration, logger: logger)
         self.keys = keys
         self.subject = settings.subject ?? ""
-        self.hosts = EndpointHostCheck(allowsPrivate: settings.allowPrivateEndpoints, now: now)
+        // A test's own name server, or the system's.
+        if let resolver {
+            self.hosts = EndpointHostCheck(allowsPrivate: settings.allowPrivateEndpoints, now: now, resolver: resolver)
+        } else {
+            self.hosts = EndpointHostCheck(allowsPrivate: settings.allowPrivateEndpoints, now: now)
+        }
         self.logger = logger
         self.now = now
     }
@@ -84,18 +94,19 @@ public final class WebPushSender: PushSender {
     }
 
     private func attempt(_ job: ClaimedJob, to endpoint: PushEndpoint) async -> PushSendResult {
-        switch await hosts.refusal(for: endpoint.host) {
-        case .notPublic(let refusal)?:
+        let addresses: [IPAddress]
+        switch await hosts.destination(for: endpoint.host) {
+        case .refused(.notPublic(let refusal)):
             // Dropped, the device kept: a name can resolve privately for a while (split-horizon
             // DNS), and a device that never takes a push costs nothing but this check.
             let reason = "endpoint \(refusal)"
             logger.warning(
                 "push endpoint refused", metadata: ["push.device": "\(DeviceToken.redacted(job.deviceToken))", "push.reason": "\(reason)"])
             return PushSendResult(status: 0, reason: reason, outcome: .drop(reason: "EndpointNotPublic"))
-        case .noAddress?, .lookupFailed?:
+        case .refused(.noAddress), .refused(.lookupFailed):
             return PushSendResult(status: 0, reason: "EndpointUnresolvable", outcome: .retry(reason: "EndpointUnresolvable"))
-        case nil:
-            break
+        case .allowed(let judged):
+            addresses = judged
         }
         let message = WebPushMessage(job, now: now())
         var request = HTTPClientRequest(url: endpoint.description)
@@ -122,14 +133,17 @@ public final class WebPushSender: PushSender {
             request.headers.add(name: "content-type", value: "application/json")
         }
         do {
-            let response = try await client.execute(request, deadline: .now() + .seconds(10), logger: logger)
-            let status = Int(response.status.code)
-            // A short reason (the services answer JSON or text), read within the send's limit;
-            // reading it lets the connection be reused.
-            let body = try? await response.body.collect(upTo: 1_024)
-            let reason = body.flatMap { Self.reason(String(buffer: $0)) }
-            let retryAfter = WebPushResponseClassifier.retryAfter(
-                response.headers.first(name: "retry-after"), now: now().timeIntervalSince1970)
+            let answer: ServiceAnswer
+            if case .name(let name) = endpoint.host, !addresses.isEmpty {
+                answer = try await pinned.withClient(host: name, addresses: addresses) { client in
+                    try await Self.exchange(request, on: client, logger: logger)
+                }
+            } else {
+                answer = try await Self.exchange(request, on: client, logger: logger)
+            }
+            let status = answer.status
+            let reason = answer.body.flatMap { Self.reason(String(buffer: $0)) }
+            let retryAfter = WebPushResponseClassifier.retryAfter(answer.retryAfter, now: now().timeIntervalSince1970)
             let outcome = WebPushResponseClassifier.classify(
                 status: status, reason: reason, retryAfterSeconds: retryAfter,
                 fromKnownService: WebPushResponseClassifier.isKnownService(endpoint.host))
@@ -150,7 +164,27 @@ public final class WebPushSender: PushSender {
     }
 
     /// Closes the connections (after the delivery worker stopped).
-    public func shutdown() async { try? await client.shutdown() }
+    public func shutdown() async {
+        try? await client.shutdown()
+        await pinned.shutdown()
+    }
+
+    /// What a push service answered: the status, `Retry-After`, and the start of the body.
+    private struct ServiceAnswer: Sendable {
+        var status: Int
+        var retryAfter: String?
+        var body: ByteBuffer?
+    }
+
+    /// Sends `request` and reads the answer on `client`, body included, so that a pinned client
+    /// retired meanwhile is not shut down under the read.
+    private static func exchange(_ request: HTTPClientRequest, on client: HTTPClient, logger: Logger) async throws -> ServiceAnswer {
+        let response = try await client.execute(request, deadline: .now() + .seconds(10), logger: logger)
+        // A short reason (the services answer JSON or text), read within the send's limit;
+        // reading it lets the connection be reused.
+        let body = try? await response.body.collect(upTo: 1_024)
+        return ServiceAnswer(status: Int(response.status.code), retryAfter: response.headers.first(name: "retry-after"), body: body)
+    }
 
     /// The `Authorization` header for `endpoint`'s origin, from the cache while it has an hour left.
     func authorization(for endpoint: PushEndpoint) async throws -> String {

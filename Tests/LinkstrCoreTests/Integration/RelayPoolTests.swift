@@ -80,6 +80,29 @@ import Testing
         await inbox.stop()
     }
 
+    /// The connection made for a recipient's inbox closes once its own send has answered, not
+    /// when the slowest relay of ours does; stopping the pool waits for that slow relay's answer
+    /// instead of cutting its send off (a request to vanish before logout, for one).
+    @Test func anInboxConnectionClosesWithItsOwnSendAndStopWaitsForTheSlowRelay() async throws {
+        let fast = try HostileRelay()
+        let slow = try HostileRelay(answersEvents: .acceptAfter(.seconds(3)))
+        let inbox = try HostileRelay()
+        for relay in [fast, slow, inbox] { try await relay.start() }
+        let pool = try await Self.started(on: [fast, slow])
+        let wrap = Self.event("to an inbox, with a slow relay of ours")
+
+        let began = ContinuousClock.now
+        try await pool.publish([wrap], addressed: [wrap.id: [inbox.url]])
+        #expect(await TestSupport.eventually(within: 10) { inbox.storedIDs == [wrap.id] })
+        #expect(
+            await TestSupport.eventually(within: 10) { inbox.records.count == 1 && inbox.records.allSatisfy { $0.closed != nil } },
+            "the inbox's connection closed")
+        #expect(ContinuousClock.now - began < .seconds(3), "before the slow relay answered")
+        await pool.stop()
+        #expect(ContinuousClock.now - began >= .seconds(3), "stop waited for the slow relay's answer")
+        for relay in [fast, slow, inbox] { await relay.stop() }
+    }
+
     /// A relay of ours that refuses with `restricted:` becomes read-only even when its answer
     /// arrives after the send already returned on another relay's acceptance.
     @Test func aRefusalThatArrivesAfterTheSendReturnedStillMakesTheRelayReadOnly() async throws {

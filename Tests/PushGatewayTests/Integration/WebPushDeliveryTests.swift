@@ -29,10 +29,10 @@ import WebPush
     }
 
     /// A subscription as a browser gets it from its push service: `{endpoint, keys}`.
-    static func subscribe(_ sandbox: SandboxFixture, _ query: [String: String] = [:]) throws -> JSONValue {
+    static func subscribe(_ sandbox: SandboxFixture, _ query: [String: String] = [:], host: String = "localhost") throws -> JSONValue {
         let answer = sandbox.state.webPush.answer(
             method: "POST", path: "/webpush/subscriptions", query: query, headers: [], body: [],
-            authority: "localhost:\(sandbox.server.port)")
+            authority: "\(host):\(sandbox.server.port)")
         #expect(answer.status == 201)
         return try #require(answer.json)
     }
@@ -196,13 +196,16 @@ import WebPush
     }
 
     /// A sender on its own, with a VAPID key given (no database read) and a short send limit.
-    static func sender(_ sandbox: SandboxFixture?, allowPrivate: Bool = true, sendLimit: Duration = .seconds(10)) throws -> WebPushSender {
+    static func sender(
+        _ sandbox: SandboxFixture?, allowPrivate: Bool = true, sendLimit: Duration = .seconds(10),
+        now: @escaping @Sendable () -> Date = Date.init, resolver: (@Sendable (String) async throws -> [IPAddress])? = nil
+    ) throws -> WebPushSender {
         let unused = PostgresClient(configuration: .init(host: "127.0.0.1", username: "x", password: nil, database: "x", tls: .disable))
         return try WebPushSender(
             settings: WebPushSettings(subject: subject, caFile: sandbox?.caFile, allowPrivateEndpoints: allowPrivate),
             keys: VAPIDKeyStore(database: Database(unused), configured: VAPIDKey(), logger: TestDatabase.logger),
-            logger: TestDatabase.logger,
-            sendLimit: sendLimit)
+            logger: TestDatabase.logger, now: now,
+            sendLimit: sendLimit, resolver: resolver)
     }
 
     /// An endpoint that never answers is cut at the send limit and retried later, and holds up
@@ -232,6 +235,50 @@ import WebPush
             let results = await sender.send([try Self.job(1, to: local), try Self.job(2, to: unresolvable)])
             #expect(results.map(\.outcome) == [.drop(reason: "EndpointNotPublic"), .retry(reason: "EndpointUnresolvable")])
             #expect(Self.deliveries(sandbox, to: local).isEmpty, "nothing reached the loopback service")
+            await sender.shutdown()
+        }
+    }
+
+    /// A send goes to the address its endpoint's check judged, never to a lookup of the HTTP
+    /// client's own (DNS rebinding): the host here is an RFC 6761 `.invalid` name that no name
+    /// server answers, so only a connection pinned to the test's lookup reaches the sandbox, whose
+    /// certificate names that host. One lookup serves the verdict's minute; the next verdict's
+    /// new address is where the next send goes, not the connection already open.
+    @Test func anEndpointIsContactedAtTheAddressItsCheckJudged() async throws {
+        try await SandboxFixture.with(hostnames: ["push.invalid"]) { sandbox in
+            let lookups = Locked<[String]>([])
+            let answers = Locked<[IPAddress]>([.v4([127, 0, 0, 1])])
+            let clock = Locked(Date())
+            let sender = try Self.sender(
+                sandbox, now: { clock.withLock { $0 } },
+                resolver: { name in
+                    lookups.withLock { $0.append(name) }
+                    return answers.withLock { $0 }
+                })
+            let subscription = try Self.subscribe(sandbox, host: "push.invalid")
+            #expect(subscription["endpoint"]?.stringValue?.hasPrefix("https://push.invalid:") == true)
+
+            let results = [await sender.send([try Self.job(1, to: subscription)]), await sender.send([try Self.job(2, to: subscription)])]
+            #expect(results.flatMap { $0.map(\.status) } == [201, 201])
+            #expect(Self.deliveries(sandbox, to: subscription).count == 2, "both reached the sandbox over TLS for push.invalid")
+            #expect(lookups.withLock { $0 } == ["push.invalid"], "one lookup for the verdict's minute")
+
+            // The next verdict answers 127.0.0.2, where nothing listens (the sandbox is bound to
+            // 127.0.0.1): the send is refused there instead of reusing the open connection.
+            answers.withLock { $0 = [.v4([127, 0, 0, 2])] }
+            clock.withLock { $0 += 61 } // past the verdict's minute
+            let moved = await sender.send([try Self.job(3, to: subscription)])
+            #expect(moved.map(\.outcome) == [.retry(reason: "ConnectionError")])
+            #expect(lookups.withLock { $0 }.count == 2)
+            #expect(Self.deliveries(sandbox, to: subscription).count == 2)
+
+            // With both addresses judged, the one that just failed is skipped, as a connection of
+            // the HTTP client's own would have tried the next.
+            answers.withLock { $0 = [.v4([127, 0, 0, 2]), .v4([127, 0, 0, 1])] }
+            clock.withLock { $0 += 61 }
+            let next = await sender.send([try Self.job(4, to: subscription)])
+            #expect(next.map(\.status) == [201])
+            #expect(Self.deliveries(sandbox, to: subscription).count == 3)
             await sender.shutdown()
         }
     }

@@ -22,7 +22,7 @@ struct SandboxFixture: Sendable {
     /// Runs `body` with a sandbox, closing it afterwards.
     static func with<T: Sendable>(
         maxConcurrentStreams: Int = 100, latencyMilliseconds: Int = 0, keyPEM: String? = nil,
-        _ body: @Sendable (SandboxFixture) async throws -> T
+        hostnames: [String] = ["localhost", "127.0.0.1", "::1"], _ body: @Sendable (SandboxFixture) async throws -> T
     ) async throws -> T {
         let key = try keyPEM.map { try P256.Signing.PrivateKey(pemRepresentation: $0) } ?? P256.Signing.PrivateKey()
         var configuration = SandboxConfiguration()
@@ -31,7 +31,7 @@ struct SandboxFixture: Sendable {
         configuration.latencyMilliseconds = latencyMilliseconds
         configuration.allowedTopics = [topic]
         configuration.providerKeys = [ProviderKey(keyID: keyID, teamID: teamID, publicKey: key.publicKey)]
-        let certificate = try SandboxCertificate.generate()
+        let certificate = try SandboxCertificate.generate(hostnames: hostnames)
         let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("sandbox-ca-\(UUID().uuidString).pem").path
         try certificate.caPEM!.write(toFile: caFile, atomically: true, encoding: .utf8)
         let server = try await APNsSandboxServer.start(configuration: configuration, certificate: certificate, logger: TestDatabase.logger)
