@@ -39,6 +39,8 @@ final class EndpointHostCheck: Sendable {
     static let verdictLifetime: TimeInterval = 60
     static let lookupLimit: Duration = .seconds(5)
     static let cacheLimit = 10_000
+    /// Addresses a verdict keeps for the connection to choose from.
+    static let keptAddresses = 8
 
     init(
         allowsPrivate: Bool, now: @escaping @Sendable () -> Date = Date.init,
@@ -74,7 +76,11 @@ final class EndpointHostCheck: Sendable {
             if addresses.isEmpty {
                 verdict = .refused(.noAddress)
             } else {
-                verdict = policy.refusal(resolved: addresses).map { .refused(.notPublic($0)) } ?? .allowed(addresses: addresses)
+                // Every address is judged; a few are kept, so a name answered with thousands of
+                // records costs no more memory than any other.
+                verdict =
+                    policy.refusal(resolved: addresses).map { .refused(.notPublic($0)) }
+                    ?? .allowed(addresses: Array(addresses.prefix(Self.keptAddresses)))
             }
         } catch {
             verdict = .refused(.lookupFailed)

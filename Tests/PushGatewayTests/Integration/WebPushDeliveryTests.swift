@@ -272,11 +272,13 @@ import WebPush
             #expect(lookups.withLock { $0 }.count == 2)
             #expect(Self.deliveries(sandbox, to: subscription).count == 2)
 
-            // With both addresses judged, the one that just failed is skipped, as a connection of
-            // the HTTP client's own would have tried the next.
+            // With two addresses judged, a send that fails on one moves the host's next send to
+            // the other, as a connection of the HTTP client's own would have tried the next.
             answers.withLock { $0 = [.v4([127, 0, 0, 2]), .v4([127, 0, 0, 1])] }
             clock.withLock { $0 += 61 }
-            let next = await sender.send([try Self.job(4, to: subscription)])
+            let stillThere = await sender.send([try Self.job(4, to: subscription)])
+            #expect(stillThere.map(\.outcome) == [.retry(reason: "ConnectionError")], "127.0.0.2 is still judged: its client is kept")
+            let next = await sender.send([try Self.job(5, to: subscription)])
             #expect(next.map(\.status) == [201])
             #expect(Self.deliveries(sandbox, to: subscription).count == 3)
             await sender.shutdown()
