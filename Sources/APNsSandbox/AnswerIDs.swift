@@ -1,3 +1,5 @@
+import Foundation
+
 /// The `apns-unique-id`s of one connection's answers: a random 64-bit prefix and a counter from a
 /// random start, laid out as a lowercase version-4 UUID. Foundation's `UUID()` asks the system for
 /// randomness on every call (on Linux, an open of /dev/urandom each time): with two per push that
@@ -16,22 +18,6 @@ struct AnswerIDs {
         }
         bytes[6] = bytes[6] & 0x0f | 0x40 // version 4
         bytes[8] = bytes[8] & 0x3f | 0x80 // RFC 9562 variant
-        return Self.format(bytes)
-    }
-
-    /// 8-4-4-4-12 lowercase hex digits.
-    static func format(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(36)
-        for (index, byte) in bytes.enumerated() {
-            switch index {
-            case 4, 6, 8, 10: text.append(UInt8(ascii: "-"))
-            default: break
-            }
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: text, as: UTF8.self)
+        return UUID(uuid: bytes.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }).uuidString.lowercased()
     }
 }

@@ -308,7 +308,6 @@ public actor RelayPool {
             }
         }
         settle.finish()
-        for task in oneOff.values { task.cancel() }
     }
 
     private func markReadOnly(_ url: String, _ connection: RelayConnection, _ message: String) async {

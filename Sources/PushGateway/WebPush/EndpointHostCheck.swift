@@ -23,8 +23,8 @@ final class EndpointHostCheck: Sendable {
         case lookupFailed
     }
 
-    /// Whether a send may go, and for a name the addresses its lookup judged, one of which it
-    /// connects to (none for an IP literal, which is its own address).
+    /// Whether a send may go, and the addresses it may connect to: a name's, as its lookup judged
+    /// them; an IP literal's, itself.
     enum Destination: Equatable {
         case refused(Refusal)
         case allowed(addresses: [IPAddress])
@@ -42,10 +42,10 @@ final class EndpointHostCheck: Sendable {
     /// Addresses a verdict keeps for the connection to choose from.
     static let keptAddresses = 8
 
-    init(
-        allowsPrivate: Bool, now: @escaping @Sendable () -> Date = Date.init,
-        resolver: @escaping Resolver = { try await HostResolver.addresses(of: $0, timeout: EndpointHostCheck.lookupLimit) }
-    ) {
+    /// The system's resolver, bounded by `lookupLimit`.
+    static let systemResolver: Resolver = { try await HostResolver.addresses(of: $0, timeout: lookupLimit) }
+
+    init(allowsPrivate: Bool, now: @escaping @Sendable () -> Date = Date.init, resolver: @escaping Resolver = systemResolver) {
         self.policy = RelayAddressPolicy(allowsPrivate: allowsPrivate)
         self.now = now
         self.resolver = resolver
@@ -65,14 +65,18 @@ final class EndpointHostCheck: Sendable {
     /// so that the connection still goes where the judged lookup led.
     func destination(for host: URLHost) async -> Destination {
         if let refusal = policy.refusal(for: host) { return .refused(.notPublic(refusal)) }
-        guard case .name(let name) = host else { return .allowed(addresses: []) }
+        let name: String
+        switch host {
+        case .address(let address): return .allowed(addresses: [address])
+        case .name(let named): name = named
+        }
         let date = now()
         if let known = verdicts.withLock({ $0[name] }), date.timeIntervalSince(known.checkedAt) < Self.verdictLifetime {
             return known.destination
         }
         let verdict: Destination
         do {
-            let addresses = try await withDeadline(Self.lookupLimit) { try await self.resolver(name) }
+            let addresses = try await resolver(name)
             if addresses.isEmpty {
                 verdict = .refused(.noAddress)
             } else {

@@ -3,8 +3,8 @@ package import Logging
 package import NostrProtocol
 import Synchronization
 
-/// One HTTP client per endpoint host, each connecting that host's requests to the address its
-/// check judged: AsyncHTTPClient's `dnsOverride` replaces its own lookup, while TLS (SNI and the
+/// One HTTP client per endpoint host (a name, or an IP literal that is its own address), each
+/// connecting that host's requests to the address its check judged: AsyncHTTPClient's `dnsOverride` replaces its own lookup, while TLS (SNI and the
 /// certificate check) and the `Host` header still name the host. Without it the client looked
 /// the name up again to connect, and a name server answering a public address to the check and
 /// a private one to the client (DNS rebinding) could aim a send into the gateway's network.

@@ -29,9 +29,7 @@ import WebPush
 ///   answers change between the check and the connection (DNS rebinding) gains nothing.
 ///   Redirects are never followed.
 public final class WebPushSender: PushSender {
-    /// For endpoints whose host is an IP literal: nothing to look up.
-    let client: HTTPClient
-    /// For endpoints named by a host name: one client per host, pinned to its judged address.
+    /// One client per endpoint host, pinned to an address its check judged.
     let pinned: PinnedHTTPClients
     let keys: VAPIDKeyStore
     let subject: String
@@ -62,16 +60,12 @@ public final class WebPushSender: PushSender {
         configuration.httpVersion = .automatic
         // Short: endpoints are many origins clients chose, and an idle connection holds a socket.
         configuration.connectionPool = .init(idleTimeout: .seconds(15))
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration, backgroundActivityLogger: logger)
         pinned = PinnedHTTPClients(configuration: configuration, logger: logger)
         self.keys = keys
         self.subject = settings.subject ?? ""
         // A test's own name server, or the system's.
-        if let resolver {
-            self.hosts = EndpointHostCheck(allowsPrivate: settings.allowPrivateEndpoints, now: now, resolver: resolver)
-        } else {
-            self.hosts = EndpointHostCheck(allowsPrivate: settings.allowPrivateEndpoints, now: now)
-        }
+        self.hosts = EndpointHostCheck(
+            allowsPrivate: settings.allowPrivateEndpoints, now: now, resolver: resolver ?? EndpointHostCheck.systemResolver)
         self.logger = logger
         self.now = now
     }
@@ -133,13 +127,8 @@ public final class WebPushSender: PushSender {
             request.headers.add(name: "content-type", value: "application/json")
         }
         do {
-            let answer: ServiceAnswer
-            if case .name(let name) = endpoint.host, !addresses.isEmpty {
-                answer = try await pinned.withClient(host: name, addresses: addresses) { client in
-                    try await Self.exchange(request, on: client, logger: logger)
-                }
-            } else {
-                answer = try await Self.exchange(request, on: client, logger: logger)
+            let answer = try await pinned.withClient(host: endpoint.host.description, addresses: addresses) { client in
+                try await Self.exchange(request, on: client, logger: logger)
             }
             let status = answer.status
             let reason = answer.body.flatMap { Self.reason(String(buffer: $0)) }
@@ -164,10 +153,7 @@ public final class WebPushSender: PushSender {
     }
 
     /// Closes the connections (after the delivery worker stopped).
-    public func shutdown() async {
-        try? await client.shutdown()
-        await pinned.shutdown()
-    }
+    public func shutdown() async { await pinned.shutdown() }
 
     /// What a push service answered: the status, `Retry-After`, and the start of the body.
     private struct ServiceAnswer: Sendable {

@@ -36,71 +36,59 @@ import Testing
     /// relay accepted. The wrap still goes out, and the one-off connection is closed once its
     /// send has timed out.
     @Test func aSendReturnsOnceAcceptedWithoutWaitingForASilentRecipientInbox() async throws {
-        let ours = try HostileRelay()
         let inbox = try HostileRelay(answersEvents: .never)
-        try await ours.start()
-        try await inbox.start()
-        let pool = try await Self.started(on: [ours])
-        let wrap = Self.event("to a silent inbox")
+        try await Self.withPool(ours: [try HostileRelay()], others: [inbox]) { pool in
+            let wrap = Self.event("to a silent inbox")
 
-        let began = ContinuousClock.now
-        try await pool.publish([wrap], addressed: [wrap.id: [inbox.url]])
-        let took = ContinuousClock.now - began
+            let began = ContinuousClock.now
+            try await pool.publish([wrap], addressed: [wrap.id: [inbox.url]])
+            let took = ContinuousClock.now - began
 
-        #expect(took < .seconds(4), "the send waited \(took) for an inbox that never answers (its timeout is 5 s)")
-        #expect(await TestSupport.eventually(within: 10) { inbox.storedIDs == [wrap.id] }, "the wrap reached the inbox")
-        #expect(inbox.records.count == 1)
-        await pool.finishDeliveries()
-        #expect(await TestSupport.eventually(within: 5) { inbox.records.allSatisfy { $0.closed != nil } }, "closed after its timeout")
-        await pool.stop()
-        await ours.stop()
-        await inbox.stop()
+            #expect(took < .seconds(4), "the send waited \(took) for an inbox that never answers (its timeout is 5 s)")
+            #expect(await TestSupport.eventually(within: 10) { inbox.storedIDs == [wrap.id] }, "the wrap reached the inbox")
+            #expect(inbox.records.count == 1)
+            await pool.finishDeliveries()
+            #expect(await TestSupport.eventually(within: 5) { inbox.records.allSatisfy { $0.closed != nil } }, "closed after its timeout")
+        }
     }
 
     /// An inbox that answers late gets its answer awaited in the background: the connection made
     /// for it stays up until then, and `finishDeliveries` returns only after it.
     @Test func aSlowRecipientInboxIsWaitedForInTheBackgroundAndThenClosed() async throws {
-        let ours = try HostileRelay()
         let inbox = try HostileRelay(answersEvents: .acceptAfter(.seconds(2)))
-        try await ours.start()
-        try await inbox.start()
-        let pool = try await Self.started(on: [ours])
-        let wrap = Self.event("to a slow inbox")
+        try await Self.withPool(ours: [try HostileRelay()], others: [inbox]) { pool in
+            let wrap = Self.event("to a slow inbox")
 
-        let began = ContinuousClock.now
-        try await pool.publish([wrap], addressed: [wrap.id: [inbox.url]])
-        #expect(ContinuousClock.now - began < .seconds(2), "returned before the inbox answered")
-        #expect(await TestSupport.eventually(within: 10) { inbox.storedIDs == [wrap.id] })
-        #expect(inbox.records.allSatisfy { $0.closed == nil }, "still open while its answer is awaited")
-        await pool.finishDeliveries()
-        #expect(ContinuousClock.now - began >= .seconds(2), "finishDeliveries waited for the answer")
-        #expect(await TestSupport.eventually(within: 5) { inbox.records.allSatisfy { $0.closed != nil } })
-        await pool.stop()
-        await ours.stop()
-        await inbox.stop()
+            let began = ContinuousClock.now
+            try await pool.publish([wrap], addressed: [wrap.id: [inbox.url]])
+            #expect(ContinuousClock.now - began < .seconds(2), "returned before the inbox answered")
+            #expect(await TestSupport.eventually(within: 10) { inbox.storedIDs == [wrap.id] })
+            #expect(inbox.records.allSatisfy { $0.closed == nil }, "still open while its answer is awaited")
+            await pool.finishDeliveries()
+            #expect(ContinuousClock.now - began >= .seconds(2), "finishDeliveries waited for the answer")
+            #expect(await TestSupport.eventually(within: 5) { inbox.records.allSatisfy { $0.closed != nil } })
+        }
     }
 
     /// The connection made for a recipient's inbox closes once its own send has answered, not
     /// when the slowest relay of ours does; stopping the pool waits for that slow relay's answer
     /// instead of cutting its send off (a request to vanish before logout, for one).
     @Test func anInboxConnectionClosesWithItsOwnSendAndStopWaitsForTheSlowRelay() async throws {
-        let fast = try HostileRelay()
         let slow = try HostileRelay(answersEvents: .acceptAfter(.seconds(3)))
         let inbox = try HostileRelay()
-        for relay in [fast, slow, inbox] { try await relay.start() }
-        let pool = try await Self.started(on: [fast, slow])
-        let wrap = Self.event("to an inbox, with a slow relay of ours")
+        try await Self.withPool(ours: [try HostileRelay(), slow], others: [inbox]) { pool in
+            let wrap = Self.event("to an inbox, with a slow relay of ours")
 
-        let began = ContinuousClock.now
-        try await pool.publish([wrap], addressed: [wrap.id: [inbox.url]])
-        #expect(await TestSupport.eventually(within: 10) { inbox.storedIDs == [wrap.id] })
-        #expect(
-            await TestSupport.eventually(within: 10) { inbox.records.count == 1 && inbox.records.allSatisfy { $0.closed != nil } },
-            "the inbox's connection closed")
-        #expect(ContinuousClock.now - began < .seconds(3), "before the slow relay answered")
-        await pool.stop()
-        #expect(ContinuousClock.now - began >= .seconds(3), "stop waited for the slow relay's answer")
-        for relay in [fast, slow, inbox] { await relay.stop() }
+            let began = ContinuousClock.now
+            try await pool.publish([wrap], addressed: [wrap.id: [inbox.url]])
+            #expect(await TestSupport.eventually(within: 10) { inbox.storedIDs == [wrap.id] })
+            #expect(
+                await TestSupport.eventually(within: 10) { inbox.records.count == 1 && inbox.records.allSatisfy { $0.closed != nil } },
+                "the inbox's connection closed")
+            #expect(ContinuousClock.now - began < .seconds(3), "before the slow relay answered")
+            await pool.stop()
+            #expect(ContinuousClock.now - began >= .seconds(3), "stop waited for the slow relay's answer")
+        }
     }
 
     /// A relay of ours that refuses with `restricted:` becomes read-only even when its answer
@@ -108,46 +96,52 @@ import Testing
     @Test func aRefusalThatArrivesAfterTheSendReturnedStillMakesTheRelayReadOnly() async throws {
         let accepting = try HostileRelay()
         let refusing = try HostileRelay(answersEvents: .refuse("restricted: members only"))
-        try await accepting.start()
-        try await refusing.start()
-        let pool = try await Self.started(on: [accepting, refusing])
-        let event = Self.event("hello")
+        try await Self.withPool(ours: [accepting, refusing]) { pool in
+            let event = Self.event("hello")
 
-        try await pool.publish([event])
-        await pool.finishDeliveries()
+            try await pool.publish([event])
+            await pool.finishDeliveries()
 
-        #expect(await pool.statuses[refusing.url] == .readOnly("restricted: members only"))
-        #expect(await pool.statuses[accepting.url] == .connected)
-        await pool.stop()
-        await accepting.stop()
-        await refusing.stop()
+            #expect(await pool.statuses[refusing.url] == .readOnly("restricted: members only"))
+            #expect(await pool.statuses[accepting.url] == .connected)
+        }
     }
 
     /// When no relay accepts, the send waits for every answer and fails with the refusal; the
     /// refusing relay is read-only by the time the error is thrown.
     @Test func aSendNoRelayAcceptsFailsWithTheRefusalAndMarksTheRelayAtOnce() async throws {
         let refusing = try HostileRelay(answersEvents: .refuse("blocked: not here"))
-        try await refusing.start()
-        let pool = try await Self.started(on: [refusing])
+        try await Self.withPool(ours: [refusing]) { pool in
 
-        await #expect(throws: RelayPool.SendError.notAccepted("blocked: not here")) {
-            try await pool.publish([Self.event("refused")])
+            await #expect(throws: RelayPool.SendError.notAccepted("blocked: not here")) {
+                try await pool.publish([Self.event("refused")])
+            }
+            #expect(await pool.statuses[refusing.url] == .readOnly("blocked: not here"))
         }
-        #expect(await pool.statuses[refusing.url] == .readOnly("blocked: not here"))
-        await pool.stop()
-        await refusing.stop()
     }
 
-    private static func started(on relays: [HostileRelay]) async throws -> RelayPool {
+    /// Runs `body` with a pool connected to `ours` (private addresses allowed for the relays an
+    /// event is addressed to), `others` listening beside them; stops the pool, then every relay.
+    private static func withPool(
+        ours: [HostileRelay], others: [HostileRelay] = [], _ body: (RelayPool) async throws -> Void
+    ) async throws {
+        for relay in ours + others { try await relay.start() }
         let pool = RelayPool(addressedPolicy: nil, logger: Logger(label: "test"))
-        await pool.start(
-            entries: relays.map { RelayEntry(url: $0.url) }, subscriptions: [], onEvent: { _, _, _ in }, onStatus: { _ in })
+        await pool.start(entries: ours.map { RelayEntry(url: $0.url) }, subscriptions: [], onEvent: { _, _, _ in }, onStatus: { _ in })
         #expect(
             await TestSupport.eventually(within: 10) {
                 let statuses = await pool.statuses
-                return relays.allSatisfy { statuses[$0.url] == .connected }
+                return ours.allSatisfy { statuses[$0.url] == .connected }
             })
-        return pool
+        do {
+            try await body(pool)
+        } catch {
+            await pool.stop()
+            for relay in ours + others { await relay.stop() }
+            throw error
+        }
+        await pool.stop()
+        for relay in ours + others { await relay.stop() }
     }
 
     private static func event(_ content: String) -> NostrEvent {

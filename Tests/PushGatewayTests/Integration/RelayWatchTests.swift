@@ -47,6 +47,20 @@ import Testing
     }
 
     /// The watcher's status as `/admin/status` shows it.
+    /// A gateway that watches no relay, a user watching through one device, and the watcher's
+    /// store: for tests of what the record statement claims.
+    static func withWatchingStore(
+        token seed: UInt8, _ body: @Sendable (GatewayHarness, Keys, WatchStore) async throws -> Void
+    ) async throws {
+        try await GatewayHarness.run(watch: WatchSettings(relays: [], chunkSize: 500, coalesceSeconds: 0, shards: 8, leaseSeconds: 30)) {
+            gateway in
+            let user = Keys.generate()
+            try await registerWatching(gateway, user, HTTP2DeliveryTests.token(seed))
+            try await body(
+                gateway, user, WatchStore(client: gateway.database, settings: gateway.configuration.watch, logger: TestDatabase.logger))
+        }
+    }
+
     static func watchStatus(_ gateway: GatewayHarness) async throws -> JSONValue? {
         let response = try await gateway.client.execute(
             uri: "/admin/status", method: .get, headers: [.authorization: "Bearer admin-secret"])
@@ -567,11 +581,7 @@ import Testing
     /// What may take over a history claim, on the store: only a real-time sighting, only within
     /// `historyRaceSeconds`, and only once; a resumed replay or a stale claim never does.
     @Test func aHistoryClaimGivesWayOnlyToARealtimeSightingSoonAfter() async throws {
-        try await GatewayHarness.run(watch: WatchSettings(relays: [], chunkSize: 500, coalesceSeconds: 0, shards: 8, leaseSeconds: 30)) {
-            gateway in
-            let bob = Keys.generate()
-            try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xBA))
-            let store = WatchStore(client: gateway.database, settings: gateway.configuration.watch, logger: TestDatabase.logger)
+        try await Self.withWatchingStore(token: 0xBA) { gateway, bob, store in
             func sight(_ wrap: String, _ phase: WrapSighting.Phase, relay: String = "wss://a") async throws -> WatchStore.RecordResult {
                 try await store.record([WrapSighting(wrapID: wrap, recipient: bob.publicKey.hex, relay: relay, phase: phase)])
             }
@@ -602,11 +612,7 @@ import Testing
     /// row, then takes it over. An UPDATE under the real-time statement's snapshot cannot see a
     /// row committed after it began, and the wrap went unpushed by both.
     @Test func aHistoryClaimCommittedDuringARealtimeSightingStillGivesWay() async throws {
-        try await GatewayHarness.run(watch: WatchSettings(relays: [], chunkSize: 500, coalesceSeconds: 0, shards: 8, leaseSeconds: 30)) {
-            gateway in
-            let bob = Keys.generate()
-            try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xBB))
-            let store = WatchStore(client: gateway.database, settings: gateway.configuration.watch, logger: TestDatabase.logger)
+        try await Self.withWatchingStore(token: 0xBB) { gateway, bob, store in
             let wrap = String(repeating: "d4", count: 32)
             try await gateway.database.withConnection { history in
                 _ = try await history.query("BEGIN", logger: TestDatabase.logger)
