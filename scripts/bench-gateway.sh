@@ -8,6 +8,7 @@
 # PostgreSQL runs with fsync=off like the test cluster. Figures go to docs/performance.md by hand.
 #   scripts/bench-gateway.sh
 #   REGISTRATIONS=40000 PUSHES=200 scripts/bench-gateway.sh
+#   PGSTATS=1 scripts/bench-gateway.sh   # also PostgreSQL's per-statement figures for each phase
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/postgres.sh"
@@ -40,6 +41,7 @@ say "2. registration SQL alone (pgbench, prepared, 32 clients, $PGBENCH_SECONDS 
 export MIGRATIONS_DIR="$REPO_ROOT/migrations"
 APNS_DISABLE=1 "$BIN/linkstr-push" migrate >/dev/null
 PG_PORT_USED="$(sed -E 's#.*:([0-9]+)/.*#\1#' <<<"$DATABASE_URL")"
+if [[ "${PGSTATS:-}" == 1 ]]; then bench_pgstats_enable; fi
 /usr/lib/postgresql/*/bin/pgbench -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr -n -M prepared -c 32 -j 2 -T "$PGBENCH_SECONDS" -f scripts/bench/register.pgbench linkstr \
     | grep -E "^tps|latency average"
 
@@ -52,9 +54,15 @@ PIDS+=($!)
 for _ in $(seq 1 100); do curl -sf "http://$LISTEN_ADDR/readyz" >/dev/null && break; sleep 0.1; done
 # Where the CPU goes in each phase: everything shares these cores.
 PROCESSES="gateway=${PIDS[-1]} sandbox=${PIDS[-2]} postgres=pg:$WORK/pg"
+# PGSTATS=1: each phase's statements, counted from the phase's start.
+pgstats_phase() { if [[ "${PGSTATS:-}" == 1 ]]; then "bench_pgstats_$1"; fi; }
+pgstats_phase reset
 cpu_split registrations "$PROCESSES" "$BIN/linkstr-load" registrations --url "http://$LISTEN_ADDR" --count "$REGISTRATIONS" --keys 2000 --concurrency 32
+pgstats_phase print
+pgstats_phase reset
 cpu_split pushes "$PROCESSES" "$BIN/linkstr-load" pushes --url "http://$LISTEN_ADDR" --sandbox "https://localhost:$SANDBOX_PORT" --ca "$APNS_CA_FILE" \
     --devices "$DEVICES" --recipients "$RECIPIENTS" --pushes "$PUSHES" --concurrency 8
+pgstats_phase print
 
 say "4. the same pushes to each other transport (FCM: OAuth token exchanged and checked; Web Push: each message encrypted, signed, and decrypted by the sandbox)"
 for platform in fcm webpush; do

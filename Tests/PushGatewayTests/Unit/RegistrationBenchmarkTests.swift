@@ -1,0 +1,29 @@
+import Foundation
+import PostgresNIO
+import PushGateway
+import Testing
+
+/// `scripts/bench-gateway.sh` measures registrations/s beside pgbench running the registration
+/// statement alone (`scripts/bench/register.pgbench`). That baseline means something only while
+/// it is the gateway's statement: the script may differ only in the unnest's arguments (literals
+/// for pgbench, parameters in the gateway).
+struct RegistrationBenchmarkTests {
+    /// `sql` with the unnest's argument list taken out and whitespace collapsed.
+    static func shape(_ sql: String) throws -> String {
+        let start = try #require(sql.range(of: "unnest("))
+        let end = try #require(sql.range(of: "WITH ORDINALITY", range: start.upperBound..<sql.endIndex))
+        let rest = sql[sql.startIndex..<start.upperBound] + "…) " + sql[end.lowerBound...]
+        return rest.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+    }
+
+    @Test func thePgbenchBaselineRunsTheGatewaysRegistrationStatement() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let script = try String(contentsOf: root.appending(path: "scripts/bench/register.pgbench"), encoding: .utf8)
+        // The script's one SQL command: after the \set lines, up to its closing semicolon.
+        let command = try #require(script.range(of: "WITH input AS"))
+        let body = script[command.lowerBound...].trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(body.hasSuffix(";"))
+        #expect(try Self.shape(String(body.dropLast())) == Self.shape(RegisterDevicesStatement.sql))
+    }
+}
