@@ -90,13 +90,18 @@ public struct DeliveryQueue: Sendable {
 
     /// Claims up to `limit` due, unexpired jobs for `leaseSeconds`.
     public func claim(limit: Int, leaseSeconds: Int = 30) async throws -> [ClaimedJob] {
-        let rows = try await database.execute(ClaimJobsStatement(limit: limit, leaseSeconds: leaseSeconds), logger: logger)
+        let rows = try await database.query(ClaimJobsQuery(limit: limit, leaseSeconds: leaseSeconds).query, logger: logger)
         var jobs: [ClaimedJob] = []
-        jobs.reserveCapacity(rows.count)
         for (
             id, apnsID, token, pubkey, environment, topic, updatedAt, type, eventID, conversationID, emoji, postID, attempts, expiresAt,
             relay, wrapCount, platform, pushType, p256dh, authSecret, background
-        ) in rows {
+        )
+            in try rows.decode(
+                (
+                    Int64, UUID, String, String, String?, String, Date, String, String, String, String?, String?, Int, Date, String?, Int,
+                    String, String, String?, String?, Bool
+                ).self)
+        {
             // A device row this build cannot read (see `PushDestination(storedPlatform:…)`): its
             // job is left to expire rather than fail every claim round that meets it.
             guard

@@ -168,7 +168,7 @@ import Testing
                 }, reads: [pkey]),
             // The head of the queue by due time, then the raced delete and the lease update by id.
             QueueStatement(
-                name: "claiming jobs", sql: ClaimJobsStatement.sql, types: "bigint, bigint", arguments: { _ in "100, 30" },
+                name: "claiming jobs", sql: ClaimJobsQuery.sql, types: "bigint, bigint", arguments: { _ in "100, 30" },
                 reads: [ExpectedRead(index: "push_jobs_claim_idx", column: "next_attempt_at"), pkey, pkey]),
             // The merge into a device's queued job.
             QueueStatement(

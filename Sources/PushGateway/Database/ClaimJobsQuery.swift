@@ -1,5 +1,4 @@
-package import Foundation
-package import PostgresNIO
+import PostgresNIO
 
 /// Claims up to `limit` due, unexpired jobs for `leaseSeconds` (`DeliveryQueue.claim`).
 ///
@@ -10,11 +9,9 @@ package import PostgresNIO
 /// reading jobs by primary key under any statistics (see `FinishJobsStatement`; `QueuePlanTests`
 /// checks every plan).
 ///
-/// Prepared, so planned once per connection rather than on every call. Claims are the hot path
-/// whenever pushes arrive faster than they are sent (a burst waits in the queue, and every job of
-/// it is claimed): in the gateway benchmark planning took 0.55 ms of a claim's 3.7 ms.
-/// `QueuePlanTests` checks that its generic plan reads the queue by key.
-package struct ClaimJobsStatement: PostgresPreparedStatement {
+/// Sent unnamed, so planned for its values on every call: claims are a worker's poll or wake-up,
+/// not the relay watcher's hot path (its jobs are queued already leased).
+package struct ClaimJobsQuery {
     package static let sql = """
         WITH due AS (
             SELECT j.id FROM push_jobs j
@@ -37,27 +34,13 @@ package struct ClaimJobsStatement: PostgresPreparedStatement {
                   j.relay, j.wrap_count, d.platform, d.push_type, d.p256dh, d.auth_secret, j.background
         """
 
-    package typealias Row = (
-        id: Int64, apnsID: UUID, deviceToken: String, pubkey: String, environment: String?, topic: String, deviceUpdatedAt: Date,
-        type: String, eventID: String, conversationID: String, emoji: String?, postID: String?, attempts: Int, expiresAt: Date,
-        relay: String?, wrapCount: Int, platform: String, pushType: String, p256dh: String?, authSecret: String?, background: Bool
-    )
-
     var limit: Int
     var leaseSeconds: Int
 
-    package func makeBindings() throws -> PostgresBindings {
+    var query: PostgresQuery {
         var bindings = PostgresBindings(capacity: 2)
         bindings.append(limit)
         bindings.append(leaseSeconds)
-        return bindings
-    }
-
-    package func decodeRow(_ row: PostgresRow) throws -> Row {
-        try row.decode(
-            (
-                Int64, UUID, String, String, String?, String, Date, String, String, String, String?, String?, Int, Date, String?, Int,
-                String, String, String?, String?, Bool
-            ).self)
+        return PostgresQuery(unsafeSQL: Self.sql, binds: bindings)
     }
 }
