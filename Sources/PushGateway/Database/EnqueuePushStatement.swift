@@ -33,16 +33,21 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
                    NOT $13 OR coalesce(b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)) * $15, $14) >= 1 AS within_budget
             FROM (SELECT DISTINCT r AS pubkey FROM unnest($4::text[]) AS r WHERE r <> $1 AND EXISTS (SELECT 1 FROM replay)) rc
             CROSS JOIN LATERAL (SELECT * FROM devices WHERE pubkey = rc.pubkey OFFSET 0) d
-            LEFT JOIN device_budgets b ON $13 AND b.device_token = d.device_token
+            -- The budget too is looked up per device (LATERAL, OFFSET 0): budgets are pruned once
+            -- full, so the table can be analyzed nearly empty after a quiet hour, and a join
+            -- planned on those figures hashed a sequential scan of every budget for each push.
+            LEFT JOIN LATERAL (SELECT b.tokens, b.updated_at FROM device_budgets b WHERE $13 AND b.device_token = d.device_token OFFSET 0) b ON true
             WHERE NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = d.pubkey AND a.conversation_id = $7)
               -- A relay-watch device gets the watcher's alert instead (a VoIP token never does).
               AND NOT (d.relay_watch AND $11 AND d.push_type = 'alert')
               -- A VoIP token takes calls only: PushKit requires every push to it to report one. A
               -- call goes to a user's VoIP tokens instead of their APNs alert tokens, and to the
-              -- alert tokens of a user who has none.
+              -- alert tokens of a user who has none. OFFSET 0 keeps that check a look-up by pubkey:
+              -- without it the planner may hash every VoIP device instead, a sequential scan of
+              -- all devices for each call (DevicePlanTests).
               AND CASE WHEN $6 = 'incoming_call'
                   THEN d.push_type = 'voip' OR d.platform <> 'apns'
-                       OR NOT EXISTS (SELECT 1 FROM devices v WHERE v.pubkey = d.pubkey AND v.push_type = 'voip')
+                       OR NOT EXISTS (SELECT 1 FROM devices v WHERE v.pubkey = d.pubkey AND v.push_type = 'voip' OFFSET 0)
                   ELSE d.push_type = 'alert' END
         ), fresh AS (
             -- Dedupe rows only for recipients who get a job: a push to pubkeys without devices

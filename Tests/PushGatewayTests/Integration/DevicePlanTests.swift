@@ -3,40 +3,48 @@ import PostgresNIO
 import PushGateway
 import Testing
 
-/// The device cap's eviction reads `devices` by key whatever the planner believes. Any key can set
+/// Statements that read `devices` for a request or a batch of wraps read it by key whatever the
+/// planner believes. Any key can set
 /// it off (one registration past the cap), so a plan that scans every device per eviction is
 /// PostgreSQL CPU an attacker controls. On statistics that overestimate the devices per pubkey
 /// (the table analyzed while a few pubkeys held most of it), the planner prefers a hash join to
 /// per-row look-ups; for the eviction's plain join that meant a sequential scan of `devices`, seen
 /// at 50–60 ms an eviction with 100,000 devices in the gateway benchmark.
 @Suite(.serialized) struct DevicePlanTests {
-    /// Reads of `devices` in an EXPLAIN (FORMAT JSON) plan that take no key: sequential scans and
-    /// index scans without a condition. Index and bitmap scans with a condition are keyed.
-    static func unkeyedDeviceReads(_ value: Any) -> [String] {
-        if let list = value as? [Any] { return list.flatMap(unkeyedDeviceReads) }
+    /// The tables checked: a request's devices, and their alert budgets (a table that drains
+    /// when every bucket is full again and is pruned, like the queue).
+    static let keyedTables: Set<String> = ["devices", "device_budgets"]
+
+    /// Reads of those tables in an EXPLAIN (FORMAT JSON) plan that take no key: sequential scans
+    /// and index scans without a condition. Index and bitmap scans with a condition are keyed.
+    static func unkeyedReads(_ value: Any) -> [String] {
+        if let list = value as? [Any] { return list.flatMap(unkeyedReads) }
         guard let node = value as? [String: Any] else { return [] }
-        if let inner = node["Plan"] { return unkeyedDeviceReads(inner) }
+        if let inner = node["Plan"] { return unkeyedReads(inner) }
         var found: [String] = []
         let type = node["Node Type"] as? String ?? "?"
-        let onDevices = node["Relation Name"] as? String == "devices" || (node["Index Name"] as? String)?.hasPrefix("devices_") == true
-        if onDevices {
+        let index = node["Index Name"] as? String
+        let table = (node["Relation Name"] as? String) ?? keyedTables.first { index?.hasPrefix("\($0)_") == true }
+        if let table, keyedTables.contains(table) {
             switch type {
             case "Index Scan", "Index Only Scan", "Bitmap Index Scan":
-                if node["Index Cond"] == nil { found.append("\(type) using \(node["Index Name"] ?? "?") without a condition") }
+                if node["Index Cond"] == nil { found.append("\(type) using \(index ?? "?") without a condition") }
             case "Bitmap Heap Scan", "ModifyTable":
                 break
             default:
-                found.append("\(type) on devices")
+                found.append("\(type) on \(table)")
             }
         }
-        for child in node["Plans"] as? [Any] ?? [] { found += unkeyedDeviceReads(child) }
+        for child in node["Plans"] as? [Any] ?? [] { found += unkeyedReads(child) }
         return found
     }
 
-    /// The eviction's plan for `arguments`, in a generic or custom plan, with or without nested
-    /// loops (off: what the planner picks when it expects many rows per pubkey).
-    static func evictionPlan(_ client: PostgresClient, sql: String, arguments: String, generic: Bool, nestedLoops: Bool) async throws -> Any
-    {
+    /// The plan of `sql` for `arguments` (SQL literals of `types`), in a generic or custom plan,
+    /// with or without nested loops (off: what the planner picks when it expects many rows per
+    /// pubkey).
+    static func plan(
+        _ client: PostgresClient, sql: String, types: String, arguments: String, generic: Bool, nestedLoops: Bool
+    ) async throws -> Any {
         try await client.withConnection { connection in
             let settings = [
                 "SET plan_cache_mode = \(generic ? "force_generic_plan" : "force_custom_plan")",
@@ -44,16 +52,16 @@ import Testing
             ]
             for setting in settings { try await connection.query(PostgresQuery(unsafeSQL: setting), logger: TestDatabase.logger) }
             try await connection.query(
-                PostgresQuery(unsafeSQL: "PREPARE evict_planned(text[], bigint) AS \(sql)"), logger: TestDatabase.logger)
+                PostgresQuery(unsafeSQL: "PREPARE device_planned(\(types)) AS \(sql)"), logger: TestDatabase.logger)
             func reset() async throws {
-                try await connection.query("DEALLOCATE evict_planned", logger: TestDatabase.logger)
+                try await connection.query("DEALLOCATE device_planned", logger: TestDatabase.logger)
                 try await connection.query("RESET plan_cache_mode", logger: TestDatabase.logger)
                 try await connection.query("RESET enable_nestloop", logger: TestDatabase.logger)
             }
             do {
                 var json = ByteBuffer()
                 for try await text in try await connection.query(
-                    PostgresQuery(unsafeSQL: "EXPLAIN (FORMAT JSON) EXECUTE evict_planned(\(arguments))"), logger: TestDatabase.logger
+                    PostgresQuery(unsafeSQL: "EXPLAIN (FORMAT JSON) EXECUTE device_planned(\(arguments))"), logger: TestDatabase.logger
                 ).decode(ByteBuffer.self) {
                     json = text
                 }
@@ -66,34 +74,92 @@ import Testing
         }
     }
 
-    @Test func theEvictionReadsDevicesByKeyWhateverJoinThePlannerPicks() async throws {
+    /// `devices` in that state: statistics taken while 200 pubkeys held 10 devices each (half of
+    /// them relay-watched), then a table fifty times that size with one device per pubkey. The
+    /// planner expects hundreds of devices per pubkey. `device_budgets` analyzed with one row,
+    /// then holding one for every device.
+    static func crowdedStatistics(_ client: PostgresClient) async throws {
+        try await client.query(
+            """
+            INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch)
+            SELECT 'crowded' || i, 'crowded' || (i % 200), 'sandbox', 'app.test', i % 2 = 0 FROM generate_series(1, 2000) AS i
+            """, logger: TestDatabase.logger)
+        // Budgets drained to one row when analyzed, then a burst's worth.
+        try await client.query(
+            "INSERT INTO device_budgets (device_token, tokens, updated_at) SELECT device_token, 9, now() FROM devices",
+            logger: TestDatabase.logger)
+        try await client.query("DELETE FROM device_budgets WHERE device_token <> 'crowded1'", logger: TestDatabase.logger)
+        for table in ["devices", "device_budgets"] {
+            try await client.query(
+                PostgresQuery(unsafeSQL: "ALTER TABLE \(table) SET (autovacuum_enabled = off)"), logger: TestDatabase.logger)
+        }
+        try await client.query("VACUUM ANALYZE devices, device_budgets", logger: TestDatabase.logger)
+        try await client.query(
+            """
+            INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch)
+            SELECT 'single' || i, 'single' || i, 'sandbox', 'app.test', i % 2 = 0 FROM generate_series(1, 100000) AS i
+            """, logger: TestDatabase.logger)
+        try await client.query(
+            "INSERT INTO device_budgets (device_token, tokens, updated_at) SELECT device_token, 9, now() FROM devices ON CONFLICT DO NOTHING",
+            logger: TestDatabase.logger)
+    }
+
+    /// A statement that reads devices for one request or one batch of wraps, with arguments.
+    struct DeviceStatement: Sendable, CustomTestStringConvertible {
+        let name: String
+        let sql: String
+        let types: String
+        let arguments: String
+        /// Also checked with nested loops off: the statement must stay keyed under a hash or
+        /// merge join too. Set for the statements whose plain joins were seen turning into hash
+        /// joins over `devices` on such statistics.
+        var underAnyJoin = false
+        var testDescription: String { name }
+
+        static let crowdedPubkeys = "'{\((0..<16).map { "crowded\($0)" }.joined(separator: ","))}'"
+
+        static let all: [DeviceStatement] =
+            [
+                DeviceStatement(
+                    name: "evicting devices past the cap", sql: EvictExcessDevicesStatement.sql, types: "text[], bigint",
+                    arguments: "\(crowdedPubkeys), 5",
+                    underAnyJoin: true),
+                DeviceStatement(
+                    name: "queueing a push", sql: EnqueuePushStatement.sql,
+                    types:
+                        "text, text, timestamptz, text[], text, text, text, text, text, float8, bool, float8, bool, float8, float8, bool",
+                    arguments:
+                        "'sender', 'replay', '2030-01-01T00:00:00Z', \(crowdedPubkeys), 'event', 'new_post', 'c1', NULL, NULL, 900, true, 30, true, 10, 0.1667, false"
+                ),
+            ]
+            + QueuePlanTests.QueueStatement.all.map { statement in
+                DeviceStatement(name: statement.name, sql: statement.sql, types: statement.types, arguments: statement.arguments([]))
+            }
+    }
+
+    /// Every statement that reads devices for a request or a batch of wraps reads them by key in
+    /// its generic and its custom plan; the eviction whatever join the planner picks.
+    @Test(arguments: DeviceStatement.all) func readsDevicesByKeyWhenTheStatisticsExpectCrowdedPubkeys(_ statement: DeviceStatement)
+        async throws
+    {
         try await TestDatabase.with { _, client in
-            // Statistics taken while 200 pubkeys held 10 devices each, then a table fifty times
-            // that size with one device per pubkey: the planner expects hundreds of devices per
-            // pubkey.
-            try await client.query(
-                """
-                INSERT INTO devices (device_token, pubkey, apns_environment, topic)
-                SELECT 'crowded' || i, 'crowded' || (i % 200), 'sandbox', 'app.test' FROM generate_series(1, 2000) AS i
-                """, logger: TestDatabase.logger)
-            try await client.query("ALTER TABLE devices SET (autovacuum_enabled = off)", logger: TestDatabase.logger)
-            try await client.query("ANALYZE devices", logger: TestDatabase.logger)
-            try await client.query(
-                """
-                INSERT INTO devices (device_token, pubkey, apns_environment, topic)
-                SELECT 'single' || i, 'single' || i, 'sandbox', 'app.test' FROM generate_series(1, 100000) AS i
-                """, logger: TestDatabase.logger)
-            let pubkeys = "'{\((0..<16).map { "crowded\($0)" }.joined(separator: ","))}'"
+            try await Self.crowdedStatistics(client)
             for generic in [true, false] {
-                for nestedLoops in [true, false] {
-                    let plan = try await Self.evictionPlan(
-                        client, sql: EvictExcessDevicesStatement.sql, arguments: "\(pubkeys), 5", generic: generic, nestedLoops: nestedLoops
-                    )
-                    let unkeyed = Self.unkeyedDeviceReads(plan)
+                for nestedLoops in statement.underAnyJoin ? [true, false] : [true] {
+                    let plan = try await Self.plan(
+                        client, sql: statement.sql, types: statement.types, arguments: statement.arguments, generic: generic,
+                        nestedLoops: nestedLoops)
+                    let unkeyed = Self.unkeyedReads(plan)
                     #expect(unkeyed.isEmpty, "generic \(generic), nested loops \(nestedLoops): \(unkeyed)")
                 }
             }
-            // And it evicts what it should: each of the 16 pubkeys keeps its 5 newest devices.
+        }
+    }
+
+    @Test func theEvictionKeepsEachPubkeysNewestDevices() async throws {
+        try await TestDatabase.with { _, client in
+            try await Self.crowdedStatistics(client)
+            // Each of the 16 pubkeys keeps its 5 newest devices.
             let evicted = try await client.execute(
                 EvictExcessDevicesStatement(pubkeys: (0..<16).map { "crowded\($0)" }, maxDevicesPerPubkey: 5), logger: TestDatabase.logger)
             var count = 0
