@@ -37,7 +37,9 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
             -- full, so the table can be analyzed nearly empty after a quiet hour, and a join
             -- planned on those figures hashed a sequential scan of every budget for each push.
             LEFT JOIN LATERAL (SELECT b.tokens, b.updated_at FROM device_budgets b WHERE $13 AND b.device_token = d.device_token OFFSET 0) b ON true
-            WHERE NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = d.pubkey AND a.conversation_id = $7)
+            -- The archive too is probed per device (OFFSET 0): as an anti join it could be
+            -- planned as a read of every archived conversation for each push (DevicePlanTests).
+            WHERE NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = d.pubkey AND a.conversation_id = $7 OFFSET 0)
               -- A relay-watch device gets the watcher's alert instead (a VoIP token never does).
               AND NOT (d.relay_watch AND $11 AND d.push_type = 'alert')
               -- A VoIP token takes calls only: PushKit requires every push to it to report one. A
@@ -76,7 +78,8 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
             SELECT (SELECT count(*) FROM replay)::int AS fresh, (SELECT count(DISTINCT pubkey) FROM jobs)::int AS recipients,
                    (SELECT count(*) FROM jobs)::int AS jobs,
                    (SELECT count(*) FROM candidates c WHERE NOT c.within_budget
-                      AND NOT EXISTS (SELECT 1 FROM push_dedupe p WHERE p.event_id = $5 AND p.notification_type = $6 AND p.recipient = c.pubkey))::int
+                      -- Probed per candidate by the whole key (OFFSET 0), never hashed from a scan.
+                      AND NOT EXISTS (SELECT 1 FROM push_dedupe p WHERE p.event_id = $5 AND p.notification_type = $6 AND p.recipient = c.pubkey OFFSET 0))::int
                    + (SELECT count(*) FROM targets)::int - (SELECT count(*) FROM jobs)::int AS over_budget
         )
         SELECT c.fresh, c.recipients, c.jobs, c.over_budget, l.id, l.apns_id, l.device_token, l.pubkey, l.apns_environment, l.topic,
