@@ -16,6 +16,18 @@ struct RegistrationBenchmarkTests {
         return rest.split(whereSeparator: \.isWhitespace).joined(separator: " ")
     }
 
+    /// The array types of the unnest's arguments, in order (`$3::timestamptz[]` or
+    /// `ARRAY[…]::timestamptz[]` both give `timestamptz`).
+    static func argumentTypes(_ sql: String) throws -> [String] {
+        let start = try #require(sql.range(of: "unnest("))
+        let end = try #require(sql.range(of: "WITH ORDINALITY", range: start.upperBound..<sql.endIndex))
+        // Array casts only: the literals hold scalar casts of their own (`md5(:n::text)`).
+        return sql[start.upperBound..<end.lowerBound].split(separator: "::").dropFirst().compactMap { part in
+            let name = part.prefix { $0.isLetter }
+            return part.dropFirst(name.count).hasPrefix("[]") ? String(name) : nil
+        }
+    }
+
     @Test func thePgbenchBaselineRunsTheGatewaysRegistrationStatement() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
@@ -25,5 +37,8 @@ struct RegistrationBenchmarkTests {
         let body = script[command.lowerBound...].trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(body.hasSuffix(";"))
         #expect(try Self.shape(String(body.dropLast())) == Self.shape(RegisterDevicesStatement.sql))
+        let types = try Self.argumentTypes(RegisterDevicesStatement.sql)
+        #expect(types.count == 12)
+        #expect(try Self.argumentTypes(String(body)) == types)
     }
 }
