@@ -3,13 +3,14 @@ import PostgresNIO
 import PushGateway
 import Testing
 
-/// Statements that read `devices` for a request or a batch of wraps read it by key whatever the
-/// planner believes. Any key can set
-/// it off (one registration past the cap), so a plan that scans every device per eviction is
-/// PostgreSQL CPU an attacker controls. On statistics that overestimate the devices per pubkey
-/// (the table analyzed while a few pubkeys held most of it), the planner prefers a hash join to
-/// per-row look-ups; for the eviction's plain join that meant a sequential scan of `devices`, seen
-/// at 50–60 ms an eviction with 100,000 devices in the gateway benchmark.
+/// Statements that read `devices` for one request or one batch of wraps read it, and the tables
+/// they join to it, by key whatever the planner believes. Any caller can run them (a
+/// registration past the cap evicts, a push or an inbox EVENT names its recipients), so a plan
+/// that scans a whole table per statement is PostgreSQL CPU an attacker controls. On statistics
+/// that overestimate the devices per pubkey (a sample taken while a few pubkeys held most of the
+/// table), the planner prefers hash joins and hashed subplans to per-row look-ups; the eviction's
+/// plain join was seen that way in the gateway benchmark, at 50–60 ms an eviction with 100,000
+/// devices.
 @Suite(.serialized) struct DevicePlanTests {
     /// The tables checked: a request's devices, their alert budgets (a table that drains when
     /// every bucket is full again and is pruned, like the queue), the archive and the dedupe rows.
