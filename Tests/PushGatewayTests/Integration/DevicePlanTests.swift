@@ -1,4 +1,3 @@
-import Foundation
 import PostgresNIO
 import PushGateway
 import Testing
@@ -15,65 +14,6 @@ import Testing
     /// The tables checked: a request's devices, their alert budgets (a table that drains when
     /// every bucket is full again and is pruned, like the queue), the archive and the dedupe rows.
     static let keyedTables: Set<String> = ["devices", "device_budgets", "archived_conversations", "push_dedupe"]
-
-    /// Reads of those tables in an EXPLAIN (FORMAT JSON) plan that take no key: sequential scans
-    /// and index scans without a condition. Index and bitmap scans with a condition are keyed.
-    static func unkeyedReads(_ value: Any) -> [String] {
-        if let list = value as? [Any] { return list.flatMap(unkeyedReads) }
-        guard let node = value as? [String: Any] else { return [] }
-        if let inner = node["Plan"] { return unkeyedReads(inner) }
-        var found: [String] = []
-        let type = node["Node Type"] as? String ?? "?"
-        let index = node["Index Name"] as? String
-        let table = (node["Relation Name"] as? String) ?? keyedTables.first { index?.hasPrefix("\($0)_") == true }
-        if let table, keyedTables.contains(table) {
-            switch type {
-            case "Index Scan", "Index Only Scan", "Bitmap Index Scan":
-                if node["Index Cond"] == nil { found.append("\(type) using \(index ?? "?") without a condition") }
-            case "Bitmap Heap Scan", "ModifyTable":
-                break
-            default:
-                found.append("\(type) on \(table)")
-            }
-        }
-        for child in node["Plans"] as? [Any] ?? [] { found += unkeyedReads(child) }
-        return found
-    }
-
-    /// The plan of `sql` for `arguments` (SQL literals of `types`), in a generic or custom plan,
-    /// with or without nested loops (off: what the planner picks when it expects many rows per
-    /// pubkey).
-    static func plan(
-        _ client: PostgresClient, sql: String, types: String, arguments: String, generic: Bool, nestedLoops: Bool
-    ) async throws -> Any {
-        try await client.withConnection { connection in
-            let settings = [
-                "SET plan_cache_mode = \(generic ? "force_generic_plan" : "force_custom_plan")",
-                "SET enable_nestloop = \(nestedLoops ? "on" : "off")",
-            ]
-            for setting in settings { try await connection.query(PostgresQuery(unsafeSQL: setting), logger: TestDatabase.logger) }
-            try await connection.query(
-                PostgresQuery(unsafeSQL: "PREPARE device_planned(\(types)) AS \(sql)"), logger: TestDatabase.logger)
-            func reset() async throws {
-                try await connection.query("DEALLOCATE device_planned", logger: TestDatabase.logger)
-                try await connection.query("RESET plan_cache_mode", logger: TestDatabase.logger)
-                try await connection.query("RESET enable_nestloop", logger: TestDatabase.logger)
-            }
-            do {
-                var json = ByteBuffer()
-                for try await text in try await connection.query(
-                    PostgresQuery(unsafeSQL: "EXPLAIN (FORMAT JSON) EXECUTE device_planned(\(arguments))"), logger: TestDatabase.logger
-                ).decode(ByteBuffer.self) {
-                    json = text
-                }
-                try await reset()
-                return try JSONSerialization.jsonObject(with: Data(json.readableBytesView))
-            } catch {
-                try? await reset()
-                throw error
-            }
-        }
-    }
 
     /// `devices` in that state: statistics taken while 100 pubkeys held 20 devices each (half of
     /// them relay-watched; 100 distinct pubkeys in 2,000 rows, under ANALYZE's 10 % threshold, so
@@ -177,13 +117,13 @@ import Testing
         for sampledOnly in statement.keyedOnASampleAlone ? [false, true] : [false] {
             try await TestDatabase.with { _, client in
                 try await Self.crowdedStatistics(client, sampledOnly: sampledOnly)
-                for generic in [true, false] {
+                for mode in QueuePlanTests.PlanMode.allCases {
                     for nestedLoops in statement.underAnyJoin ? [true, false] : [true] {
-                        let plan = try await Self.plan(
-                            client, sql: statement.sql, types: statement.types, arguments: statement.arguments, generic: generic,
+                        let plan = try await QueuePlanTests.plan(
+                            client, statement.sql, types: statement.types, arguments: statement.arguments, mode: mode,
                             nestedLoops: nestedLoops)
-                        let unkeyed = Self.unkeyedReads(plan)
-                        #expect(unkeyed.isEmpty, "sampled only \(sampledOnly), generic \(generic), nested loops \(nestedLoops): \(unkeyed)")
+                        let unkeyed = QueuePlanTests.TableReads(plan: plan, tables: Self.keyedTables).unkeyed
+                        #expect(unkeyed.isEmpty, "sampled only \(sampledOnly), \(mode), nested loops \(nestedLoops): \(unkeyed)")
                     }
                 }
             }

@@ -64,16 +64,22 @@ import Testing
         case custom = "force_custom_plan"
     }
 
-    /// The plan of `sql` with `arguments` (SQL literals) in `mode`, as EXPLAIN's JSON.
-    static func plan(_ client: PostgresClient, _ sql: String, types: String, arguments: String, mode: PlanMode) async throws -> Any {
+    /// The plan of `sql` with `arguments` (SQL literals) in `mode`, as EXPLAIN's JSON. With
+    /// `nestedLoops` off, the plan PostgreSQL makes when it prefers hash and merge joins (as it
+    /// does when it expects many rows on each side).
+    static func plan(
+        _ client: PostgresClient, _ sql: String, types: String, arguments: String, mode: PlanMode, nestedLoops: Bool = true
+    ) async throws -> Any {
         try await client.withConnection { connection in
             try await connection.query(PostgresQuery(unsafeSQL: "SET plan_cache_mode = \(mode.rawValue)"), logger: TestDatabase.logger)
+            if !nestedLoops { try await connection.query("SET enable_nestloop = off", logger: TestDatabase.logger) }
             try await connection.query(PostgresQuery(unsafeSQL: "PREPARE planned(\(types)) AS \(sql)"), logger: TestDatabase.logger)
             // The connection goes back to the pool as it came, whatever happens.
             // (Not DISCARD ALL: it would also drop statements PostgresNIO prepared on it.)
             func reset() async throws {
                 try await connection.query("DEALLOCATE planned", logger: TestDatabase.logger)
                 try await connection.query("RESET plan_cache_mode", logger: TestDatabase.logger)
+                try await connection.query("RESET enable_nestloop", logger: TestDatabase.logger)
             }
             do {
                 var json = ByteBuffer()
@@ -92,13 +98,15 @@ import Testing
         }
     }
 
-    /// How a plan reads `push_jobs`: each index read with its condition, and every read that
-    /// takes no key (a sequential scan, or an index walked end to end).
-    struct JobReads: CustomStringConvertible {
+    /// How a plan reads `tables`: each index read with its condition, and every read that takes
+    /// no key (a sequential scan, or an index walked end to end).
+    struct TableReads: CustomStringConvertible {
+        let tables: Set<String>
         var keyed: [(index: String, condition: String)] = []
         var unkeyed: [String] = []
 
-        init(plan: Any) {
+        init(plan: Any, tables: Set<String> = ["push_jobs"]) {
+            self.tables = tables
             visit(plan)
         }
 
@@ -113,9 +121,9 @@ import Testing
                 return
             }
             let type = node["Node Type"] as? String ?? "?"
-            let relation = node["Relation Name"] as? String
             let index = node["Index Name"] as? String
-            if relation == "push_jobs" || index?.hasPrefix("push_jobs") == true {
+            let table = (node["Relation Name"] as? String) ?? tables.first { index?.hasPrefix("\($0)_") == true }
+            if let table, tables.contains(table) {
                 switch type {
                 case "Index Scan", "Index Only Scan", "Bitmap Index Scan":
                     if let condition = node["Index Cond"] as? String {
@@ -126,7 +134,7 @@ import Testing
                 case "Bitmap Heap Scan", "ModifyTable":
                     break // reads through its children / writes the rows its children found
                 default:
-                    unkeyed.append("\(type) on push_jobs")
+                    unkeyed.append("\(type) on \(table)")
                 }
             }
             for plan in node["Plans"] as? [Any] ?? [] { visit(plan) }
@@ -229,7 +237,7 @@ import Testing
             for mode in PlanMode.allCases {
                 let plan = try await Self.plan(
                     client, statement.sql, types: statement.types, arguments: statement.arguments(jobs), mode: mode)
-                let reads = JobReads(plan: plan)
+                let reads = TableReads(plan: plan)
                 #expect(reads.unkeyed.isEmpty, "\(mode): \(reads)")
                 let made = reads.keyed.map { read in
                     // The condition names its column first, as "(id = ANY (...))" or "(next_attempt_at <= now())".
