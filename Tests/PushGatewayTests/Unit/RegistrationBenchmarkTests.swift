@@ -8,21 +8,25 @@ import Testing
 /// it is the gateway's statement: the script may differ only in the unnest's arguments (literals
 /// for pgbench, parameters in the gateway).
 struct RegistrationBenchmarkTests {
-    /// `sql` with the unnest's argument list taken out and whitespace collapsed.
-    static func shape(_ sql: String) throws -> String {
+    /// Where the unnest's argument list lies in `sql`: from after `unnest(` to `WITH ORDINALITY`.
+    static func arguments(_ sql: String) throws -> Range<String.Index> {
         let start = try #require(sql.range(of: "unnest("))
         let end = try #require(sql.range(of: "WITH ORDINALITY", range: start.upperBound..<sql.endIndex))
-        let rest = sql[sql.startIndex..<start.upperBound] + "…) " + sql[end.lowerBound...]
+        return start.upperBound..<end.lowerBound
+    }
+
+    /// `sql` with the unnest's argument list taken out and whitespace collapsed.
+    static func shape(_ sql: String) throws -> String {
+        let arguments = try arguments(sql)
+        let rest = sql[..<arguments.lowerBound] + "…) " + sql[arguments.upperBound...]
         return rest.split(whereSeparator: \.isWhitespace).joined(separator: " ")
     }
 
     /// The array types of the unnest's arguments, in order (`$3::timestamptz[]` or
     /// `ARRAY[…]::timestamptz[]` both give `timestamptz`).
     static func argumentTypes(_ sql: String) throws -> [String] {
-        let start = try #require(sql.range(of: "unnest("))
-        let end = try #require(sql.range(of: "WITH ORDINALITY", range: start.upperBound..<sql.endIndex))
         // Array casts only: the literals hold scalar casts of their own (`md5(:n::text)`).
-        return sql[start.upperBound..<end.lowerBound].split(separator: "::").dropFirst().compactMap { part in
+        try sql[arguments(sql)].split(separator: "::").dropFirst().compactMap { part in
             let name = part.prefix { $0.isLetter }
             return part.dropFirst(name.count).hasPrefix("[]") ? String(name) : nil
         }
