@@ -3,20 +3,21 @@ package import GatewayWire
 package import PostgresNIO
 
 /// `POST /v1/push` as one prepared statement: the replay key, dedupe rows per (event, type,
-/// recipient) and one job per eligible device, in one round trip and one transaction. Everything
-/// after `replay` depends on the key being new. The sender is never a recipient; devices whose
-/// owner archived the conversation get no job. As in the reference service, a recipient counts
-/// (and gets a dedupe row) only when a job is queued for it: not the sender, has a device, the
-/// conversation not archived, not already deduped. Each job takes a token from its device's budget
-/// (`PushBudget`, table `device_budgets`); a device whose budget is spent gets no job.
+/// recipient) and one batch row holding every eligible device (`push_batches`, migration 0019), in
+/// one round trip and one transaction. Everything after `replay` depends on the key being new. The
+/// sender is never a recipient; devices whose owner archived the conversation are left out. As in
+/// the reference service, a recipient counts (and gets a dedupe row) only when a device of theirs
+/// is in the batch: not the sender, has a device, the conversation not archived, not already
+/// deduped. Each device takes a token from its budget (`PushBudget`, table `device_budgets`); a
+/// device whose budget is spent is left out.
 ///
-/// With `leaseSeconds`, the jobs are inserted already claimed (leased, attempt 1) and returned with
-/// their device, for this instance to send at once (`DirectDelivery`), as the relay watcher
-/// does; their `next_attempt_at` is the lease's end, so the claim query's index scan stops before
-/// them, and if this instance dies first they become due when the lease runs out.
+/// With `leaseSeconds`, the batch is inserted already claimed (leased, attempt 1) and its members
+/// are returned with their devices, for this instance to send at once (`DirectDelivery`), as the
+/// relay watcher does; its `next_attempt_at` is the lease's end, so the claim's index scan stops
+/// before it, and if this instance dies first the batch becomes due when the lease runs out.
 ///
-/// Rows: `(replay fresh 1/0, recipients, jobs)` on every row, plus one leased job per row (a
-/// single row without one when nothing was leased).
+/// Rows: `(replay fresh 1/0, recipients, devices, over budget)` on every row, plus one leased
+/// member per row (a single row without one when nothing was leased).
 package struct EnqueuePushStatement: PostgresPreparedStatement {
     package static let sql = """
         WITH replay AS (
@@ -63,32 +64,39 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
             -- A token from each target's budget; a push that loses the race for a device's last
             -- token leaves a dedupe row without a job.
             \(PushBudget.chargeSQL(devicesFrom: "targets", enabled: "$13", burst: "$14", perSecond: "$15"))
-        ), jobs AS (
-            INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, emoji, post_id, expires_at,
-                                   next_attempt_at, locked_until, attempts, direct, background)
-            SELECT gen_random_uuid(), device_token, pubkey, $6, $5, $7, $8, $9, now() + make_interval(secs => $10),
-                   -- $12, the lease, is NULL when the jobs are queued for the delivery loops.
-                   coalesce(now() + make_interval(secs => $12), now()), now() + make_interval(secs => $12),
-                   CASE WHEN $12 IS NULL THEN 0 ELSE 1 END, $12 IS NOT NULL, $16
-            FROM targets t
+        ), members AS (
+            -- The devices the push goes to, each with its apns-id (kept across retries).
+            SELECT t.device_token, t.pubkey, gen_random_uuid() AS apns_id FROM targets t
             WHERE NOT $13 OR EXISTS (SELECT 1 FROM charged c WHERE c.device_token = t.device_token)
-            RETURNING id, apns_id, device_token, pubkey, attempts, expires_at, locked_until
+        ), batch AS (
+            -- One row for the whole push (migration 0019): the payload once, the devices as
+            -- aligned arrays. No row when no device is left.
+            INSERT INTO push_batches (notification_type, event_id, conversation_id, emoji, post_id, background,
+                                      device_tokens, pubkeys, apns_ids, size, attempts, next_attempt_at, expires_at)
+            SELECT $6, $5, $7, $8, $9, $16, array_agg(device_token), array_agg(pubkey), array_agg(apns_id), count(*),
+                   -- $12, the lease, is NULL when the batch is queued for the delivery loops.
+                   CASE WHEN $12::float8 IS NULL THEN 0 ELSE 1 END, coalesce(now() + make_interval(secs => $12), now()),
+                   now() + make_interval(secs => $10)
+            FROM members
+            HAVING count(*) > 0
+            RETURNING id, attempts, expires_at
         ), counts AS (
             -- Over budget: devices a push to a not yet deduped recipient would have reached.
-            SELECT (SELECT count(*) FROM replay)::int AS fresh, (SELECT count(DISTINCT pubkey) FROM jobs)::int AS recipients,
-                   (SELECT count(*) FROM jobs)::int AS jobs,
+            SELECT (SELECT count(*) FROM replay)::int AS fresh, (SELECT count(DISTINCT pubkey) FROM members)::int AS recipients,
+                   (SELECT count(*) FROM members)::int AS jobs,
                    (SELECT count(*) FROM candidates c WHERE NOT c.within_budget
                       -- Probed per candidate by the whole key (OFFSET 0), never hashed from a scan.
                       AND NOT EXISTS (SELECT 1 FROM push_dedupe p WHERE p.event_id = $5 AND p.notification_type = $6 AND p.recipient = c.pubkey OFFSET 0))::int
-                   + (SELECT count(*) FROM targets)::int - (SELECT count(*) FROM jobs)::int AS over_budget
+                   + (SELECT count(*) FROM targets)::int - (SELECT count(*) FROM members)::int AS over_budget
         )
         SELECT c.fresh, c.recipients, c.jobs, c.over_budget, l.id, l.apns_id, l.device_token, l.pubkey, l.apns_environment, l.topic,
                l.updated_at, l.attempts, l.expires_at, l.platform, l.push_type, l.p256dh, l.auth_secret
         FROM counts c LEFT JOIN (
-            SELECT j.id, j.apns_id, j.device_token, t.pubkey, t.apns_environment, t.topic, t.updated_at, j.attempts, j.expires_at,
+            -- The members, when the batch was queued leased for this instance.
+            SELECT b.id, m.apns_id, m.device_token, t.pubkey, t.apns_environment, t.topic, t.updated_at, b.attempts, b.expires_at,
                    t.platform, t.push_type, t.p256dh, t.auth_secret
-            FROM jobs j JOIN targets t ON t.device_token = j.device_token
-            WHERE j.locked_until IS NOT NULL
+            FROM batch b CROSS JOIN members m JOIN targets t ON t.device_token = m.device_token
+            WHERE b.attempts > 0
         ) l ON true
         """
 
@@ -173,7 +181,7 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
                 )
                 .self)
         let leased = ClaimedJob(
-            leasedID: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic,
+            leasedID: id, inBatch: true, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic,
             deviceUpdatedAt: updatedAt, attempts: attempts, expiresAt: expiresAt,
             device: (platform, pushType, p256dh, authSecret)
         ) { _ in

@@ -280,9 +280,9 @@ public struct GatewayStore: Sendable {
     }
 
     /// Dedupes per (event, type, recipient), skips the sender, recipients without devices and
-    /// archived conversations, and queues one job per remaining device, all in one statement.
+    /// archived conversations, and queues one batch of the remaining devices, all in one statement.
     /// `skipRelayWatchDevices`: while the relay watcher runs, devices it serves get no typed push.
-    /// With `leaseSeconds`, the jobs are queued already claimed by this instance and returned.
+    /// With `leaseSeconds`, the batch is queued already claimed by this instance and its members returned.
     public func enqueue(
         _ request: PushRequest, auth: VerifiedHTTPAuth, skipRelayWatchDevices: Bool = false,
         leaseSeconds: Int? = nil
@@ -334,8 +334,8 @@ public struct GatewayStore: Sendable {
         }
     }
 
-    /// Erases everything stored for the caller: devices (and with them queued jobs), archive
-    /// state and dedupe rows. Returns the number of devices removed.
+    /// Erases everything stored for the caller: devices (and with them queued jobs and their
+    /// places in queued batches), archive state and dedupe rows. Returns the number of devices removed.
     public func deleteAccount(auth: VerifiedHTTPAuth) async throws -> Int {
         let pubkey = auth.pubkey.hex
         let logger = self.logger
@@ -346,6 +346,23 @@ public struct GatewayStore: Sendable {
             // (delivery would drop it): a scan of the queue, which is small and erasures rare, so
             // push_jobs needs no pubkey index.
             try await connection.query("DELETE FROM push_jobs WHERE pubkey = \(pubkey)", logger: logger)
+            // The caller's devices leave the batches of typed pushes still queued or in flight (a
+            // scan too: batches live minutes at most), and a batch left with none goes.
+            try await connection.query(
+                """
+                WITH kept AS (
+                    SELECT b.id, array_agg(u.token ORDER BY u.n) FILTER (WHERE u.owner <> \(pubkey)) AS tokens,
+                           array_agg(u.owner ORDER BY u.n) FILTER (WHERE u.owner <> \(pubkey)) AS owners,
+                           array_agg(u.apns_id ORDER BY u.n) FILTER (WHERE u.owner <> \(pubkey)) AS apns_ids
+                    FROM push_batches b, unnest(b.device_tokens, b.pubkeys, b.apns_ids) WITH ORDINALITY AS u(token, owner, apns_id, n)
+                    WHERE \(pubkey) = ANY (b.pubkeys)
+                    GROUP BY b.id
+                ), emptied AS (
+                    DELETE FROM push_batches b USING kept k WHERE b.id = k.id AND k.tokens IS NULL
+                )
+                UPDATE push_batches b SET device_tokens = k.tokens, pubkeys = k.owners, apns_ids = k.apns_ids, size = cardinality(k.tokens)
+                FROM kept k WHERE b.id = k.id AND k.tokens IS NOT NULL
+                """, logger: logger)
             try await connection.query("DELETE FROM archived_conversations WHERE pubkey = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM push_dedupe WHERE recipient = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM push_suppressions WHERE pubkey = \(pubkey)", logger: logger)

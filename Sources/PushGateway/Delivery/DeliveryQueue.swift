@@ -3,9 +3,14 @@ public import GatewayWire
 public import Logging
 public import PostgresNIO
 
-/// A job claimed for delivery, joined with its device.
+/// A job claimed for delivery, joined with its device: a row of `push_jobs`, or one device of a
+/// typed push's batch (`push_batches`).
 public struct ClaimedJob: Sendable, Equatable {
+    /// The job's id, or for a batch member its batch's id.
     public var id: Int64
+    /// One device of a batch (`id` names a `push_batches` row): it is finished with its whole
+    /// batch, and a retry queues it as a job of its own.
+    public var inBatch: Bool
     /// Stable across retries: Apple dedupes and reports by it, and it names the message to every
     /// other push service too.
     public var apnsID: UUID
@@ -22,9 +27,10 @@ public struct ClaimedJob: Sendable, Equatable {
 
     package init(
         id: Int64, apnsID: UUID, destination: PushDestination, pubkey: String, topic: String, deviceUpdatedAt: Date,
-        notification: APNsNotification, attempts: Int, expiresAt: Date
+        notification: APNsNotification, attempts: Int, expiresAt: Date, inBatch: Bool = false
     ) {
         self.id = id
+        self.inBatch = inBatch
         self.apnsID = apnsID
         self.destination = destination
         self.pubkey = pubkey
@@ -59,7 +65,7 @@ extension ClaimedJob {
     /// from the row's left-joined job and device columns: nil on the row that carries no job,
     /// where they are all NULL. `notification` builds the payload from the recipient's pubkey.
     init?(
-        leasedID id: Int64?, apnsID: UUID?, deviceToken: String?, pubkey: String?, environment: String?, topic: String?,
+        leasedID id: Int64?, inBatch: Bool = false, apnsID: UUID?, deviceToken: String?, pubkey: String?, environment: String?, topic: String?,
         deviceUpdatedAt: Date?, attempts: Int?, expiresAt: Date?,
         device: (platform: String?, pushType: String?, p256dh: String?, authSecret: String?),
         notification: (String) -> APNsNotification?
@@ -72,7 +78,21 @@ extension ClaimedJob {
         else { return nil }
         self.init(
             id: id, apnsID: apnsID, destination: destination, pubkey: pubkey, topic: topic, deviceUpdatedAt: deviceUpdatedAt,
-            notification: notification, attempts: attempts, expiresAt: expiresAt)
+            notification: notification, attempts: attempts, expiresAt: expiresAt, inBatch: inBatch)
+    }
+}
+
+/// A batch member whose push service asked for a retry: queued again as a job of its own when
+/// its batch is finished (`DeliveryQueue.finish(_:retrying:)`).
+public struct MemberRetry: Sendable {
+    public var member: ClaimedJob
+    public var delaySeconds: Double
+    public var reason: String
+
+    public init(member: ClaimedJob, delaySeconds: Double, reason: String) {
+        self.member = member
+        self.delaySeconds = delaySeconds
+        self.reason = reason
     }
 }
 
@@ -88,8 +108,58 @@ public struct DeliveryQueue: Sendable {
         self.logger = logger
     }
 
-    /// Claims up to `limit` due, unexpired jobs for `leaseSeconds`.
+    /// Claims the oldest due batch (all of its members, however many) and up to `limit` due,
+    /// unexpired jobs, for `leaseSeconds`. A batch none of whose members can be sent any more is
+    /// deleted here.
     public func claim(limit: Int, leaseSeconds: Int = 30) async throws -> [ClaimedJob] {
+        var jobs = try await claimBatches(limit: 1, leaseSeconds: leaseSeconds)
+        jobs += try await claimJobs(limit: limit, leaseSeconds: leaseSeconds)
+        return jobs
+    }
+
+    /// Claims up to `limit` due batches for `leaseSeconds` and returns the members still to be sent.
+    func claimBatches(limit: Int, leaseSeconds: Int) async throws -> [ClaimedJob] {
+        let rows = try await database.query(ClaimBatchesQuery(limit: limit, leaseSeconds: leaseSeconds).query, logger: logger)
+        var members: [ClaimedJob] = []
+        var empty: [(id: Int64, attempts: Int)] = []
+        for (
+            id, attempts, expiresAt, type, eventID, conversationID, emoji, postID, background, apnsID, token, pubkey, environment, topic,
+            updatedAt, platform, pushType, p256dh, authSecret
+        )
+            in try rows.decode(
+                (
+                    Int64, Int, Date, String, String, String, String?, String?, Bool, UUID?, String?, String?, String?, String?, Date?,
+                    String?, String?, String?, String?
+                ).self)
+        {
+            // The row a batch without a member left to send carries (its members' devices are
+            // gone, or the conversation was archived): nothing to send, so the batch goes.
+            guard let apnsID, let token, let pubkey, let topic, let updatedAt, let platform, let pushType else {
+                empty.append((id, attempts))
+                continue
+            }
+            guard
+                let destination = PushDestination(
+                    storedPlatform: platform, address: token, environment: environment, pushType: pushType, p256dh: p256dh,
+                    authSecret: authSecret),
+                let type = NotificationType(rawValue: type)
+            else { continue }
+            members.append(
+                ClaimedJob(
+                    id: id, apnsID: apnsID, destination: destination, pubkey: pubkey, topic: topic, deviceUpdatedAt: updatedAt,
+                    notification: APNsNotification(
+                        type: type, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID, background: background),
+                    attempts: attempts, expiresAt: expiresAt, inBatch: true))
+        }
+        if !empty.isEmpty {
+            _ = try await database.execute(
+                FinishBatchesStatement(ids: empty.map(\.id), attempts: empty.map(\.attempts), retries: []), logger: logger)
+        }
+        return members
+    }
+
+    /// Claims up to `limit` due, unexpired jobs of `push_jobs` for `leaseSeconds`.
+    func claimJobs(limit: Int, leaseSeconds: Int) async throws -> [ClaimedJob] {
         let rows = try await database.query(ClaimJobsQuery(limit: limit, leaseSeconds: leaseSeconds).query, logger: logger)
         var jobs: [ClaimedJob] = []
         for (
@@ -127,10 +197,24 @@ public struct DeliveryQueue: Sendable {
         try await database.query("DELETE FROM push_jobs WHERE id = \(job.id) AND attempts = \(job.attempts)", logger: logger)
     }
 
-    /// Finishes many jobs in one statement, each fenced by its attempt count.
-    public func finish(_ jobs: [ClaimedJob]) async throws {
-        guard !jobs.isEmpty else { return }
-        _ = try await database.execute(FinishJobsStatement(ids: jobs.map(\.id), attempts: jobs.map(\.attempts)), logger: logger)
+    /// Finishes many jobs, each fenced by its attempt count: the jobs in one statement, and the
+    /// batches their batch members belong to in another, which also queues `retrying` (members of
+    /// those batches to send again) as jobs of their own. A batch is finished as a whole: pass all
+    /// of its claimed members, here or in `retrying`.
+    public func finish(_ jobs: [ClaimedJob], retrying: [MemberRetry] = []) async throws {
+        let single = jobs.filter { !$0.inBatch }
+        if !single.isEmpty {
+            _ = try await database.execute(FinishJobsStatement(ids: single.map(\.id), attempts: single.map(\.attempts)), logger: logger)
+        }
+        var batches: [Int64: Int] = [:]
+        for job in jobs where job.inBatch { batches[job.id] = job.attempts }
+        for retry in retrying where retry.member.inBatch { batches[retry.member.id] = retry.member.attempts }
+        guard !batches.isEmpty else { return }
+        // In id order, so two finishes never wait on each other's rows in opposite orders.
+        let sorted = batches.sorted { $0.key < $1.key }
+        _ = try await database.execute(
+            FinishBatchesStatement(ids: sorted.map(\.key), attempts: sorted.map(\.value), retries: retrying.filter(\.member.inBatch)),
+            logger: logger)
     }
 
     /// Back to the queue after `delaySeconds`, keeping the error for operators.
@@ -166,13 +250,14 @@ public struct DeliveryQueue: Sendable {
     /// PostgreSQL's live-row estimate and the due figure reads this cap.
     package static let exactCountCap = 10_000
 
-    /// Jobs in the queue, how many of them are due now and how long the oldest has waited, at a
-    /// cost that does not grow with the queue: each count is exact up to `exactCountCap` rows.
-    /// Past the cap `queued` is PostgreSQL's live-row estimate for the table (kept by its
-    /// statistics, so it lags and can be off after an ANALYZE), which is good enough for a long
-    /// queue; a short or drained queue, which is what alerts and operators compare against, is
-    /// always counted exactly. The oldest job is the one with the lowest id (ids are handed out
-    /// in queueing order), read through the primary key.
+    /// Pushes in the queue (jobs, and the devices of queued batches), how many of them are due now
+    /// and how long the oldest has waited, at a cost that does not grow with the queue: each count
+    /// of jobs is exact up to `exactCountCap` rows. Past the cap the jobs' figure is PostgreSQL's
+    /// live-row estimate for the table (kept by its statistics, so it lags and can be off after an
+    /// ANALYZE), which is good enough for a long queue; a short or drained queue, which is what
+    /// alerts and operators compare against, is always counted exactly. Batches are summed by
+    /// their stored size, up to `exactCountCap` batches. The oldest job or batch is the one with
+    /// the lowest id (ids are handed out in queueing order), read through the primary key.
     public func depth() async throws -> QueueDepth {
         var result = QueueDepth(queued: 0, due: 0, oldestJobAgeSeconds: 0)
         for row in try await database.query(
@@ -180,20 +265,31 @@ public struct DeliveryQueue: Sendable {
             SELECT (SELECT count(*) FROM (SELECT 1 FROM push_jobs LIMIT \(Self.exactCountCap)) queued)::int,
                    coalesce((SELECT n_live_tup FROM pg_stat_user_tables WHERE relid = 'push_jobs'::regclass), 0)::int,
                    (SELECT count(*) FROM (SELECT 1 FROM push_jobs WHERE next_attempt_at <= now() LIMIT \(Self.exactCountCap)) due)::int,
-                   coalesce((SELECT extract(epoch FROM clock_timestamp() - created_at) FROM push_jobs ORDER BY id LIMIT 1), 0)::float8
+                   coalesce((SELECT sum(size) FROM (SELECT size FROM push_batches LIMIT \(Self.exactCountCap)) b), 0)::int,
+                   coalesce((SELECT sum(size) FROM (SELECT size FROM push_batches WHERE next_attempt_at <= now()
+                                                    LIMIT \(Self.exactCountCap)) b), 0)::int,
+                   greatest(0, coalesce((SELECT extract(epoch FROM clock_timestamp() - created_at) FROM push_jobs ORDER BY id LIMIT 1), 0),
+                            coalesce((SELECT extract(epoch FROM clock_timestamp() - created_at) FROM push_batches ORDER BY id LIMIT 1), 0))::float8
             """, logger: logger
-        ).decode((Int, Int, Int, Double).self) {
-            let (counted, estimated, due, oldest) = row
+        ).decode((Int, Int, Int, Int, Int, Double).self) {
+            let (counted, estimated, due, batched, batchedDue, oldest) = row
             result = QueueDepth(
-                queued: counted < Self.exactCountCap ? counted : max(counted, estimated), due: due,
+                queued: (counted < Self.exactCountCap ? counted : max(counted, estimated)) + batched, due: due + batchedDue,
                 oldestJobAgeSeconds: max(0, oldest))
         }
         return result
     }
 
-    /// Deletes jobs past their expiry; returns how many.
+    /// Deletes jobs, and batches, past their expiry; returns how many pushes went.
     @discardableResult
     public func dropExpired() async throws -> Int {
-        try await database.query("DELETE FROM push_jobs WHERE expires_at <= now() RETURNING 1", logger: logger).count
+        let jobs = try await database.query("DELETE FROM push_jobs WHERE expires_at <= now() RETURNING 1", logger: logger).count
+        var members = 0
+        for size in try await database.query("DELETE FROM push_batches WHERE expires_at <= now() RETURNING size", logger: logger)
+            .decode(Int.self)
+        {
+            members += size
+        }
+        return jobs + members
     }
 }

@@ -77,7 +77,8 @@ public struct DeliveryWorker: Service {
 
     /// Sends claimed (leased) jobs as one round and records the outcomes, the finished ones in
     /// one statement. Also called directly by the relay watcher with the jobs it just queued and
-    /// leased itself, which saves them the trip through the claim query.
+    /// leased itself, which saves them the trip through the claim query. Batch members come with
+    /// their whole batch, which is finished in the same statement that queues its retries.
     public func process(_ jobs: [ClaimedJob]) async {
         let results = await sender.send(jobs)
         var finished: [ClaimedJob] = []
@@ -93,28 +94,55 @@ public struct DeliveryWorker: Service {
         }
         // Anything but a delivery may need the database (remove the device, reschedule): those
         // run concurrently, the deliveries above needed nothing more than the batch delete.
+        var retries: [MemberRetry] = []
         if !followUps.isEmpty {
-            let done = await withTaskGroup(of: ClaimedJob?.self) { group in
+            let settled = await withTaskGroup(of: (ClaimedJob, Disposition).self) { group in
                 for (job, result) in followUps {
-                    group.addTask { await apply(result, to: job) ? job : nil }
+                    group.addTask { (job, await apply(result, to: job)) }
                 }
-                var done: [ClaimedJob] = []
-                for await job in group { if let job { done.append(job) } }
-                return done
+                var settled: [(ClaimedJob, Disposition)] = []
+                for await outcome in group { settled.append(outcome) }
+                return settled
             }
-            finished += done
+            for (job, disposition) in settled {
+                switch disposition {
+                case .finished:
+                    finished.append(job)
+                case .retry(let delay, let reason):
+                    // A batch member is queued again as a job of its own when its batch is finished.
+                    retries.append(MemberRetry(member: job, delaySeconds: delay, reason: reason))
+                case .leftForLease:
+                    // A batch is finished as a whole: the member's service rejected its device, and
+                    // what could not be recorded about that does not hold back its batch.
+                    if job.inBatch { finished.append(job) }
+                }
+            }
         }
         do {
-            try await queue.finish(finished)
+            try await queue.finish(finished, retrying: retries)
         } catch {
             // The leases will run out and the jobs be sent again: at-least-once.
-            logger.warning("could not record deliveries", metadata: ["error.type": "\(type(of: error))", "push.jobs": "\(finished.count)"])
+            logger.warning(
+                "could not record deliveries",
+                metadata: ["error.type": "\(type(of: error))", "push.jobs": "\(finished.count + retries.count)"])
         }
     }
 
-    /// Applies what the push service answered for `job`; true when the job is done and should be
-    /// deleted.
-    func apply(_ result: PushSendResult, to job: ClaimedJob) async -> Bool {
+    /// What becomes of a job once its push service has answered.
+    enum Disposition: Equatable {
+        /// Done: delete it (delivered, or dropped for good).
+        case finished
+        /// A batch member to queue again as a job of its own after `delaySeconds`.
+        case retry(delaySeconds: Double, reason: String)
+        /// Left as it is: rescheduled already, removed with its device, or (on a database error)
+        /// to be claimed again when its lease runs out.
+        case leftForLease
+    }
+
+    /// Applies what the push service answered for `job`, and says what becomes of the job. A job
+    /// of `push_jobs` to retry is rescheduled here; a batch member's retry is returned, for the
+    /// statement that finishes its batch.
+    func apply(_ result: PushSendResult, to job: ClaimedJob) async -> Disposition {
         let outcome = result.outcome
         let metadata: Logger.Metadata = [
             "push.id": "\(job.apnsID)", "push.platform": "\(job.destination.platform.rawValue)",
@@ -124,7 +152,7 @@ public struct DeliveryWorker: Service {
         do {
             switch outcome {
             case .delivered:
-                return true
+                return .finished
             case .removeDevice(let reason, let since):
                 let invalidSince = since.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? job.deviceUpdatedAt
                 // 1 ms of slack absorbs timestamp rounding between PostgreSQL (µs) and Date (Double).
@@ -134,7 +162,7 @@ public struct DeliveryWorker: Service {
                     "device rejected by its push service",
                     metadata: metadata.merging(["push.reason": "\(reason)", "push.device_removed": "\(removed)"]) { $1 })
                 // Removing the device removed its jobs; a kept device still has this one to finish.
-                return !removed
+                return removed && !job.inBatch ? .leftForLease : .finished
             case .refreshTokenAndRetry(let reason):
                 // The sender has already refreshed the token (rules permitting) and retried once.
                 return try await retryOrExpire(job, reason: reason)
@@ -142,17 +170,17 @@ public struct DeliveryWorker: Service {
                 return try await retryOrExpire(job, reason: reason, notBefore: afterSeconds)
             case .drop(let reason):
                 logger.warning("push dropped", metadata: metadata.merging(["push.reason": "\(reason)"]) { $1 })
-                return true
+                return .finished
             case .configurationError(let reason):
                 logger.error(
                     "push dropped: the push service refused the gateway's configuration; the device is kept",
                     metadata: metadata.merging(["push.reason": "\(reason)", "apns.topic": "\(job.topic)"]) { $1 })
-                return true
+                return .finished
             }
         } catch {
             // The lease will expire and the job will be claimed again: at-least-once.
             logger.warning("could not record delivery outcome", metadata: metadata.merging(["error.type": "\(type(of: error))"]) { $1 })
-            return false
+            return .leftForLease
         }
     }
 
@@ -179,15 +207,17 @@ public struct DeliveryWorker: Service {
     }
 
     /// Reschedules with backoff (and no sooner than the service asked, `notBefore` seconds), or
-    /// reports the job done when the retry would land after expiry.
-    private func retryOrExpire(_ job: ClaimedJob, reason: String, notBefore: Double? = nil) async throws -> Bool {
+    /// reports the job done when the retry would land after expiry. A batch member is not
+    /// rescheduled here: its retry is returned.
+    private func retryOrExpire(_ job: ClaimedJob, reason: String, notBefore: Double? = nil) async throws -> Disposition {
         let delay = max(retryPolicy.delay(afterAttempt: job.attempts), notBefore ?? 0)
         if Date().addingTimeInterval(delay) >= job.expiresAt {
             metrics?.push(outcome: "expired", reason: reason)
             logger.notice("push expired before delivery", metadata: ["push.id": "\(job.apnsID)", "push.reason": "\(reason)"])
-            return true
+            return .finished
         }
+        if job.inBatch { return .retry(delaySeconds: delay, reason: reason) }
         try await queue.reschedule(job, delaySeconds: delay, error: reason)
-        return false
+        return .leftForLease
     }
 }

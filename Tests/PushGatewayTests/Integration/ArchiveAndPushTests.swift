@@ -109,13 +109,13 @@ import Testing
             // Only Bob counts, as in the reference service: a recipient counts when a job was queued for it.
             #expect(response.json == ["status": "accepted", "recipient_count": 1, "candidate_devices": 2])
             #expect(
-                try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE pubkey = '\(bob.publicKey.hex)' AND event_id = 'ev1'")
+                try await gateway.count("SELECT count(*)::int FROM push_queue WHERE pubkey = '\(bob.publicKey.hex)' AND event_id = 'ev1'")
                     == 2)
             #expect(
                 try await gateway.count("SELECT count(*)::int FROM push_dedupe WHERE event_id = 'ev1'") == 1, "dedupe rows only for Bob")
             #expect(
                 try await gateway.count(
-                    "SELECT count(*)::int FROM push_jobs WHERE expires_at BETWEEN now() + interval '14 minutes' AND now() + interval '16 minutes'"
+                    "SELECT count(*)::int FROM push_queue WHERE expires_at BETWEEN now() + interval '14 minutes' AND now() + interval '16 minutes'"
                 ) == 2)
 
             // The same event again is deduped; a reaction to it is a different notification.
@@ -125,14 +125,14 @@ import Testing
                 alice, .post, "/v1/push",
                 json: Self.pushBody("new_emoji_reaction", to: [bob], extra: #","emoji":"👍","post_id":"p1""#))
             #expect(reaction.json?["candidate_devices"] == 2)
-            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE emoji = '👍' AND post_id = 'p1'") == 2)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_queue WHERE emoji = '👍' AND post_id = 'p1'") == 2)
             #expect(
-                try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE notification_type = 'new_post' AND post_id IS NOT NULL")
+                try await gateway.count("SELECT count(*)::int FROM push_queue WHERE notification_type = 'new_post' AND post_id IS NOT NULL")
                     == 0)
 
             // Archiving the conversation cancels Bob's queued jobs for it.
             try await gateway.send(bob, .put, "/v1/conversations/archive-state", json: #"{"archived_conversation_ids":["C1"]}"#)
-            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE pubkey = '\(bob.publicKey.hex)'") == 0)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_queue WHERE pubkey = '\(bob.publicKey.hex)'") == 0)
         }
     }
 
@@ -143,7 +143,7 @@ import Testing
             let response = try await gateway.send(alice, .post, "/v1/push", json: Self.pushBody(to: strangers))
             #expect(response.json == ["status": "accepted", "recipient_count": 0, "candidate_devices": 0])
             #expect(try await gateway.count("SELECT count(*)::int FROM push_dedupe") == 0)
-            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_queue") == 0)
             #expect(try await gateway.count("SELECT count(*)::int FROM auth_replays") == 1)
         }
     }
@@ -167,7 +167,7 @@ import Testing
             let accepted: JSONValue = ["status": "accepted", "recipient_count": 1, "candidate_devices": 2]
             let dropped: JSONValue = ["status": "accepted", "recipient_count": 0, "candidate_devices": 0]
             #expect(answers == [accepted, accepted, accepted, dropped, dropped])
-            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 6)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_queue") == 6)
             #expect(try await gateway.count("SELECT count(*)::int FROM push_dedupe") == 3, "no dedupe row for a dropped push")
             let metrics = String(decoding: await gateway.metrics.exposition(), as: UTF8.self)
             #expect(metrics.contains(#"linkstr_pushes_total{outcome="over_budget",reason="none"} 4"#), "two devices, two pushes each")
@@ -184,12 +184,12 @@ import Testing
             try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x60)))
             try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x61)))
             try await gateway.send(alice, .post, "/v1/push", json: Self.pushBody(to: [bob]))
-            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 2)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_queue") == 2)
             try await gateway.send(bob, .post, "/v1/devices/unregister", json: #"{"device_token":"\#(GatewayHarness.token(0x60))"}"#)
-            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 1)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_queue") == 1)
             // A token that moves to another pubkey takes no queued job with it.
             try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x61)))
-            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_queue") == 0)
         }
     }
 
@@ -279,7 +279,7 @@ import Testing
                 #expect(response.status == .badRequest, "\(message)")
                 #expect(response.errorMessage == message)
             }
-            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_queue") == 0)
             #expect(try await gateway.count("SELECT count(*)::int FROM push_dedupe") == 0)
         }
     }

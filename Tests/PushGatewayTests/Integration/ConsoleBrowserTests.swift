@@ -40,7 +40,7 @@ import Testing
                 #expect(try await RelayWatchTests.waitLive(gateway, pubkeys: 1))
                 try await RelayWatchTests.publish([try RelayWatchTests.wrap(to: bob)], to: relay)
                 #expect(try await GatewayHarness.eventually { RelayWatchTests.giftWrapDeliveries(sandbox).count == 1 })
-                #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 })
+                #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_queue") == 0 })
                 // The figures are read at most once a second: let the drained queue show.
                 try await Task.sleep(for: .milliseconds(1100))
 

@@ -282,7 +282,7 @@ import Testing
                 try await TestDatabase.count(
                     client,
                     """
-                    SELECT count(*)::int FROM push_jobs WHERE attempts = 1 AND next_attempt_at = locked_until AND next_attempt_at > now()
+                    SELECT count(*)::int FROM push_queue WHERE attempts = 1 AND next_attempt_at = locked_until AND next_attempt_at > now()
                     """) == 2, "due when the lease ends")
             let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
             #expect(try await queue.claim(limit: 10).isEmpty, "leased to the instance that queued them")
@@ -334,7 +334,7 @@ import Testing
             var remaining = 1
             for _ in 0..<50 where remaining > 0 {
                 try await Task.sleep(for: .milliseconds(100))
-                remaining = try await gateway.count("SELECT count(*)::int FROM push_jobs")
+                remaining = try await gateway.count("SELECT count(*)::int FROM push_queue")
             }
             #expect(remaining == 0)
         }

@@ -155,8 +155,8 @@ import Testing
             let push = ArchiveAndPushTests.pushBody(event: "voip-check", to: [alice])
             let answer = try await gateway.send(Keys.generate(), .post, "/v1/push", json: push)
             #expect(answer.json?["candidate_devices"] == 1)
-            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE device_token = '\(alert)'") == 1)
-            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE device_token = '\(voip)'") == 0)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_queue WHERE device_token = '\(alert)'") == 1)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_queue WHERE device_token = '\(voip)'") == 0)
         }
     }
 
@@ -277,14 +277,14 @@ import Testing
             let push =
                 #"{"notification_type":"new_post","event_id":"e1","conversation_id":"B","recipient_pubkeys":["\#(alice.publicKey.hex)"]}"#
             try await gateway.send(bob, .post, "/v1/push", json: push)
-            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 2)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_queue") == 2)
 
             let deleted = try await gateway.send(alice, .delete, "/v1/account")
             #expect(deleted.status == .ok)
             #expect(deleted.json?["devices_removed"] == 2)
             let alicePub = alice.publicKey.hex
             #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE pubkey = '\(alicePub)'") == 0)
-            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_queue") == 0)
             #expect(try await gateway.count("SELECT count(*)::int FROM archived_conversations") == 0)
             #expect(try await gateway.count("SELECT count(*)::int FROM push_dedupe WHERE recipient = '\(alicePub)'") == 0)
             #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 1, "Bob's device stays")
@@ -327,9 +327,9 @@ import Testing
             )
             .decode(String.self) { remaining.append(token) }
             #expect(remaining == ([tokens[0]] + tokens[3...]).sorted())
-            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 8, "the evicted devices' jobs went with them")
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_queue") == 8, "the evicted devices' jobs went with them")
             #expect(
-                try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE device_token IN ('\(tokens[1])', '\(tokens[2])')") == 0)
+                try await gateway.count("SELECT count(*)::int FROM push_queue WHERE device_token IN ('\(tokens[1])', '\(tokens[2])')") == 0)
             // Another pubkey's devices are not touched.
             #expect(
                 try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x9F)))

@@ -80,7 +80,7 @@ import Testing
             #expect(delivery.headers["x-goog-api-format-version"] == "2")
             #expect(sandbox.delivered().map(\.deviceToken) == [phone], "the iPhone got its own push")
             #expect(sandbox.state.fcm.exchanges == 1)
-            #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 })
+            #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_queue") == 0 })
         }
     }
 
@@ -135,7 +135,7 @@ import Testing
             }
             #expect(
                 try await GatewayHarness.eventually(within: 30) {
-                    try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 && delivered("quota") && delivered("down")
+                    try await gateway.count("SELECT count(*)::int FROM push_queue") == 0 && delivered("quota") && delivered("down")
                 })
             let devices = "SELECT count(*)::int FROM devices WHERE device_token = "
             #expect(try await gateway.count(devices + "'\(tokens["gone"]!)'") == 0, "UNREGISTERED removes the device")
@@ -239,7 +239,7 @@ import Testing
             #expect(try await gateway.send(bob, .post, "/v1/devices/register", json: Self.registerBody(android)).status == .accepted)
             let push = ArchiveAndPushTests.pushBody(event: "ev-refused", to: [bob])
             #expect(try await gateway.send(Keys.generate(), .post, "/v1/push", json: push).status == .accepted)
-            #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 })
+            #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_queue") == 0 })
             #expect(Self.deliveries(sandbox, to: android).isEmpty, "nothing was sent without a token")
             #expect(try await gateway.count("SELECT count(*)::int FROM devices WHERE platform = 'fcm'") == 1)
             let status = try await Self.adminStatus(gateway)

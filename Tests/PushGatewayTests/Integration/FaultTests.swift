@@ -147,7 +147,7 @@ extension FaultTests {
                     let ids = Set(sandbox.state.records().filter { $0.deviceToken == token }.compactMap(\.apnsID))
                     #expect(ids.count == 1)
                 }
-                #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 })
+                #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_queue") == 0 })
             }
         }
     }
@@ -492,7 +492,7 @@ extension FaultTests {
                 #expect(records.count == 60, "each push answered once: nothing refused was recorded, nothing sent twice")
                 #expect(Set(records.map(\.deviceToken)).count == 60)
                 #expect(records.allSatisfy { $0.status == 200 })
-                #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0)
+                #expect(try await gateway.count("SELECT count(*)::int FROM push_queue") == 0)
             }
         }
     }

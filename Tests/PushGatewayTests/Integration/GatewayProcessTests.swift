@@ -25,13 +25,13 @@ import Testing
                 #expect(try await first.send(alice, "POST", "/v1/push", json: ArchiveAndPushTests.pushBody(to: recipients)) == 202)
                 #expect(try await GatewayHarness.eventually { !sandbox.state.records().isEmpty }, "sends started")
                 first.kill()
-                #expect(try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 10, "every job survived the crash")
+                #expect(try await TestDatabase.count(database, "SELECT count(*)::int FROM push_queue") == 10, "every job survived the crash")
 
                 let second = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: lease)
                 defer { second.kill() }
                 #expect(
                     try await GatewayHarness.eventually(within: 20) {
-                        try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 0
+                        try await TestDatabase.count(database, "SELECT count(*)::int FROM push_queue") == 0
                     })
                 let records = sandbox.delivered()
                 let tokens = Set((0..<10).map { HTTP2DeliveryTests.token(UInt8(0x20 + $0)) })
@@ -67,7 +67,7 @@ import Testing
                 }
                 #expect(
                     try await GatewayHarness.eventually(within: 30) {
-                        try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 0
+                        try await TestDatabase.count(database, "SELECT count(*)::int FROM push_queue") == 0
                     })
                 let records = sandbox.state.records()
                 #expect(records.count == 120, "no job sent twice")
@@ -185,7 +185,7 @@ import Testing
                 #expect(log.contains("shutting down gracefully"), "the signal is logged")
                 #expect(log.contains("graceful shutdown did not finish in time"), "the cut is a warning in the log:\n\(log.suffix(4_000))")
                 #expect(
-                    try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 1,
+                    try await TestDatabase.count(database, "SELECT count(*)::int FROM push_queue") == 1,
                     "the interrupted job is still queued")
             }
             // The next instance delivers it once the first one's 2 s lease has lapsed. It keeps the
@@ -197,7 +197,7 @@ import Testing
                 defer { next.kill() }
                 let jobBefore = try await TestDatabase.rows(
                     database,
-                    "SELECT attempts, next_attempt_at - now() AS due_in, locked_until - now() AS locked_for, last_error FROM push_jobs")
+                    "SELECT attempts, next_attempt_at - now() AS due_in, locked_until - now() AS locked_for, last_error FROM push_queue")
                 let delivered = try await GatewayHarness.eventually(within: 60) { sandbox.delivered().count == 1 }
                 let nextLog = (try? String(contentsOfFile: next.logPath, encoding: .utf8)) ?? ""
                 #expect(
@@ -208,7 +208,7 @@ import Testing
                     """)
                 #expect(
                     try await GatewayHarness.eventually {
-                        try await TestDatabase.count(database, "SELECT count(*)::int FROM push_jobs") == 0
+                        try await TestDatabase.count(database, "SELECT count(*)::int FROM push_queue") == 0
                     })
                 #expect(await next.stop())
             }

@@ -57,7 +57,7 @@ import Testing
                         ],
                         "type": "new_emoji_reaction", "event_id": "evt-1", "conversation_id": "conv-9", "emoji": "🔥", "post_id": "post-3",
                     ])
-                #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 })
+                #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_queue") == 0 })
             }
         }
     }
@@ -73,7 +73,7 @@ import Testing
                 for (keys, token) in zip([bad, gone, reRegistered, fine], tokens) { try await Self.register(gateway, keys, token) }
                 let body = ArchiveAndPushTests.pushBody(to: [bad, gone, reRegistered, fine])
                 #expect(try await gateway.send(alice, .post, "/v1/push", json: body).json?["candidate_devices"] == 4)
-                #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 })
+                #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_queue") == 0 })
                 var remaining: [String] = []
                 for try await token in try await gateway.database.query(
                     "SELECT device_token FROM devices ORDER BY device_token", logger: TestDatabase.logger
@@ -112,7 +112,7 @@ import Testing
                     try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob])).json?[
                         "candidate_devices"] == 1)
                 #expect(
-                    try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 },
+                    try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_queue") == 0 },
                     "the job is dropped, not retried")
                 #expect(sandbox.state.records().map(\.status) == [400])
                 #expect(

@@ -30,7 +30,7 @@ import Testing
                 )
                 let push = ArchiveAndPushTests.pushBody(to: [bob])
                 #expect(try await gateway.send(alice, .post, "/v1/push", json: push).status == .accepted)
-                for _ in 0..<50 where try await gateway.count("SELECT count(*)::int FROM push_jobs") > 0 {
+                for _ in 0..<50 where try await gateway.count("SELECT count(*)::int FROM push_queue") > 0 {
                     try await Task.sleep(for: .milliseconds(100))
                 }
                 // A replay and a bad body are logged paths too.

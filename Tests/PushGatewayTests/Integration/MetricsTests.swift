@@ -21,7 +21,7 @@ import Testing
                 #expect(
                     try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob, carol])).status
                         == .accepted)
-                #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 })
+                #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_queue") == 0 })
                 // Two refused requests: a replayed nonce and no header at all.
                 try await gateway.send(
                     alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(0x63)), nonce: "once")

@@ -74,7 +74,7 @@ import WebPush
             #expect(published != nil && delivery.vapidKey == published)
             #expect(try await gateway.count("SELECT count(*)::int FROM vapid_key") == 1, "generated once and kept")
             #expect(sandbox.delivered().map(\.deviceToken) == [phone], "the iPhone got its own push")
-            #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0 })
+            #expect(try await GatewayHarness.eventually { try await gateway.count("SELECT count(*)::int FROM push_queue") == 0 })
         }
     }
 
@@ -131,7 +131,7 @@ import WebPush
                 try await GatewayHarness.eventually(within: 15) {
                     let answered = Self.deliveries(sandbox, to: busySubscription).map(\.status)
                     let recovered = Self.deliveries(sandbox, to: downSubscription).map(\.status)
-                    let queued = try await gateway.count("SELECT count(*)::int FROM push_jobs")
+                    let queued = try await gateway.count("SELECT count(*)::int FROM push_queue")
                     return answered == [429, 201] && recovered == [503, 201] && queued == 0
                 })
             for subscription in [busySubscription, downSubscription] {
