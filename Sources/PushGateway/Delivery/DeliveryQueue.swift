@@ -65,7 +65,8 @@ extension ClaimedJob {
     /// from the row's left-joined job and device columns: nil on the row that carries no job,
     /// where they are all NULL. `notification` builds the payload from the recipient's pubkey.
     init?(
-        leasedID id: Int64?, inBatch: Bool = false, apnsID: UUID?, deviceToken: String?, pubkey: String?, environment: String?, topic: String?,
+        leasedID id: Int64?, inBatch: Bool = false, apnsID: UUID?, deviceToken: String?, pubkey: String?, environment: String?,
+        topic: String?,
         deviceUpdatedAt: Date?, attempts: Int?, expiresAt: Date?,
         device: (platform: String?, pushType: String?, p256dh: String?, authSecret: String?),
         notification: (String) -> APNsNotification?

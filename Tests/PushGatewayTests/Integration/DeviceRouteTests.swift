@@ -287,6 +287,9 @@ import Testing
             #expect(try await gateway.count("SELECT count(*)::int FROM push_queue") == 0)
             #expect(try await gateway.count("SELECT count(*)::int FROM archived_conversations") == 0)
             #expect(try await gateway.count("SELECT count(*)::int FROM push_dedupe WHERE recipient = '\(alicePub)'") == 0)
+            #expect(
+                try await gateway.count("SELECT count(*)::int FROM push_batches WHERE '\(alicePub)' = ANY (pubkeys)") == 0,
+                "no queued push names her devices")
             #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 1, "Bob's device stays")
         }
     }

@@ -25,7 +25,8 @@ import Testing
                 #expect(try await first.send(alice, "POST", "/v1/push", json: ArchiveAndPushTests.pushBody(to: recipients)) == 202)
                 #expect(try await GatewayHarness.eventually { !sandbox.state.records().isEmpty }, "sends started")
                 first.kill()
-                #expect(try await TestDatabase.count(database, "SELECT count(*)::int FROM push_queue") == 10, "every job survived the crash")
+                #expect(
+                    try await TestDatabase.count(database, "SELECT count(*)::int FROM push_queue") == 10, "every job survived the crash")
 
                 let second = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: lease)
                 defer { second.kill() }

@@ -208,7 +208,81 @@ import Testing
                 arguments: { _ in
                     "'\(QueuePlanTests.pubkey)', '{c1,c2}'"
                 }, reads: [queuedByDevice]),
+            // Batches of typed pushes never read push_jobs; `BatchStatement` checks their reads
+            // of push_batches, and DevicePlanTests their members' device look-ups.
+            QueueStatement(
+                name: "claiming batches", sql: ClaimBatchesQuery.sql, types: BatchStatement.claim.types,
+                arguments: { _ in BatchStatement.claim.arguments([]) }, reads: []),
+            QueueStatement(
+                name: "finishing batches", sql: FinishBatchesStatement.sql, types: BatchStatement.finish.types,
+                arguments: { _ in BatchStatement.finish.arguments([]) }, reads: []),
         ]
+    }
+
+    /// A statement that reads `push_batches`, with the reads its plan must make.
+    struct BatchStatement: Sendable, CustomTestStringConvertible {
+        let name: String
+        let sql: String
+        let types: String
+        let arguments: @Sendable (_ batches: [(Int64, Int)]) -> String
+        let reads: [QueueStatement.ExpectedRead]
+
+        var testDescription: String { name }
+
+        static let pkey = QueueStatement.ExpectedRead(index: "push_batches_pkey", column: "id")
+        static let claim = BatchStatement(
+            name: "claiming batches", sql: ClaimBatchesQuery.sql, types: "bigint, bigint", arguments: { _ in "1, 30" },
+            reads: [QueueStatement.ExpectedRead(index: "push_batches_claim_idx", column: "next_attempt_at"), pkey])
+        // Finished batches, one of whose members is queued again as a job.
+        static let finish = BatchStatement(
+            name: "finishing batches", sql: FinishBatchesStatement.sql,
+            types: "bigint[], int[], bigint[], uuid[], text[], text[], float8[], text[]",
+            arguments: { batches in
+                let ids = batches.isEmpty ? [(1, 1)] : batches
+                return "\(QueueStatement.literal(ids.map { String($0.0) })), \(QueueStatement.literal(ids.map { String($0.1) })), "
+                    + "'{\(ids[0].0)}', '{00000000-0000-0000-0000-000000000001}', '{\(QueuePlanTests.token)}', "
+                    + "'{\(QueuePlanTests.pubkey)}', '{2}', '{InternalServerError}'"
+            }, reads: [pkey])
+        static let all = [claim, finish]
+    }
+
+    /// `drainedThenBusy` for batches: a burst of batches gone but one, vacuumed and analyzed,
+    /// then a new burst of 30. Returns the new burst's (id, attempts).
+    static func drainedBatchesThenBusy(_ client: PostgresClient) async throws -> [(Int64, Int)] {
+        let (token, pubkey) = (Self.token, Self.pubkey)
+        try await client.query(
+            """
+            INSERT INTO devices (device_token, pubkey, apns_environment, topic) VALUES (\(token), \(pubkey), 'sandbox', 'app.test')
+            """, logger: TestDatabase.logger)
+        func burst(_ count: Int) async throws {
+            try await client.query(
+                """
+                INSERT INTO push_batches (notification_type, event_id, conversation_id, device_tokens, pubkeys, apns_ids, size,
+                                          attempts, next_attempt_at, expires_at)
+                SELECT 'new_post', md5(i::text), 'c1', ARRAY[\(token)], ARRAY[\(pubkey)], ARRAY[gen_random_uuid()], 1,
+                       i % 2, now() - interval '1 second', now() + interval '1 day'
+                FROM generate_series(1, \(count)) AS i
+                """, logger: TestDatabase.logger)
+        }
+        try await client.query("ALTER TABLE push_batches SET (autovacuum_enabled = off)", logger: TestDatabase.logger)
+        try await burst(20_000)
+        try await client.query("DELETE FROM push_batches WHERE id < (SELECT max(id) FROM push_batches)", logger: TestDatabase.logger)
+        try await client.query("VACUUM ANALYZE push_batches", logger: TestDatabase.logger)
+        try await burst(30)
+        var batches: [(Int64, Int)] = []
+        for try await (id, attempts) in try await client.query(
+            "SELECT id, attempts FROM push_batches ORDER BY id DESC LIMIT 30", logger: TestDatabase.logger
+        )
+        .decode((Int64, Int).self) {
+            batches.append((id, attempts))
+        }
+        let (tuples, pages) = try await client.query(
+            "SELECT reltuples::float8, relpages FROM pg_class WHERE relname = 'push_batches'",
+            logger: TestDatabase.logger
+        ).collect()[0].decode((Double, Int32).self)
+        try #require(tuples <= 1, "autovacuum's view of a drained queue")
+        try #require(pages > 100)
+        return batches
     }
 
     /// Migration 0010: an index whose second column is `id` was planned for look-ups by id alone
@@ -241,6 +315,26 @@ import Testing
                 #expect(reads.unkeyed.isEmpty, "\(mode): \(reads)")
                 let made = reads.keyed.map { read in
                     // The condition names its column first, as "(id = ANY (...))" or "(next_attempt_at <= now())".
+                    QueueStatement.ExpectedRead(index: read.index, column: String(read.condition.dropFirst().prefix { $0 != " " }))
+                }
+                #expect(made.sorted() == statement.reads.sorted(), "\(mode): \(reads)")
+            }
+        }
+    }
+
+    /// The same for batches of typed pushes: the head of `push_batches` by due time, then each
+    /// batch by id, in both plans.
+    @Test(arguments: BatchStatement.all) func readsBatchesByKeyWhenTheStatisticsSayTheQueueIsEmpty(_ statement: BatchStatement)
+        async throws
+    {
+        try await TestDatabase.with { _, client in
+            let batches = try await Self.drainedBatchesThenBusy(client)
+            for mode in PlanMode.allCases {
+                let plan = try await Self.plan(
+                    client, statement.sql, types: statement.types, arguments: statement.arguments(batches), mode: mode)
+                let reads = TableReads(plan: plan, tables: ["push_batches"])
+                #expect(reads.unkeyed.isEmpty, "\(mode): \(reads)")
+                let made = reads.keyed.map { read in
                     QueueStatement.ExpectedRead(index: read.index, column: String(read.condition.dropFirst().prefix { $0 != " " }))
                 }
                 #expect(made.sorted() == statement.reads.sorted(), "\(mode): \(reads)")
