@@ -5,8 +5,9 @@
 --
 -- A batch is claimed, leased and finished as a whole. Its members are joined with `devices` and
 -- `archived_conversations` when it is claimed, so a device removed, moved to another pubkey, or
--- whose owner archived the conversation since the push was queued is skipped, as a queued job
--- would have been dropped. A member whose push service asks for a retry becomes an ordinary job
+-- registered again (`registered_at` after the batch's `created_at`) since the push was queued
+-- is skipped, as its queued job would have been deleted. Archiving a conversation and erasing an
+-- account take the owner's devices out of the batches at once. A member whose push service asks for a retry becomes an ordinary job
 -- in `push_jobs` (same apns-id, attempt count and expiry) in the statement that deletes the
 -- batch.
 --
@@ -32,11 +33,13 @@ CREATE TABLE push_batches (
     CHECK (cardinality(device_tokens) = size AND cardinality(pubkeys) = size AND cardinality(apns_ids) = size)
 );
 CREATE INDEX push_batches_claim_idx ON push_batches (next_attempt_at);
+-- Archiving a conversation takes the owner's devices out of its queued batches.
+CREATE INDEX push_batches_conversation_idx ON push_batches (conversation_id);
 
 -- Every push waiting to be sent or in flight, one row per device, from both tables: the view
 -- operators (and tests) count pending pushes with. A batch member shows only while its device
--- still belongs to its pubkey and the conversation is not archived, which is when a claim would
--- send it. A batch's `locked_until` is its lease's end once it has been claimed, as for a job.
+-- still belongs to its pubkey (registered there before the push was queued) and the conversation
+-- is not archived, which is when a claim would send it. A batch's `locked_until` is its lease's end once it has been claimed, as for a job.
 CREATE VIEW push_queue AS
     SELECT 'job'::text AS source, j.id, j.apns_id, j.device_token, j.pubkey, j.notification_type, j.event_id, j.conversation_id,
            j.emoji, j.post_id, j.background, j.relay, j.wrap_count, j.attempts, j.next_attempt_at, j.locked_until, j.expires_at,
@@ -48,5 +51,5 @@ CREATE VIEW push_queue AS
            CASE WHEN b.attempts > 0 THEN b.next_attempt_at END, b.expires_at, NULL, b.created_at
     FROM push_batches b
     CROSS JOIN LATERAL unnest(b.device_tokens, b.pubkeys, b.apns_ids) AS m(device_token, pubkey, apns_id)
-    WHERE EXISTS (SELECT 1 FROM devices d WHERE d.device_token = m.device_token AND d.pubkey = m.pubkey)
+    WHERE EXISTS (SELECT 1 FROM devices d WHERE d.device_token = m.device_token AND d.pubkey = m.pubkey AND d.registered_at <= b.created_at)
       AND NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = m.pubkey AND a.conversation_id = b.conversation_id);

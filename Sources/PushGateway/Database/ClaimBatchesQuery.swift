@@ -1,31 +1,39 @@
 import PostgresNIO
 
-/// Claims up to `limit` due, unexpired batches of typed pushes (`push_batches`, migration 0019)
-/// for `leaseSeconds`, and returns each batch's members still to be sent with their devices
+/// Claims due, unexpired batches of typed pushes (`push_batches`, migration 0019) for
+/// `leaseSeconds`: whole batches, oldest first, up to `limit` devices in all (at least one batch
+/// however large), and returns each batch's members still to be sent with their devices
 /// (`DeliveryQueue.claimBatches`).
 ///
-/// The head of the queue in index order, locked; each locked batch is leased (its attempt count
+/// The head of the queue in index order, locked; each batch taken is leased (its attempt count
 /// raised, so an older claim cannot finish it) and its members joined, one index probe each, with
-/// their devices and the owners' archived conversations: a member whose device is gone or belongs
-/// to someone else, or whose owner archived the conversation since the push was queued, is left
-/// out, as the job claim drops such a job. A batch with no member left still returns one row,
+/// their devices and the owners' archived conversations: a member whose device is gone, belongs
+/// to someone else or was registered again since the push was queued, or whose owner archived
+/// the conversation, is left out, as the job claim drops such a job. A batch with no member left still returns one row,
 /// with NULL member columns, so that the caller can delete it.
 ///
 /// Sent unnamed like `ClaimJobsQuery`, planned for its values on every call (`QueuePlanTests`
 /// checks its plans).
 package struct ClaimBatchesQuery {
     package static let sql = """
-        WITH due AS (
-            SELECT b.id FROM push_batches b
+        WITH locked AS (
+            SELECT b.id, b.size, b.next_attempt_at FROM push_batches b
             WHERE b.next_attempt_at <= now() AND b.expires_at > now()
             ORDER BY b.next_attempt_at
             LIMIT $1
             FOR UPDATE SKIP LOCKED
+        ), due AS (
+            -- Whole batches up to $1 devices in all, and always the first: rows locked but not
+            -- taken stay due and are unlocked when the statement commits.
+            SELECT id FROM (
+                SELECT id, size, sum(size) OVER (ORDER BY next_attempt_at, id) AS running FROM locked
+            ) counted
+            WHERE running - size < $1
         ), leased AS (
             UPDATE push_batches b SET next_attempt_at = now() + make_interval(secs => $2), attempts = b.attempts + 1
             WHERE b.id = ANY (ARRAY(SELECT id FROM due))
-            RETURNING b.id, b.attempts, b.expires_at, b.notification_type, b.event_id, b.conversation_id, b.emoji, b.post_id,
-                      b.background, b.device_tokens, b.pubkeys, b.apns_ids
+            RETURNING b.id, b.attempts, b.expires_at, b.created_at, b.notification_type, b.event_id, b.conversation_id, b.emoji,
+                      b.post_id, b.background, b.device_tokens, b.pubkeys, b.apns_ids
         )
         SELECT l.id, l.attempts, l.expires_at, l.notification_type, l.event_id, l.conversation_id, l.emoji, l.post_id, l.background,
                m.apns_id, m.device_token, m.pubkey, m.apns_environment, m.topic, m.updated_at, m.platform, m.push_type, m.p256dh,
@@ -35,7 +43,12 @@ package struct ClaimBatchesQuery {
             SELECT u.apns_id, u.device_token, u.pubkey, d.apns_environment, d.topic, d.updated_at, d.platform, d.push_type, d.p256dh,
                    d.auth_secret
             FROM unnest(l.device_tokens, l.pubkeys, l.apns_ids) AS u(device_token, pubkey, apns_id)
-            CROSS JOIN LATERAL (SELECT * FROM devices d WHERE d.device_token = u.device_token AND d.pubkey = u.pubkey OFFSET 0) d
+            -- Registered to that pubkey since before the push was queued: a device removed and
+            -- registered again, or moved away and back, does not get the push it was removed from.
+            CROSS JOIN LATERAL (
+                SELECT * FROM devices d
+                WHERE d.device_token = u.device_token AND d.pubkey = u.pubkey AND d.registered_at <= l.created_at OFFSET 0
+            ) d
             WHERE NOT EXISTS (
                 SELECT 1 FROM archived_conversations a WHERE a.pubkey = u.pubkey AND a.conversation_id = l.conversation_id OFFSET 0)
         ) m ON true

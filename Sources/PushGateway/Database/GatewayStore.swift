@@ -242,7 +242,8 @@ public struct GatewayStore: Sendable {
     }
 
     /// Applies an archive update; returns false when nothing was stored because the caller has no
-    /// device. Archiving cancels queued jobs for those conversations.
+    /// device. Archiving cancels queued pushes for those conversations: the caller's jobs, and its
+    /// devices in queued batches.
     @discardableResult
     public func updateArchive(_ request: ArchiveStateRequest, auth: VerifiedHTTPAuth) async throws -> Bool {
         let pubkey = auth.pubkey.hex
@@ -265,6 +266,7 @@ public struct GatewayStore: Sendable {
                     SELECT \(pubkey), unnest(\(request.archived)::text[]) ON CONFLICT DO NOTHING
                     """, logger: logger)
                 try await connection.query(ArchivedJobsDeletion(pubkey: pubkey, conversationIDs: request.archived).query, logger: logger)
+                try await BatchMembersRemoval(pubkey: pubkey, conversationIDs: request.archived).run(on: connection, logger: logger)
             }
             return true
         }
@@ -348,21 +350,7 @@ public struct GatewayStore: Sendable {
             try await connection.query("DELETE FROM push_jobs WHERE pubkey = \(pubkey)", logger: logger)
             // The caller's devices leave the batches of typed pushes still queued or in flight (a
             // scan too: batches live minutes at most), and a batch left with none goes.
-            try await connection.query(
-                """
-                WITH kept AS (
-                    SELECT b.id, array_agg(u.token ORDER BY u.n) FILTER (WHERE u.owner <> \(pubkey)) AS tokens,
-                           array_agg(u.owner ORDER BY u.n) FILTER (WHERE u.owner <> \(pubkey)) AS owners,
-                           array_agg(u.apns_id ORDER BY u.n) FILTER (WHERE u.owner <> \(pubkey)) AS apns_ids
-                    FROM push_batches b, unnest(b.device_tokens, b.pubkeys, b.apns_ids) WITH ORDINALITY AS u(token, owner, apns_id, n)
-                    WHERE \(pubkey) = ANY (b.pubkeys)
-                    GROUP BY b.id
-                ), emptied AS (
-                    DELETE FROM push_batches b USING kept k WHERE b.id = k.id AND k.tokens IS NULL
-                )
-                UPDATE push_batches b SET device_tokens = k.tokens, pubkeys = k.owners, apns_ids = k.apns_ids, size = cardinality(k.tokens)
-                FROM kept k WHERE b.id = k.id AND k.tokens IS NOT NULL
-                """, logger: logger)
+            try await BatchMembersRemoval(pubkey: pubkey, conversationIDs: nil).run(on: connection, logger: logger)
             try await connection.query("DELETE FROM archived_conversations WHERE pubkey = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM push_dedupe WHERE recipient = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM push_suppressions WHERE pubkey = \(pubkey)", logger: logger)

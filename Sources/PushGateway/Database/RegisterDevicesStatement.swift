@@ -42,7 +42,9 @@ package struct RegisterDevicesStatement: PostgresPreparedStatement {
             FROM fresh ORDER BY device_token
             ON CONFLICT (device_token) DO UPDATE SET pubkey = EXCLUDED.pubkey, apns_environment = EXCLUDED.apns_environment,
                 topic = EXCLUDED.topic, relay_watch = EXCLUDED.relay_watch, relays = EXCLUDED.relays, platform = EXCLUDED.platform,
-                push_type = EXCLUDED.push_type, p256dh = EXCLUDED.p256dh, auth_secret = EXCLUDED.auth_secret, updated_at = now()
+                push_type = EXCLUDED.push_type, p256dh = EXCLUDED.p256dh, auth_secret = EXCLUDED.auth_secret, updated_at = now(),
+                -- A token moving to another pubkey is registered anew: queued pushes to its previous owner stay behind.
+                registered_at = CASE WHEN devices.pubkey = EXCLUDED.pubkey THEN devices.registered_at ELSE now() END
         ), moved AS (
             SELECT device_token, previous_pubkey FROM previous WHERE previous_pubkey <> new_pubkey
         ), moved_jobs AS (

@@ -109,17 +109,28 @@ public struct DeliveryQueue: Sendable {
         self.logger = logger
     }
 
-    /// Claims the oldest due batch (all of its members, however many) and up to `limit` due,
-    /// unexpired jobs, for `leaseSeconds`. A batch none of whose members can be sent any more is
-    /// deleted here.
+    /// Claims due batches (whole, oldest first, up to `limit` devices in all and at least one
+    /// batch however large) and up to `limit` due, unexpired jobs, for `leaseSeconds`. A batch
+    /// none of whose members can be sent any more is deleted here.
     public func claim(limit: Int, leaseSeconds: Int = 30) async throws -> [ClaimedJob] {
-        var jobs = try await claimBatches(limit: 1, leaseSeconds: leaseSeconds)
+        var jobs: [ClaimedJob] = []
+        // A claim that found only batches with nothing left to send claims again at once, so the
+        // loop does not idle while more are due (bounded: each pass deletes what it found).
+        for _ in 0..<8 {
+            let (members, emptied) = try await claimBatches(limit: limit, leaseSeconds: leaseSeconds)
+            jobs += members
+            if !members.isEmpty || emptied == 0 { break }
+        }
         jobs += try await claimJobs(limit: limit, leaseSeconds: leaseSeconds)
         return jobs
     }
 
-    /// Claims up to `limit` due batches for `leaseSeconds` and returns the members still to be sent.
-    func claimBatches(limit: Int, leaseSeconds: Int) async throws -> [ClaimedJob] {
+    /// Claims due batches of up to `limit` devices in all for `leaseSeconds`; returns the members
+    /// still to be sent, and how many batches had none left (deleted).
+    ///
+    /// A member whose device row this build cannot read (`PushDestination(storedPlatform:…)`) is
+    /// left out, and goes with its batch.
+    func claimBatches(limit: Int, leaseSeconds: Int) async throws -> (members: [ClaimedJob], emptied: Int) {
         let rows = try await database.query(ClaimBatchesQuery(limit: limit, leaseSeconds: leaseSeconds).query, logger: logger)
         var members: [ClaimedJob] = []
         var empty: [(id: Int64, attempts: Int)] = []
@@ -156,7 +167,7 @@ public struct DeliveryQueue: Sendable {
             _ = try await database.execute(
                 FinishBatchesStatement(ids: empty.map(\.id), attempts: empty.map(\.attempts), retries: []), logger: logger)
         }
-        return members
+        return (members, empty.count)
     }
 
     /// Claims up to `limit` due, unexpired jobs of `push_jobs` for `leaseSeconds`.

@@ -130,9 +130,10 @@ import Testing
                 try await gateway.count("SELECT count(*)::int FROM push_queue WHERE notification_type = 'new_post' AND post_id IS NOT NULL")
                     == 0)
 
-            // Archiving the conversation cancels Bob's queued jobs for it.
+            // Archiving the conversation cancels Bob's queued pushes for it: they leave the queue.
             try await gateway.send(bob, .put, "/v1/conversations/archive-state", json: #"{"archived_conversation_ids":["C1"]}"#)
             #expect(try await gateway.count("SELECT count(*)::int FROM push_queue WHERE pubkey = '\(bob.publicKey.hex)'") == 0)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_batches WHERE '\(bob.publicKey.hex)' = ANY (pubkeys)") == 0)
         }
     }
 

@@ -150,6 +150,87 @@ import Testing
         }
     }
 
+    /// A cancellation holds even when it is undone before the batch is claimed: a device
+    /// unregistered and registered again, a token moved away and back, a conversation archived
+    /// and unarchived. Before batches each of these deleted the queued job outright.
+    @Test func aCancelledPushStaysCancelledWhenTheCancelIsUndoneBeforeTheClaim() async throws {
+        try await GatewayHarness.run { gateway in
+            let alice = Keys.generate(), bob = Keys.generate(), carol = Keys.generate(), dave = Keys.generate()
+            let (bobs, carols, daves) = (GatewayHarness.token(0x41), GatewayHarness.token(0x42), GatewayHarness.token(0x43))
+            for (keys, token) in [(bob, bobs), (carol, carols), (dave, daves)] {
+                try await gateway.send(keys, .post, "/v1/devices/register", json: GatewayHarness.registerBody(token))
+            }
+            let push = ArchiveAndPushTests.pushBody(to: [bob, carol, dave])
+            #expect(try await gateway.send(alice, .post, "/v1/push", json: push).json?["candidate_devices"] == 3)
+            // A device's registration time is stored to the microsecond; the cancels come later.
+            try await Task.sleep(for: .milliseconds(20))
+
+            try await gateway.send(bob, .post, "/v1/devices/unregister", json: #"{"device_token":"\#(bobs)"}"#)
+            try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(bobs))
+            try await gateway.send(alice, .post, "/v1/devices/register", json: GatewayHarness.registerBody(carols))
+            try await gateway.send(carol, .post, "/v1/devices/register", json: GatewayHarness.registerBody(carols))
+            try await gateway.send(dave, .put, "/v1/conversations/archive-state", json: #"{"archived_conversation_ids":["C1"]}"#)
+            try await gateway.send(dave, .put, "/v1/conversations/archive-state", json: #"{"archived_conversation_ids":[]}"#)
+            #expect(
+                try await gateway.count("SELECT count(*)::int FROM push_batches WHERE '\(dave.publicKey.hex)' = ANY (pubkeys)") == 0,
+                "archiving took Dave's device out of the batch")
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_queue") == 0)
+
+            let queue = DeliveryQueue(client: gateway.database, logger: TestDatabase.logger)
+            #expect(try await queue.claim(limit: 10).isEmpty, "nothing to send")
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_batches") == 0, "and the batch went")
+
+            // The same devices, registered as they are now, get the next push.
+            #expect(
+                try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(event: "ev2", to: [bob, carol, dave]))
+                    .json?["candidate_devices"] == 3)
+            #expect(Set(try await queue.claim(limit: 10).map(\.deviceToken)) == [bobs, carols, daves])
+        }
+    }
+
+    /// A member taken out of its batch while it was in flight (its owner archived the
+    /// conversation) is not queued again when its push service asks for a retry.
+    @Test func aMemberTakenOutInFlightIsNotRetried() async throws {
+        try await TestDatabase.with { _, client in
+            let devices = DeliveryTests.devices(2)
+            try await DeliveryTests.seed(client, devices: devices, jobsPerDevice: 0)
+            _ = try await Self.queue(client, "ev-flight", to: devices.map(\.pubkey))
+            let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
+            let claimed = try await queue.claim(limit: 10)
+            #expect(claimed.count == 2)
+            let taken = try #require(claimed.first { $0.pubkey == devices[0].pubkey })
+            let kept = try #require(claimed.first { $0.pubkey == devices[1].pubkey })
+            try await Database(client).withConnection { connection in
+                try await BatchMembersRemoval(pubkey: devices[0].pubkey, conversationIDs: ["C1"]).run(
+                    on: connection, logger: TestDatabase.logger)
+            }
+            try await queue.finish(
+                [], retrying: [taken, kept].map { MemberRetry(member: $0, delaySeconds: 1, reason: "InternalServerError") })
+            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_batches") == 0)
+            let retried = try await TestDatabase.rows(client, "SELECT pubkey FROM push_jobs")
+            #expect(retried == [#"{"pubkey":"\#(devices[1].pubkey)"}"#], "only the member still in the batch")
+        }
+    }
+
+    /// A backlog of small batches drains many per round, not one.
+    @Test func aClaimTakesWholeBatchesUpToItsLimit() async throws {
+        try await TestDatabase.with { _, client in
+            let devices = DeliveryTests.devices(3)
+            try await DeliveryTests.seed(client, devices: devices, jobsPerDevice: 0)
+            for index in 0..<10 { _ = try await Self.queue(client, "one-\(index)", to: [devices[0].pubkey]) }
+            let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
+            let first = try await queue.claim(limit: 4)
+            #expect(first.count == 4 && Set(first.map(\.id)).count == 4, "four batches of one")
+            _ = try await Self.queue(client, "three", to: devices.map(\.pubkey))
+            try await client.query(
+                "UPDATE push_batches SET next_attempt_at = now() - interval '1 hour' WHERE event_id = 'three'", logger: TestDatabase.logger)
+            let second = try await queue.claim(limit: 2)
+            #expect(second.count == 3 && second.allSatisfy { $0.notification.eventID == "three" }, "a batch over the limit goes whole")
+            let rest = try await queue.claim(limit: 100)
+            #expect(rest.count == 6)
+        }
+    }
+
     @Test func erasingAnAccountTakesItsDevicesOutOfQueuedBatches() async throws {
         try await GatewayHarness.run { gateway in
             let alice = Keys.generate(), bob = Keys.generate(), carol = Keys.generate()

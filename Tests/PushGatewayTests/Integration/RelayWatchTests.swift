@@ -718,7 +718,8 @@ import Testing
             #expect(response.status == .accepted)
             #expect(response.json?["candidate_devices"] == 1, "carol's device only: bob's gets the relay-watch push instead")
             #expect(
-                try await gateway.count("SELECT count(*)::int FROM push_jobs WHERE device_token = '\(HTTP2DeliveryTests.token(0x72))'") == 1
+                try await gateway.count("SELECT count(*)::int FROM push_queue WHERE device_token = '\(HTTP2DeliveryTests.token(0x72))'")
+                    == 1
             )
         }
         // Without RELAYS, a relay_watch device keeps typed pushes (nobody else would push it).
