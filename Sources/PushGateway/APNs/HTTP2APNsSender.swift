@@ -106,6 +106,8 @@ public final class HTTP2APNsSender: PushSender {
         var tokens: [ObjectIdentifier: (token: String, authorization: String)] = [:]
         var requests: [APNsRequest] = []
         var sent: [(index: Int, token: String)] = []
+        // The last request's shared parts: the devices of a typed push come together and share them.
+        var shape: RequestShape?
         requests.reserveCapacity(jobs.count)
         sent.reserveCapacity(jobs.count)
         for (index, job) in jobs.enumerated() {
@@ -119,8 +121,14 @@ public final class HTTP2APNsSender: PushSender {
                 results[index] = APNsAnswer(status: 0, reason: "TopicNotConfigured")
                 continue
             }
-            let payload = Self.payload(of: job)
-            guard payload.utf8.count <= APNsNotification.maxPayloadBytes else {
+            let current: RequestShape
+            if let shape, shape.fits(job) {
+                current = shape
+            } else {
+                current = RequestShape(job: job, payload: Self.payload(of: job))
+                shape = current
+            }
+            guard current.body.readableBytes <= APNsNotification.maxPayloadBytes else {
                 results[index] = APNsAnswer(status: 0, reason: "PayloadTooLarge")
                 continue
             }
@@ -137,7 +145,7 @@ public final class HTTP2APNsSender: PushSender {
                 }
                 tokens[ObjectIdentifier(app.tokens)] = token
             }
-            requests.append(request(job, payload: payload, authorization: token.authorization))
+            requests.append(request(job, shape: current, authorization: token.authorization))
             sent.append((index, token.token))
         }
         let started = ContinuousClock.now
@@ -191,27 +199,67 @@ public final class HTTP2APNsSender: PushSender {
     package static func authorization(_ providerToken: String) -> String { "bearer " + providerToken }
 
     /// A VoIP token gets the call's own payload; every other device the alert.
-    static func payload(of job: ClaimedJob) -> String {
+    package static func payload(of job: ClaimedJob) -> String {
         if case .apns(_, _, .voip) = job.destination { return job.notification.voipPayload }
         return job.notification.payload
     }
 
     /// `authorization` is the header's whole value (`authorization(_:)`).
     package func request(_ job: ClaimedJob, payload: String, authorization: String) -> APNsRequest {
-        var headers: [(String, String)] = [("authorization", authorization), ("apns-id", job.apnsID.uuidString.lowercased())]
-        let expiration = Int64(job.expiresAt.timeIntervalSince1970)
-        if case .apns(_, _, .voip) = job.destination {
-            let ringing = Int64(Date().timeIntervalSince1970) + APNsNotification.voipLifetimeSeconds
-            headers += job.notification.voipHeaders(topic: job.topic, expiration: min(expiration, ringing))
-        } else {
-            headers += job.notification.headers(topic: job.topic, expiration: expiration)
-        }
-        let body = ByteBuffer(string: payload)
-        headers += [("content-type", "application/json"), ("content-length", String(body.readableBytes))]
+        request(job, shape: RequestShape(job: job, payload: payload), authorization: authorization)
+    }
+
+    func request(_ job: ClaimedJob, shape: RequestShape, authorization: String) -> APNsRequest {
+        var headers: [(String, String)] = []
+        headers.reserveCapacity(2 + shape.headers.count)
+        headers.append(("authorization", authorization))
+        headers.append(("apns-id", job.apnsID.uuidString.lowercased()))
+        headers += shape.headers
         return APNsRequest(
             endpoint: job.environment == .production ? production : sandbox, slot: Int(job.id.magnitude % UInt64(Int.max)),
-            path: "/3/device/" + job.deviceToken, headers: headers, body: body,
+            path: "/3/device/" + job.deviceToken, headers: headers, body: shape.body,
             uniqueHeaders: job.notification.type == .giftWrap ? Self.giftWrapUniqueHeaders : Self.typedUniqueHeaders)
+    }
+
+    /// What the requests of one notification to one topic with one expiry share: the payload's
+    /// bytes, and every header but `authorization` and `apns-id`. The devices of a typed push
+    /// come to the sender together, so the payload is serialized once per push, not once per
+    /// device. A call to a VoIP token is never shared: its expiry is counted from the moment it
+    /// is sent.
+    struct RequestShape {
+        let notification: APNsNotification
+        let topic: String
+        let expiration: Int64
+        let voip: Bool
+        let body: ByteBuffer
+        let headers: [(String, String)]
+
+        init(job: ClaimedJob, payload: String) {
+            notification = job.notification
+            topic = job.topic
+            expiration = Int64(job.expiresAt.timeIntervalSince1970)
+            voip = Self.isVoIP(job)
+            body = ByteBuffer(string: payload)
+            var headers: [(String, String)]
+            if voip {
+                let ringing = Int64(Date().timeIntervalSince1970) + APNsNotification.voipLifetimeSeconds
+                headers = job.notification.voipHeaders(topic: job.topic, expiration: min(expiration, ringing))
+            } else {
+                headers = job.notification.headers(topic: job.topic, expiration: expiration)
+            }
+            headers += [("content-type", "application/json"), ("content-length", String(body.readableBytes))]
+            self.headers = headers
+        }
+
+        /// Whether `job`'s request is this one's but for its device and apns-id.
+        func fits(_ job: ClaimedJob) -> Bool {
+            !voip && !Self.isVoIP(job) && topic == job.topic && expiration == Int64(job.expiresAt.timeIntervalSince1970)
+                && notification == job.notification
+        }
+
+        private static func isVoIP(_ job: ClaimedJob) -> Bool {
+            if case .apns(_, _, .voip) = job.destination { true } else { false }
+        }
     }
 
     /// Every request's apns-id is its own. A relay-watch alert's collapse id is its recipient,

@@ -196,6 +196,46 @@ import Testing
         }
     }
 
+    /// A round's requests share their payload and headers only with the requests of the same
+    /// notification, topic and expiry (`HTTP2APNsSender.RequestShape`): in a round that mixes
+    /// typed pushes, a relay-watch alert and a call, every device gets its own notification.
+    @Test func eachRequestOfAMixedRoundCarriesItsOwnNotification() async throws {
+        try await SandboxFixture.with { sandbox in
+            let sender = try HTTP2APNsSender(configuration: sandbox.apns, logger: TestDatabase.logger)
+            let later = Date().addingTimeInterval(900), sooner = Date().addingTimeInterval(600)
+            let post = APNsNotification(type: .newPost, eventID: "ev1", conversationID: "C1")
+            let other = APNsNotification(type: .newPost, eventID: "ev2", conversationID: "C1")
+            let call = APNsNotification(type: .incomingCall, eventID: "ev3", conversationID: "C1")
+            let wrap = APNsNotification.giftWrap(wrapID: String(repeating: "a", count: 64), relay: "wss://r", count: 2, recipient: "p")
+            let plan: [(APNsNotification, Date, APNsTokenKind)] = [
+                (post, later, .alert), (post, later, .alert), (other, later, .alert), (post, sooner, .alert), (wrap, later, .alert),
+                (call, later, .voip), (call, later, .voip), (post, later, .alert),
+            ]
+            let jobs = plan.enumerated().map { index, entry in
+                ClaimedJob(
+                    id: Int64(index + 1), apnsID: UUID(),
+                    destination: .apns(token: Self.token(prefix: "0505", UInt8(0xE0 + index)), environment: .sandbox, kind: entry.2),
+                    pubkey: "p", topic: SandboxFixture.topic, deviceUpdatedAt: Date(), notification: entry.0, attempts: 1,
+                    expiresAt: entry.1)
+            }
+            let results = await sender.send(jobs)
+            #expect(results.allSatisfy { $0.outcome == .delivered }, "\(results)")
+            let records = Dictionary(sandbox.delivered().map { ($0.deviceToken, $0) }, uniquingKeysWith: { first, _ in first })
+            #expect(records.count == jobs.count)
+            for job in jobs {
+                let record = try #require(records[job.deviceToken])
+                #expect(record.apnsID == job.apnsID.uuidString.lowercased())
+                #expect(record.payload == HTTP2APNsSender.payload(of: job), "\(job.notification.eventID)")
+                if case .apns(_, _, .voip) = job.destination {
+                    #expect(record.pushType == "voip" && record.collapseID == nil)
+                } else {
+                    #expect(record.expiration == String(Int64(job.expiresAt.timeIntervalSince1970)))
+                    #expect(record.collapseID == job.notification.collapseID)
+                }
+            }
+        }
+    }
+
     @Test func anExpiredProviderTokenIsRefreshedAndTheSendRetried() async throws {
         try await SandboxFixture.with { sandbox in
             // The sender's clock starts 21 minutes in the past, so its first token is old enough to
