@@ -39,7 +39,9 @@ CREATE INDEX push_batches_conversation_idx ON push_batches (conversation_id);
 -- Every push waiting to be sent or in flight, one row per device, from both tables: the view
 -- operators (and tests) count pending pushes with. A batch member shows only while its device
 -- still belongs to its pubkey (registered there before the push was queued) and the conversation
--- is not archived, which is when a claim would send it. A batch's `locked_until` is its lease's end once it has been claimed, as for a job.
+-- is not archived, which is when a claim would send it. A batch's `locked_until` is its lease's
+-- end once it has been claimed, as for a job. The view reads columns of both tables: a later
+-- migration that changes one of them drops the view and creates it again.
 CREATE VIEW push_queue AS
     SELECT 'job'::text AS source, j.id, j.apns_id, j.device_token, j.pubkey, j.notification_type, j.event_id, j.conversation_id,
            j.emoji, j.post_id, j.background, j.relay, j.wrap_count, j.attempts, j.next_attempt_at, j.locked_until, j.expires_at,

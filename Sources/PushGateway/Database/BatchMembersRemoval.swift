@@ -17,14 +17,20 @@ package struct BatchMembersRemoval {
     /// Batches of the archived conversations, found through `push_batches_conversation_idx`.
     package static let conversationsSQL = sql(where: "b.conversation_id = ANY ($2::text[]) AND $1 = ANY (b.pubkeys)")
 
+    /// The batches are locked in id order first, the order in which finishing locks them, so a
+    /// removal and a finish never wait on each other in opposite orders (a deadlock would abort
+    /// one: a finish aborted sends its whole batches again).
     static func sql(where condition: String) -> String {
         """
+        WITH locked AS (
+            SELECT b.id FROM push_batches b WHERE \(condition) ORDER BY b.id FOR UPDATE
+        )
         UPDATE push_batches b SET (device_tokens, pubkeys, apns_ids, size) = (
             SELECT coalesce(array_agg(u.token ORDER BY u.n), '{}'), coalesce(array_agg(u.owner ORDER BY u.n), '{}'),
                    coalesce(array_agg(u.apns_id ORDER BY u.n), '{}'), count(*)::int
             FROM unnest(b.device_tokens, b.pubkeys, b.apns_ids) WITH ORDINALITY AS u(token, owner, apns_id, n)
             WHERE u.owner <> $1)
-        WHERE \(condition)
+        WHERE b.id = ANY (ARRAY(SELECT id FROM locked)) AND $1 = ANY (b.pubkeys)
         RETURNING b.id, b.size
         """
     }

@@ -23,12 +23,13 @@ package struct ClaimBatchesQuery {
             LIMIT $1
             FOR UPDATE SKIP LOCKED
         ), due AS (
-            -- Whole batches up to $1 devices in all, and always the first: rows locked but not
-            -- taken stay due and are unlocked when the statement commits.
+            -- Whole batches up to $1 devices in all, and always the first (the only one whose
+            -- running sum is its own size): rows locked but not taken stay due and are unlocked
+            -- when the statement commits.
             SELECT id FROM (
                 SELECT id, size, sum(size) OVER (ORDER BY next_attempt_at, id) AS running FROM locked
             ) counted
-            WHERE running - size < $1
+            WHERE running <= $1 OR running = size
         ), leased AS (
             UPDATE push_batches b SET next_attempt_at = now() + make_interval(secs => $2), attempts = b.attempts + 1
             WHERE b.id = ANY (ARRAY(SELECT id FROM due))

@@ -72,11 +72,15 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
             -- One row for the whole push (migration 0019): the payload once, the devices as
             -- aligned arrays. No row when no device is left.
             INSERT INTO push_batches (notification_type, event_id, conversation_id, emoji, post_id, background,
-                                      device_tokens, pubkeys, apns_ids, size, attempts, next_attempt_at, expires_at)
+                                      device_tokens, pubkeys, apns_ids, size, attempts, next_attempt_at, expires_at, created_at)
             SELECT $6, $5, $7, $8, $9, $16, array_agg(device_token), array_agg(pubkey), array_agg(apns_id), count(*),
                    -- $12, the lease, is NULL when the batch is queued for the delivery loops.
                    CASE WHEN $12::float8 IS NULL THEN 0 ELSE 1 END, coalesce(now() + make_interval(secs => $12), now()),
-                   now() + make_interval(secs => $10)
+                   now() + make_interval(secs => $10),
+                   -- When the devices had been read, not when the transaction began: the claim
+                   -- skips a device registered after this (`ClaimBatchesQuery`), and one that
+                   -- registered in between is in the batch.
+                   clock_timestamp()
             FROM members
             HAVING count(*) > 0
             RETURNING id, attempts, expires_at

@@ -25,9 +25,13 @@ package struct FinishBatchesStatement: PostgresPreparedStatement {
                d.attempts, now() + make_interval(secs => r.delay), d.expires_at, r.error, d.created_at
         FROM unnest($3::bigint[], $4::uuid[], $5::text[], $6::text[], $7::float8[], $8::text[])
              AS r(batch_id, apns_id, device_token, pubkey, delay, error)
-        -- Only members still in the batch: one whose owner archived the conversation or erased
-        -- the account while it was in flight was taken out, and is not queued again.
+        -- Only members still in the batch (one whose owner archived the conversation or erased
+        -- the account while it was in flight was taken out), and whose device is still
+        -- registered to them since before the push was queued (not removed, moved or registered
+        -- again meanwhile): the claim's rule, which the job claim does not repeat.
         JOIN done d ON d.id = r.batch_id AND r.apns_id = ANY (d.apns_ids)
+        WHERE EXISTS (
+            SELECT 1 FROM devices v WHERE v.device_token = r.device_token AND v.pubkey = r.pubkey AND v.registered_at <= d.created_at)
         """
 
     var ids: [Int64]

@@ -208,7 +208,7 @@ import Testing
             let call = APNsNotification(type: .incomingCall, eventID: "ev3", conversationID: "C1")
             let wrap = APNsNotification.giftWrap(wrapID: String(repeating: "a", count: 64), relay: "wss://r", count: 2, recipient: "p")
             let plan: [(APNsNotification, Date, APNsTokenKind)] = [
-                (post, later, .alert), (post, later, .alert), (other, later, .alert), (post, sooner, .alert), (wrap, later, .alert),
+                (post, later, .alert), (post, later, .alert), (post, sooner, .alert), (other, sooner, .alert), (wrap, later, .alert),
                 (call, later, .voip), (call, later, .voip), (post, later, .alert),
             ]
             let jobs = plan.enumerated().map { index, entry in
@@ -228,6 +228,8 @@ import Testing
                 #expect(record.payload == HTTP2APNsSender.payload(of: job), "\(job.notification.eventID)")
                 if case .apns(_, _, .voip) = job.destination {
                     #expect(record.pushType == "voip" && record.collapseID == nil)
+                    let ringing = Int64(Date().timeIntervalSince1970) + APNsNotification.voipLifetimeSeconds
+                    #expect(try #require(record.expiration.flatMap { Int64($0) }) <= ringing, "a call expires within 30 s")
                 } else {
                     #expect(record.expiration == String(Int64(job.expiresAt.timeIntervalSince1970)))
                     #expect(record.collapseID == job.notification.collapseID)

@@ -189,26 +189,26 @@ import Testing
     }
 
     /// A member taken out of its batch while it was in flight (its owner archived the
-    /// conversation) is not queued again when its push service asks for a retry.
-    @Test func aMemberTakenOutInFlightIsNotRetried() async throws {
+    /// conversation), or whose device was registered again meanwhile, is not queued again when
+    /// its push service asks for a retry.
+    @Test func aMemberCancelledInFlightIsNotRetried() async throws {
         try await TestDatabase.with { _, client in
-            let devices = DeliveryTests.devices(2)
+            let devices = DeliveryTests.devices(3)
             try await DeliveryTests.seed(client, devices: devices, jobsPerDevice: 0)
             _ = try await Self.queue(client, "ev-flight", to: devices.map(\.pubkey))
             let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
             let claimed = try await queue.claim(limit: 10)
-            #expect(claimed.count == 2)
-            let taken = try #require(claimed.first { $0.pubkey == devices[0].pubkey })
-            let kept = try #require(claimed.first { $0.pubkey == devices[1].pubkey })
+            #expect(claimed.count == 3)
             try await Database(client).withConnection { connection in
                 try await BatchMembersRemoval(pubkey: devices[0].pubkey, conversationIDs: ["C1"]).run(
                     on: connection, logger: TestDatabase.logger)
             }
-            try await queue.finish(
-                [], retrying: [taken, kept].map { MemberRetry(member: $0, delaySeconds: 1, reason: "InternalServerError") })
+            try await client.query("DELETE FROM devices WHERE device_token = \(devices[1].token)", logger: TestDatabase.logger)
+            try await DeliveryTests.seed(client, devices: [devices[1]], jobsPerDevice: 0)
+            try await queue.finish([], retrying: claimed.map { MemberRetry(member: $0, delaySeconds: 1, reason: "InternalServerError") })
             #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_batches") == 0)
             let retried = try await TestDatabase.rows(client, "SELECT pubkey FROM push_jobs")
-            #expect(retried == [#"{"pubkey":"\#(devices[1].pubkey)"}"#], "only the member still in the batch")
+            #expect(retried == [#"{"pubkey":"\#(devices[2].pubkey)"}"#], "only the member still in the batch, on the same registration")
         }
     }
 
@@ -228,6 +228,13 @@ import Testing
             #expect(second.count == 3 && second.allSatisfy { $0.notification.eventID == "three" }, "a batch over the limit goes whole")
             let rest = try await queue.claim(limit: 100)
             #expect(rest.count == 6)
+
+            // Two batches of three at a limit of four: the first whole, the second left for later.
+            _ = try await Self.queue(client, "three-a", to: devices.map(\.pubkey))
+            _ = try await Self.queue(client, "three-b", to: devices.map(\.pubkey))
+            let third = try await queue.claim(limit: 4)
+            #expect(third.count == 3 && Set(third.map(\.id)).count == 1, "no more than the limit once a batch is in")
+            #expect(try await queue.claim(limit: 4).count == 3)
         }
     }
 
