@@ -1,5 +1,5 @@
 package import Logging
-package import PostgresNIO
+import PostgresNIO
 
 /// Takes a pubkey's devices out of the queued batches of typed pushes (`push_batches`): all of
 /// them when its account is erased, those of the conversations it archived
