@@ -146,22 +146,24 @@ public struct DeliveryQueue: Sendable {
         {
             // The row a batch without a member left to send carries (its members' devices are
             // gone, or the conversation was archived): nothing to send, so the batch goes.
-            guard let apnsID, let token, let pubkey, let topic, let updatedAt, let platform, let pushType else {
+            guard apnsID != nil else {
                 empty.append((id, attempts))
                 continue
             }
             guard
-                let destination = PushDestination(
-                    storedPlatform: platform, address: token, environment: environment, pushType: pushType, p256dh: p256dh,
-                    authSecret: authSecret),
-                let type = NotificationType(rawValue: type)
+                let member = ClaimedJob(
+                    leasedID: id, inBatch: true, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic,
+                    deviceUpdatedAt: updatedAt, attempts: attempts, expiresAt: expiresAt,
+                    device: (platform, pushType, p256dh, authSecret),
+                    notification: { _ in
+                        NotificationType(rawValue: type).map {
+                            APNsNotification(
+                                type: $0, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID,
+                                background: background)
+                        }
+                    })
             else { continue }
-            members.append(
-                ClaimedJob(
-                    id: id, apnsID: apnsID, destination: destination, pubkey: pubkey, topic: topic, deviceUpdatedAt: updatedAt,
-                    notification: APNsNotification(
-                        type: type, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID, background: background),
-                    attempts: attempts, expiresAt: expiresAt, inBatch: true))
+            members.append(member)
         }
         if !empty.isEmpty {
             _ = try await database.execute(
