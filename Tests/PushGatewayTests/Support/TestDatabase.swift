@@ -36,9 +36,12 @@ enum TestDatabase {
             do {
                 if migrate { try await Migrator.load(directory: Migrator.defaultDirectory()).migrate(client: client, logger: logger) }
                 let result = try await body(url, client)
-                group.cancelAll()
+                // Dropped while the admin client still runs: cancelling the group first stopped
+                // it, the drop failed unseen, and every passing test left its database behind
+                // for the cluster's autovacuum launcher to visit for the rest of the run.
                 _ = try? await adminClient.query(
                     PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(url.database) WITH (FORCE)"), logger: logger)
+                group.cancelAll()
                 return result
             } catch {
                 _ = try? await adminClient.query(
