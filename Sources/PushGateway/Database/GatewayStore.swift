@@ -52,12 +52,14 @@ public struct GatewayStore: Sendable {
     /// `PUSH_DEVICE_BUDGET`; nil: none.
     public let deviceBudget: PushBudget?
 
+    /// `registrationClient`: where registrations are written (`GatewayApplication.registrationClient`);
+    /// nil: on `client`.
     public init(
-        client: PostgresClient, logger: Logger, replayWindowSeconds: Int64 = 300, maxDevicesPerPubkey: Int = defaultMaxDevicesPerPubkey,
-        deviceBudget: PushBudget? = .default
+        client: PostgresClient, registrationClient: PostgresClient? = nil, logger: Logger, replayWindowSeconds: Int64 = 300,
+        maxDevicesPerPubkey: Int = defaultMaxDevicesPerPubkey, deviceBudget: PushBudget? = .default
     ) {
-        let database = Database(client)
-        self.database = database
+        self.database = Database(client)
+        let database = registrationClient.map(Database.init) ?? self.database
         self.logger = logger
         self.replayWindowSeconds = replayWindowSeconds
         self.maxDevicesPerPubkey = maxDevicesPerPubkey

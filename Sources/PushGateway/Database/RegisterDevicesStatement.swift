@@ -65,6 +65,10 @@ package struct RegisterDevicesStatement: PostgresPreparedStatement {
 
     var registrations: [PendingRegistration]
 
+    package init(registrations: [PendingRegistration]) {
+        self.registrations = registrations
+    }
+
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 12)
         bindings.append(registrations.map(\.pubkey))

@@ -24,7 +24,10 @@ package final class RegistrationBatcher: Sendable {
     let maxGroupSize: Int
     let maxConcurrentGroups: Int
 
-    package init(maxGroupSize: Int = 64, maxConcurrentGroups: Int = 2, apply: @escaping Apply) {
+    /// Groups in flight by default: one written while the next gathers.
+    package static let defaultConcurrentGroups = 2
+
+    package init(maxGroupSize: Int = 64, maxConcurrentGroups: Int = defaultConcurrentGroups, apply: @escaping Apply) {
         precondition(maxGroupSize > 0 && maxConcurrentGroups > 0)
         self.maxGroupSize = maxGroupSize
         self.maxConcurrentGroups = maxConcurrentGroups

@@ -334,4 +334,42 @@ import WebPush
             #expect(try await gateway.count("SELECT count(*)::int FROM devices") == 25)
         }
     }
+
+    /// The registration connections plan the group statement once, however the groups' sizes
+    /// vary. Left to choose, PostgreSQL makes at least five plans for the values first, and with
+    /// a populated `devices` went on planning each small group (see
+    /// `GatewayApplication.registrationClient`).
+    @Test func theRegistrationConnectionsPlanTheGroupStatementOnce() async throws {
+        try await TestDatabase.with { url, shared in
+            let registrations = GatewayApplication.registrationClient(url, logger: TestDatabase.logger)
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { await registrations.run() }
+                var next = 0
+                // Groups of 1 to 8 registrations on one connection, then how many generic and
+                // custom plans that connection used for the statement.
+                let dedicated: (generic: Int, custom: Int) = try await registrations.withConnection { connection in
+                    for size in 1...8 {
+                        let group = (0..<size).map { _ in
+                            next += 1
+                            return Self.registration(Self.pubkey(UInt8(next % 200 + 1)), "plan-\(next)", token: "plan-token-\(next)")
+                        }
+                        let rows = try await connection.execute(
+                            RegisterDevicesStatement(registrations: group), logger: TestDatabase.logger)
+                        var applied = 0
+                        for try await row in rows where row.1 { applied += 1 }
+                        #expect(applied == size)
+                    }
+                    let counts = try await connection.query(
+                        "SELECT generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE statement LIKE '%INSERT INTO auth_replays%'",
+                        logger: TestDatabase.logger)
+                    for try await (generic, custom) in counts.decode((Int, Int).self) { return (generic, custom) }
+                    Issue.record("the statement was not prepared on this connection")
+                    return (0, 0)
+                }
+                #expect(dedicated.custom == 0 && dedicated.generic == 8, "one generic plan, used by every group: \(dedicated)")
+                #expect(try await TestDatabase.count(shared, "SELECT count(*)::int FROM devices") == 36)
+                tasks.cancelAll()
+            }
+        }
+    }
 }
