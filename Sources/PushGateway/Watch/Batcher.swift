@@ -17,9 +17,40 @@ import NostrProtocol
 /// hostile, in lane 1.
 package final class Batcher<Element: Sendable>: Sendable {
     private struct Lane {
-        var pending: [Element] = []
+        /// The items from `head` on are pending. Those before it were taken, and are dropped once
+        /// they are half the array: a batch taken from a lane that fell far behind costs the
+        /// batch, not a shift of everything behind it.
+        private var items: [Element] = []
+        private var head = 0
         /// Producers waiting for room, in order; resumed with false when the batcher closes.
         var senders: [(element: Element, continuation: CheckedContinuation<Bool, Never>)] = []
+
+        var count: Int { items.count - head }
+        var isEmpty: Bool { head == items.count }
+
+        mutating func append(_ element: Element) { items.append(element) }
+
+        /// Moves up to `room` items from the front onto `batch`.
+        mutating func take(_ room: Int, into batch: inout [Element]) {
+            let taken = Swift.min(room, count)
+            guard taken > 0 else { return }
+            // The common case, a whole lane into an empty batch: the lane's array is handed over
+            // instead of copied out element by element.
+            if batch.isEmpty, head == 0, taken == items.count {
+                swap(&batch, &items)
+                items.reserveCapacity(batch.count)
+                return
+            }
+            batch += items[head..<(head + taken)]
+            head += taken
+            if head == items.count {
+                items.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= items.count / 2 {
+                items.removeFirst(head)
+                head = 0
+            }
+        }
     }
 
     private struct State {
@@ -27,7 +58,7 @@ package final class Batcher<Element: Sendable>: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
         var closed = false
 
-        var isEmpty: Bool { lanes.allSatisfy(\.pending.isEmpty) }
+        var isEmpty: Bool { lanes.allSatisfy(\.isEmpty) }
     }
 
     let limit: Int
@@ -54,7 +85,7 @@ package final class Batcher<Element: Sendable>: Sendable {
     /// Adds `element` to lane 0 whatever is pending.
     package func add(_ element: Element) {
         let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in
-            state.lanes[0].pending.append(element)
+            state.lanes[0].append(element)
             return state.waiters.isEmpty ? nil : state.waiters.removeFirst()
         }
         waiter?.resume()
@@ -66,8 +97,8 @@ package final class Batcher<Element: Sendable>: Sendable {
     package func send(_ element: Element, lane: Int = 0) async -> Bool {
         let admission: Admission = state.withLock { state in
             if state.closed { return .closed }
-            guard state.lanes[lane].pending.count < limit, state.lanes[lane].senders.isEmpty else { return .full }
-            state.lanes[lane].pending.append(element)
+            guard state.lanes[lane].count < limit, state.lanes[lane].senders.isEmpty else { return .full }
+            state.lanes[lane].append(element)
             return .added(state.waiters.isEmpty ? nil : state.waiters.removeFirst())
         }
         switch admission {
@@ -81,8 +112,8 @@ package final class Batcher<Element: Sendable>: Sendable {
                 let resumeNow: Bool? = state.withLock { state in
                     if state.closed { return false }
                     // A batch may have been taken since the check above.
-                    if state.lanes[lane].pending.count < limit, state.lanes[lane].senders.isEmpty {
-                        state.lanes[lane].pending.append(element)
+                    if state.lanes[lane].count < limit, state.lanes[lane].senders.isEmpty {
+                        state.lanes[lane].append(element)
                         return true
                     }
                     state.lanes[lane].senders.append((element, continuation))
@@ -102,9 +133,9 @@ package final class Batcher<Element: Sendable>: Sendable {
                     // Waiting producers take the room the batch made, in order.
                     var admitted: [CheckedContinuation<Bool, Never>] = []
                     for index in state.lanes.indices {
-                        while state.lanes[index].pending.count < limit, !state.lanes[index].senders.isEmpty {
+                        while state.lanes[index].count < limit, !state.lanes[index].senders.isEmpty {
                             let sender = state.lanes[index].senders.removeFirst()
-                            state.lanes[index].pending.append(sender.element)
+                            state.lanes[index].append(sender.element)
                             admitted.append(sender.continuation)
                         }
                     }
@@ -136,21 +167,11 @@ package final class Batcher<Element: Sendable>: Sendable {
     /// to the lanes after it.
     private static func take(max: Int, from lanes: inout [Lane]) -> [Element] {
         let share = Swift.max(1, max / 4)
-        var reserved = lanes.dropFirst().reduce(0) { $0 + Swift.min($1.pending.count, share) }
+        var reserved = lanes.dropFirst().reduce(0) { $0 + Swift.min($1.count, share) }
         var batch: [Element] = []
         for index in lanes.indices {
-            if index > 0 { reserved -= Swift.min(lanes[index].pending.count, share) }
-            let room = Swift.max(0, max - batch.count - reserved)
-            // The common case, a whole lane into an empty batch: the lane's array is handed over
-            // instead of copied out element by element and then shifted.
-            if batch.isEmpty, lanes[index].pending.count <= room {
-                swap(&batch, &lanes[index].pending)
-                lanes[index].pending.reserveCapacity(batch.count)
-                continue
-            }
-            let taken = lanes[index].pending.prefix(room)
-            batch += taken
-            lanes[index].pending.removeFirst(taken.count)
+            if index > 0 { reserved -= Swift.min(lanes[index].count, share) }
+            lanes[index].take(Swift.max(0, max - batch.count - reserved), into: &batch)
         }
         return batch
     }
@@ -171,7 +192,7 @@ package final class Batcher<Element: Sendable>: Sendable {
     }
 
     /// Items pending in every lane.
-    package var count: Int { state.withLock { $0.lanes.reduce(0) { $0 + $1.pending.count } } }
+    package var count: Int { state.withLock { $0.lanes.reduce(0) { $0 + $1.count } } }
 
     /// Producers waiting for room, in every lane.
     package var waitingSenders: Int { state.withLock { $0.lanes.reduce(0) { $0 + $1.senders.count } } }

@@ -100,4 +100,29 @@ struct BatcherTests {
         #expect(await small.next(max: 3) == [1, 2, 9])
         #expect(await small.next(max: 3) == [3, 4, 5])
     }
+
+    /// A lane far behind its writer gives up a batch at a time, in order, while items keep
+    /// arriving behind the ones taken (the lane drops what was taken in bulk, not per batch).
+    @Test func aLaneFarBehindGivesUpABatchAtATimeInOrder() async {
+        let batcher = Batcher<Int>(lanes: 2)
+        for value in 0..<1_000 { batcher.add(value) }
+        for value in 10_000..<10_100 { #expect(await batcher.send(value, lane: 1)) }
+        var taken: [Int] = []
+        var next = 1_000
+        while let batch = await batcher.next(max: 16) {
+            #expect(batch.count <= 16)
+            let fromLane1 = batch.filter { $0 >= 10_000 }
+            // A quarter of each batch stays with lane 1 while it has items.
+            if taken.filter({ $0 >= 10_000 }).count < 100 { #expect(fromLane1.count == min(4, 100 - taken.filter { $0 >= 10_000 }.count)) }
+            taken += batch
+            // New items behind the taken ones, until 1,500 went into lane 0.
+            if next < 1_500 {
+                for value in next..<(next + 5) { batcher.add(value) }
+                next += 5
+            }
+            if batcher.count == 0 { batcher.close() }
+        }
+        #expect(taken.filter { $0 < 10_000 } == Array(0..<1_500), "lane 0 in order, each item once")
+        #expect(taken.filter { $0 >= 10_000 } == Array(10_000..<10_100), "lane 1 in order, each item once")
+    }
 }
