@@ -16,7 +16,7 @@ public enum GatewayApplication {
     }
 
     /// The connections `POST /v1/devices/register` writes on (`GatewayStore`): as many as the
-    /// registration groups in flight (`RegistrationBatcher.maxConcurrentGroups`), each planning
+    /// registration groups in flight (`RegistrationBatcher.defaultConcurrentGroups`), each planning
     /// `RegisterDevicesStatement` once (`plan_cache_mode = force_generic_plan`). On the shared
     /// connections PostgreSQL planned it afresh on about half the calls, each plan (~0.6 ms)
     /// costing about as much as running the group: a custom plan knows the group's size, and for

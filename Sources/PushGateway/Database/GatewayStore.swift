@@ -59,14 +59,15 @@ public struct GatewayStore: Sendable {
         maxDevicesPerPubkey: Int = defaultMaxDevicesPerPubkey, deviceBudget: PushBudget? = .default
     ) {
         self.database = Database(client)
-        let database = registrationClient.map(Database.init) ?? self.database
+        let registrationDatabase = registrationClient.map(Database.init) ?? self.database
         self.logger = logger
         self.replayWindowSeconds = replayWindowSeconds
         self.maxDevicesPerPubkey = maxDevicesPerPubkey
         self.deviceBudget = deviceBudget
         self.registrations = RegistrationBatcher { group in
             try await Self.storage(logger: logger) {
-                try await Self.applyRegistrations(group, maxDevicesPerPubkey: maxDevicesPerPubkey, database: database, logger: logger)
+                try await Self.applyRegistrations(
+                    group, maxDevicesPerPubkey: maxDevicesPerPubkey, database: registrationDatabase, logger: logger)
             }
         }
     }

@@ -33,22 +33,20 @@ enum TestDatabase {
             group.addTask { await adminClient.run() }
             try await adminClient.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(url.database)"), logger: logger)
             group.addTask { await client.run() }
+            let outcome: Result<T, any Error>
             do {
                 if migrate { try await Migrator.load(directory: Migrator.defaultDirectory()).migrate(client: client, logger: logger) }
-                let result = try await body(url, client)
-                // Dropped while the admin client still runs: cancelling the group first stopped
-                // it, the drop failed unseen, and every passing test left its database behind
-                // for the cluster's autovacuum launcher to visit for the rest of the run.
-                _ = try? await adminClient.query(
-                    PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(url.database) WITH (FORCE)"), logger: logger)
-                group.cancelAll()
-                return result
+                outcome = .success(try await body(url, client))
             } catch {
-                _ = try? await adminClient.query(
-                    PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(url.database) WITH (FORCE)"), logger: logger)
-                group.cancelAll()
-                throw error
+                outcome = .failure(error)
             }
+            // Dropped while the admin client still runs, whatever the body did: cancelling the
+            // group first stopped it, the drop failed unseen, and every passing test left its
+            // database behind for the cluster's autovacuum launcher to visit for the rest of the run.
+            _ = try? await adminClient.query(
+                PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(url.database) WITH (FORCE)"), logger: logger)
+            group.cancelAll()
+            return try outcome.get()
         }
     }
 
