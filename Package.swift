@@ -64,6 +64,8 @@ let package = Package(
             pkgConfig: "libsecp256k1",
             providers: [.apt(["libsecp256k1-dev"]), .brew(["secp256k1"])]
         ),
+        // glibc's allocator settings, for the gateway's executable (`MallocTuning`).
+        .systemLibrary(name: "CMallocTuning"),
         .target(
             name: "NostrProtocol",
             dependencies: [
@@ -194,6 +196,7 @@ let package = Package(
         .executableTarget(
             name: "LinkstrPush",
             dependencies: [
+                "CMallocTuning",
                 "PushGateway",
                 "NostrProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

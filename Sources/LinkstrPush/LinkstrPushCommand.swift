@@ -42,6 +42,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Do not apply migrations at start (run `linkstr-push migrate` separately).") var noMigrate = false
 
     func run() async throws {
+        let tunedMalloc = MallocTuning.apply(environment: ProcessInfo.processInfo.environment)
         let (configuration, logger) = try loadConfiguration()
         let migrator = try Migrator.load(directory: Migrator.defaultDirectory())
         logger.info(
@@ -50,6 +51,7 @@ struct ServeCommand: AsyncParsableCommand {
                 "http.listen": "\(configuration.listenHost):\(configuration.listenPort)", "db.url": "\(configuration.database.redacted)",
                 "apns.disabled": "\(configuration.apns.disabled)",
                 "apns.topics": "\(configuration.apns.topics.sorted().joined(separator: ","))",
+                "malloc.mmap_threshold": "\(tunedMalloc ? "\(MallocTuning.mmapThresholdBytes)" : "unchanged")",
             ])
         // One registry for ours and the libraries' metrics (swift-metrics users such as Hummingbird).
         let metrics = GatewayMetrics()

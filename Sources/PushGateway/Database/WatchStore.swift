@@ -11,6 +11,10 @@ public struct WatchStore: Sendable {
     public let settings: WatchSettings
     /// `PUSH_DEVICE_BUDGET`, shared with typed pushes; nil: none.
     public let deviceBudget: PushBudget?
+    /// Watched users are read this many pubkeys a page, so that reading 100,000 of them holds one
+    /// page of rows, strings and wire buffers at a time rather than all of them at once (which
+    /// set the gateway's peak memory).
+    package var watchedUsersPageSize = 5_000
 
     public init(client: PostgresClient, settings: WatchSettings, deviceBudget: PushBudget? = .default, logger: Logger) {
         self.database = Database(client)
@@ -131,36 +135,62 @@ public struct WatchStore: Sendable {
         return result
     }
 
-    /// Every watched pubkey in `shards` with the relays its devices registered and its stored
-    /// inbox list (`RelayWatchPlan.UserRelays`).
-    package func watchedUsers(inShards shards: Set<Int>) async throws -> [String: RelayWatchPlan.UserRelays] {
-        guard !shards.isEmpty else { return [:] }
-        return try await watchedUsers(
-            where: "linkstr_watch_shard(pubkey, \(settings.shards)::int) = ANY(\(Array(shards)))")
+    /// One page of the watched pubkeys in `shards`, each with the relays its devices registered
+    /// and its stored inbox list (`RelayWatchPlan.UserRelays`): at most `watchedUsersPageSize`
+    /// pubkeys that follow `cursor` in the database's order of pubkeys (nil: from the first).
+    /// Returns the cursor of the next page, nil after the last. Pages never split a pubkey's
+    /// devices.
+    package func watchedUsers(
+        inShards shards: Set<Int>, after cursor: String?
+    ) async throws -> (users: [String: RelayWatchPlan.UserRelays], next: String?) {
+        guard !shards.isEmpty else { return ([:], nil) }
+        let limit = watchedUsersPageSize
+        // The pubkeys first, in the order of the partial index on watched pubkeys, from the cursor
+        // on; the cursor is whatever the database returned last, so its collation decides the
+        // order, and no pubkey is read twice or skipped.
+        let (users, last, count) = try await watchedUsers(
+            pubkeys: """
+                SELECT DISTINCT pubkey FROM devices
+                WHERE relay_watch AND pubkey > \(cursor ?? "") AND linkstr_watch_shard(pubkey, \(settings.shards)::int) = ANY(\(Array(shards)))
+                ORDER BY pubkey LIMIT \(limit)
+                """)
+        return (users, count == limit ? last : nil)
     }
 
     /// Which of `pubkeys` are watched now, with their relays.
     package func watchedUsers(among pubkeys: [String]) async throws -> [String: RelayWatchPlan.UserRelays] {
         guard !pubkeys.isEmpty else { return [:] }
-        return try await watchedUsers(where: "pubkey = ANY(\(pubkeys))")
+        return try await watchedUsers(pubkeys: "SELECT DISTINCT pubkey FROM devices WHERE relay_watch AND pubkey = ANY(\(pubkeys))").users
     }
 
-    private func watchedUsers(where condition: PostgresQuery) async throws -> [String: RelayWatchPlan.UserRelays] {
+    /// The users whose pubkeys `pubkeys` (a query of one `pubkey` column) selects, with their
+    /// relays; and the last pubkey in the database's order, and how many there were.
+    private func watchedUsers(
+        pubkeys: PostgresQuery
+    ) async throws -> (users: [String: RelayWatchPlan.UserRelays], last: String?, count: Int) {
         var users: [String: RelayWatchPlan.UserRelays] = [:]
-        // Devices oldest first, so a user's registered relays keep the order they were named in.
-        let devices = PostgresQuery(
-            unsafeSQL: "SELECT pubkey, relays FROM devices WHERE relay_watch AND \(condition.sql) ORDER BY registered_at, device_token",
-            binds: condition.binds)
-        for (pubkey, relays) in try await database.query(devices, logger: logger).decode((String, [String]).self) {
-            users[pubkey, default: RelayWatchPlan.UserRelays()].addRegistered(relays)
+        var last: String?
+        // Each user's devices oldest first, so its registered relays keep the order they were
+        // named in; its inbox list rides on every row of its devices.
+        let query = PostgresQuery(
+            unsafeSQL: """
+                WITH page AS (\(pubkeys.sql))
+                SELECT d.pubkey, d.relays, l.relays FROM page p
+                JOIN devices d ON d.pubkey = p.pubkey AND d.relay_watch
+                LEFT JOIN inbox_relay_lists l ON l.pubkey = p.pubkey
+                ORDER BY d.pubkey, d.registered_at, d.device_token
+                """,
+            binds: pubkeys.binds)
+        for (pubkey, relays, list) in try await database.query(query, logger: logger).decode((String, [String], [String]?).self) {
+            if last != pubkey {
+                last = pubkey
+                var user = RelayWatchPlan.UserRelays()
+                user.inboxList = list?.compactMap { try? RelayURL($0) }
+                users[pubkey] = user
+            }
+            users[pubkey]?.addRegistered(relays)
         }
-        guard !users.isEmpty else { return users }
-        for (pubkey, relays) in try await database.query(
-            "SELECT pubkey, relays FROM inbox_relay_lists WHERE pubkey = ANY(\(Array(users.keys)))", logger: logger
-        ).decode((String, [String]).self) {
-            users[pubkey]?.inboxList = relays.compactMap { try? RelayURL($0) }
-        }
-        return users
+        return (users, last, users.count)
     }
 
     // MARK: Inbox relay lists

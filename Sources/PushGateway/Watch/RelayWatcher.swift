@@ -339,27 +339,67 @@ public actor RelayWatcher: Service {
         let gained = held.subtracting(heldShards)
         let lost = heldShards.subtracting(held)
         guard !gained.isEmpty || !lost.isEmpty else { return }
-        let added = try await store.watchedUsers(inShards: gained)
         let removed = watched.chunks.flatMap { $0 }.filter { lost.contains(WatchShard.of(pubkey: $0, shards: settings.shards)) }
-        // Pubkeys another instance (or an earlier run) already served live: what nobody claimed
-        // for them arrived while the shard was unwatched, and is pushed rather than taken for
-        // history. (Users' own relays are read as their pubkeys join them, in `replan`.)
-        for url in settings.relays {
-            let live = try await store.livePubkeys(Array(added.keys), relay: url)
-            livePubkeys[url, default: []].formUnion(live)
+        await applyUsers(watched: [:], unwatched: removed)
+        var added = 0
+        try await forEachWatchedPage(inShards: gained) { page in
+            // Pubkeys another instance (or an earlier run) already served live: what nobody
+            // claimed for them arrived while the shard was unwatched, and is pushed rather than
+            // taken for history. (Users' own relays are read as their pubkeys join them, in
+            // `replan`.)
+            // The page's own strings are kept, which the chunks share, not the query's copies.
+            for url in settings.relays {
+                let live = try await store.livePubkeys(Array(page.keys), relay: url)
+                livePubkeys[url, default: []].formUnion(page.keys.filter(live.contains))
+            }
+            added += page.count
+            await applyUsers(watched: page, unwatched: [], replanning: false)
         }
         heldShards = held
+        metrics.watchState(pubkeys: watched.count, shards: heldShards.count)
+        if planStale { await replan() }
         logger.info(
             "watch shards changed",
-            metadata: ["watch.gained": "\(gained.count)", "watch.lost": "\(lost.count)", "watch.held": "\(held.count)"])
-        await applyUsers(watched: added, unwatched: removed)
+            metadata: [
+                "watch.gained": "\(gained.count)", "watch.lost": "\(lost.count)", "watch.held": "\(held.count)",
+                "watch.pubkeys_read": "\(added)",
+            ])
     }
 
+    /// Re-reads every held shard and brings the watched set in line: what a lost notification
+    /// left out is caught here.
     private func resync() async throws {
-        let users = try await store.watchedUsers(inShards: heldShards)
-        let unwatched = watched.chunks.flatMap { $0 }.filter { users[$0] == nil }
-        await applyUsers(watched: users, unwatched: unwatched)
+        // The pubkeys read, as 32-byte values in a sorted array: the page's strings go once the
+        // page is applied, and kept they would hold as much again as the watched set itself (a
+        // hash set of the values, twice the array at its load factor, and more while it grows).
+        var read: [PubkeyBytes] = []
+        read.reserveCapacity(watched.count + store.watchedUsersPageSize)
+        var unreadable = Set<String>()
+        try await forEachWatchedPage(inShards: heldShards) { page in
+            for pubkey in page.keys {
+                if let bytes = PubkeyBytes(hex: pubkey) { read.append(bytes) } else { unreadable.insert(pubkey) }
+            }
+            await applyUsers(watched: page, unwatched: [], replanning: false)
+        }
+        read.sort()
+        let unwatched = watched.chunks.flatMap { $0 }.filter { pubkey in
+            if let bytes = PubkeyBytes(hex: pubkey) { !read.containsSorted(bytes) } else { !unreadable.contains(pubkey) }
+        }
+        await applyUsers(watched: [:], unwatched: unwatched)
         forgetLive(unwatched)
+    }
+
+    /// Reads the watched users of `shards` a page at a time (`WatchStore.watchedUsersPageSize`),
+    /// handing each page to `body` before the next is read.
+    private func forEachWatchedPage(
+        inShards shards: Set<Int>, _ body: ([String: RelayWatchPlan.UserRelays]) async throws -> Void
+    ) async throws {
+        var cursor: String?
+        repeat {
+            let page = try await store.watchedUsers(inShards: shards, after: cursor)
+            try await body(page.users)
+            cursor = page.next
+        } while cursor != nil
     }
 
     /// A pubkey's devices changed (LISTEN); it is re-read with the next maintenance round.
@@ -380,8 +420,12 @@ public actor RelayWatcher: Service {
         forgetLive(unwatched)
     }
 
-    /// `users` are watched, with these relays; `unwatched` are not (any longer).
-    private func applyUsers(watched users: [String: RelayWatchPlan.UserRelays], unwatched: some Collection<String>) async {
+    /// `users` are watched, with these relays; `unwatched` are not (any longer). Without
+    /// `replanning`, a change to users' own relays waits for the caller's `replan` (one plan for
+    /// a whole read rather than one per page).
+    private func applyUsers(
+        watched users: [String: RelayWatchPlan.UserRelays], unwatched: some Collection<String>, replanning: Bool = true
+    ) async {
         for (pubkey, read) in users {
             var user = read
             // A list applied this run is at least as new as what the database said when it was
@@ -402,7 +446,7 @@ public actor RelayWatcher: Service {
         }
         let current = watched
         await apply(.defaults, inserted: users.keys.filter { !current.contains($0) }, removed: unwatched.filter(current.contains))
-        if planStale { await replan() }
+        if replanning, planStale { await replan() }
     }
 
     /// Brings the users' relay groups in line with a new plan: new relays are connected, changed
@@ -430,7 +474,8 @@ public actor RelayWatcher: Service {
             if !inserted.isEmpty {
                 // As for a gained shard: pubkeys already served live there before.
                 do {
-                    livePubkeys[url, default: []].formUnion(try await store.livePubkeys(Array(inserted), relay: url))
+                    let live = try await store.livePubkeys(Array(inserted), relay: url)
+                    livePubkeys[url, default: []].formUnion(inserted.filter(live.contains))
                 } catch {
                     logger.notice("could not read live pubkeys; their unseen wraps count as history", metadata: Self.errorMetadata(error))
                 }
@@ -588,25 +633,30 @@ public actor RelayWatcher: Service {
         // The chunk's inbox lists (kind 10050) on the indexers: the newest list of each author,
         // then whatever each publishes next. On an indexer that is also one of `RELAYS` they ride
         // in the chunk's own REQ as a second filter, which saves the relay a subscription.
-        let authors = scope == .defaults ? pubkeys.compactMap { try? PublicKey(hex: $0) } : []
-        let listsFilter = Filter(authors: authors, kinds: [EventKind.inboxRelays])
+        // Made each time a REQ is sent, not kept: a parsed key holds a curve point beside its
+        // bytes, and 100,000 of them kept for re-sends were the watcher's largest holding.
+        let listsFilter: @Sendable () -> Filter = {
+            Filter(authors: pubkeys.compactMap { try? PublicKey(hex: $0) }, kinds: [EventKind.inboxRelays])
+        }
+        let asksForLists = scope == .defaults && !pubkeys.isEmpty
         for url in relays(of: scope) {
             guard let connection = connections[url] else { continue }
             if let previous { await connection.unsubscribe(id: previous) }
             guard !pubkeys.isEmpty else { continue }
             let window = WatchSettings.windowSeconds
-            let withLists = !authors.isEmpty && settings.indexerRelays.contains(url)
+            let withLists = asksForLists && settings.indexerRelays.contains(url)
             // A REQ re-sent after a lost connection reaches back over the time it was down, so
             // wraps published meanwhile but dated back past `now − window` are not skipped.
             let stream = await connection.subscribe(id: id) { (context: SubscriptionRequestContext) in
                 [Filter(kinds: [EventKind.giftWrap], tags: ["p": pubkeys], since: context.since(window: window, now: UnixTime.now()))]
-                    + (withLists ? [listsFilter] : [])
+                    + (withLists ? [listsFilter()] : [])
             }
-            let alreadyLive = livePubkeys[url, default: []].intersection(pubkeys)
+            let live = livePubkeys[url, default: []]
+            let alreadyLive = SortedPubkeys(sorted: pubkeys.filter(live.contains))
             let key = "\(url) \(id)"
             let context = ConsumerContext(
                 scope: scope, chunk: chunk, generation: generation, relay: url, connection: connection, subscriptionID: id,
-                pubkeys: Set(pubkeys), alreadyLive: alreadyLive, carriesLists: withLists)
+                pubkeys: SortedPubkeys(sorted: pubkeys), alreadyLive: alreadyLive, carriesLists: withLists)
             consumers[key] = Task { await self.consume(stream, context) }
         }
         guard scope == .defaults else { return }
@@ -614,12 +664,12 @@ public actor RelayWatcher: Service {
         for url in settings.indexerRelays where !settings.relays.contains(url) {
             guard let connection = connections[url] else { continue }
             if let previousLists { await connection.unsubscribe(id: previousLists) }
-            guard !authors.isEmpty else { continue }
-            let stream = await connection.subscribe(id: listsID, filters: [listsFilter])
+            guard asksForLists else { continue }
+            let stream = await connection.subscribe(id: listsID) { [listsFilter()] }
             let key = "\(url) \(listsID)"
             let context = ConsumerContext(
                 scope: scope, chunk: chunk, generation: generation, relay: url, connection: connection, subscriptionID: listsID,
-                pubkeys: Set(pubkeys), alreadyLive: [])
+                pubkeys: SortedPubkeys(sorted: pubkeys), alreadyLive: SortedPubkeys(sorted: []))
             consumers[key] = Task { await self.consumeLists(stream, context) }
         }
     }
@@ -631,8 +681,8 @@ public actor RelayWatcher: Service {
         let relay: String
         let connection: RelayConnection
         let subscriptionID: String
-        let pubkeys: Set<String>
-        let alreadyLive: Set<String>
+        let pubkeys: SortedPubkeys
+        let alreadyLive: SortedPubkeys
         /// The REQ also asks for the pubkeys' kind 10050 lists.
         var carriesLists = false
     }
