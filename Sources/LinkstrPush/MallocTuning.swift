@@ -16,7 +16,7 @@ enum MallocTuning {
 
     /// Whether the environment leaves the threshold to the gateway.
     static func appliesTo(environment: [String: String]) -> Bool {
-        environment["MALLOC_MMAP_THRESHOLD_"] == nil
+        (environment["MALLOC_MMAP_THRESHOLD_"] ?? "").isEmpty
             && environment["GLIBC_TUNABLES"]?.contains("glibc.malloc.mmap_threshold") != true
     }
 

@@ -46,6 +46,29 @@ import Testing
         }
     }
 
+    /// `serve` fixes glibc's mmap threshold at 1 MiB (docs/operations.md, Memory) and says so in
+    /// its `starting` line, which it logs only when glibc took the setting; a threshold the
+    /// operator chose is left alone.
+    @Test func serveFixesTheMmapThresholdUnlessTheOperatorChoseOne() async throws {
+        try await TestDatabase.with { url, _ in
+            try await SandboxFixture.with { sandbox in
+                let cases: [([String: String], String)] = [
+                    (["GLIBC_TUNABLES": "", "MALLOC_MMAP_THRESHOLD_": ""], "1048576"),
+                    (["GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=262144", "MALLOC_MMAP_THRESHOLD_": ""], "unchanged"),
+                    (["GLIBC_TUNABLES": "", "MALLOC_MMAP_THRESHOLD_": "262144"], "unchanged"),
+                ]
+                for (environment, expected) in cases {
+                    let gateway = try await GatewayProcess.start(
+                        database: url, sandbox: sandbox, environment: environment.merging(["LOG_LEVEL": "info"]) { $1 })
+                    let (exited, log) = await gateway.terminate(within: 15)
+                    #expect(exited)
+                    let line = log.split(separator: "\n").first { $0.contains("malloc.mmap_threshold") }
+                    #expect(line?.contains(expected) == true, "\(environment): \(line ?? "no starting line")")
+                }
+            }
+        }
+    }
+
     @Test func twoInstancesOnOneDatabaseDeliverEachJobOnce() async throws {
         try await TestDatabase.with { url, database in
             try await SandboxFixture.with(latencyMilliseconds: 50) { sandbox in
