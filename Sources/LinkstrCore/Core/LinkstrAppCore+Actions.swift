@@ -547,12 +547,17 @@ extension LinkstrAppCore {
     }
 
     /// A kind-5 request for our own wraps (best effort: the linkstr delete notice already went out).
+    /// It waits for a writable relay like any send: a relay that dropped between the notice and
+    /// the request would otherwise keep the wraps for good.
     private func requestRelayDeletion(of wrapIDs: [String]) async {
         guard let account, !wrapIDs.isEmpty else { return }
         let ids = wrapIDs.compactMap { try? EventID(hex: $0) }
         let request = DeletionRequest.make(keys: account.keys, eventIDs: ids, kinds: [GiftWrap.wrapKind])
-        do { try await pool.publish([request]) } catch {
-            logger.debug("kind-5 request not accepted", metadata: ["error": Self.logValue(error)])
+        do {
+            try await pool.waitForWritableRelay(timeout: configuration.sendTimeout)
+            try await pool.publish([request])
+        } catch {
+            logger.info("kind-5 request not accepted", metadata: ["error": Self.logValue(error)])
         }
     }
 
