@@ -53,7 +53,14 @@ import Testing
                 setCookie.contains("HttpOnly") && setCookie.contains("SameSite=Strict") && setCookie.contains("Secure"),
                 "PUBLIC_URL is https")
             let cookie = try #require(setCookie.split(separator: ";").first.map(String.init))
-            let console = try await gateway.client.execute(uri: "/admin", method: .get, headers: [.cookie: cookie])
+            var console = try await gateway.client.execute(uri: "/admin", method: .get, headers: [.cookie: cookie])
+            // Readiness is a snapshot refreshed at most once a second, each check under a 1.5 s
+            // deadline: on a loaded machine the first may miss it, and a later one answers.
+            let deadline = ContinuousClock.now + .seconds(30)
+            while !String(buffer: console.body).contains(#"data-field="readiness">ready<"#), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(250))
+                console = try await gateway.client.execute(uri: "/admin", method: .get, headers: [.cookie: cookie])
+            }
             #expect(console.status == .ok)
             let html = String(buffer: console.body)
             #expect(html.contains(#"data-field="readiness">ready<"#), "\(html.prefix(2000))")
