@@ -47,8 +47,8 @@ import Testing
     }
 
     /// `serve` fixes glibc's mmap threshold at 1 MiB (docs/operations.md, Memory) and says so in
-    /// its `starting` line, which it logs only when glibc took the setting; a threshold the
-    /// operator chose is left alone.
+    /// its `starting` line, which names the threshold only when glibc took the setting; a
+    /// threshold the operator chose is left alone (`unchanged`).
     @Test func serveFixesTheMmapThresholdUnlessTheOperatorChoseOne() async throws {
         try await TestDatabase.with { url, _ in
             try await SandboxFixture.with { sandbox in
