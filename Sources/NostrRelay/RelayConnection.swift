@@ -40,6 +40,10 @@ public actor RelayConnection: Service {
         /// connection that drops again before that EOSE leaves it where it was, so a flapping link
         /// never narrows the window past what was actually received.
         var resumeAfter: Int64?
+        /// A long read pause came while the latest REQ was still replaying (Unix seconds, as in
+        /// `resumeAfter`): that replay holds only what was stored when the relay took the REQ, so
+        /// once its EOSE comes the REQ is sent again from here.
+        var askAgainFrom: Int64?
         /// The context of the latest REQ (re-used when AUTH makes a relay serve it again).
         var context = SubscriptionRequestContext()
     }
@@ -433,30 +437,40 @@ public actor RelayConnection: Service {
 
     /// Reading was paused for `waited` (consumers behind): a relay that drops events for a client
     /// that does not read, instead of dropping the client, has lost some of what it sent since the
-    /// pause began. Every subscription that had caught up asks again from `from`; one still
-    /// replaying keeps the earliest point it must reach back to, and is covered by that replay.
+    /// pause began. Every subscription that had caught up asks again from `from` now; one still
+    /// replaying asks again from there once its replay ends, since the replay holds only what was
+    /// stored when the relay took the REQ.
     private func resubscribeAfterPause(from: Int64, waited: Duration) {
         guard outbound != nil else { return }
-        var resent = 0
+        var (resent, deferred) = (0, 0)
         for id in subscriptions.keys.sorted() {
-            guard var subscription = subscriptions[id] else { continue }
+            guard let subscription = subscriptions[id] else { continue }
             if subscription.caughtUp {
-                subscription.resumeAfter = from
-                subscription.caughtUp = false
-                subscription.context = SubscriptionRequestContext(resumingAfter: from)
-                subscriptions[id] = subscription
-                enqueue(ClientMessage.req(subscriptionID: id, filters: subscription.filters(subscription.context)).json)
+                askAgain(id, from: from)
                 resent += 1
-            } else if let resumeAfter = subscription.resumeAfter {
-                subscriptions[id]?.resumeAfter = min(resumeAfter, from)
+            } else {
+                subscriptions[id]?.askAgainFrom = min(subscription.askAgainFrom ?? from, from)
+                deferred += 1
             }
         }
-        counters.resubscribedAfterPause += 1
+        guard resent + deferred > 0 else { return }
         logger.notice(
-            "reading from the relay paused; subscriptions sent again from before the pause",
+            "reading from the relay paused; subscriptions asked again from before the pause",
             metadata: [
                 "relay.paused_ms": "\(Self.milliseconds(waited))", "relay.resubscribed": "\(resent)",
+                "relay.after_replay": "\(deferred)",
             ])
+    }
+
+    /// Sends subscription `id`'s REQ again, reaching back to `from` (a long read pause).
+    private func askAgain(_ id: String, from: Int64) {
+        guard var subscription = subscriptions[id] else { return }
+        subscription.resumeAfter = from
+        subscription.caughtUp = false
+        subscription.context = SubscriptionRequestContext(resumingAfter: from)
+        subscriptions[id] = subscription
+        enqueue(ClientMessage.req(subscriptionID: id, filters: subscription.filters(subscription.context)).json)
+        counters.resubscribedAfterPause += 1
     }
 
     private func disconnected(_ error: any Error) {
@@ -468,8 +482,12 @@ public actor RelayConnection: Service {
                 if subscriptions[id]?.caughtUp == true {
                     subscriptions[id]?.resumeAfter = missedSince
                     subscriptions[id]?.caughtUp = false
-                } else if let resumeAfter = subscriptions[id]?.resumeAfter {
-                    subscriptions[id]?.resumeAfter = min(resumeAfter, missedSince)
+                } else if let subscription = subscriptions[id] {
+                    // Still replaying: the reconnect's replay reaches back over whatever this one
+                    // was to cover, and over a pause it was to ask again for.
+                    let earliest = [subscription.resumeAfter, subscription.askAgainFrom].compactMap { $0 }.min()
+                    subscriptions[id]?.resumeAfter = earliest.map { min($0, missedSince) }
+                    subscriptions[id]?.askAgainFrom = nil
                 }
             }
             if case RelayError.limitExceeded = error {} else { consecutiveBreaches = 0 }
@@ -554,6 +572,10 @@ public actor RelayConnection: Service {
             guard let subscription = subscriptions[id] else { return nil }
             subscriptions[id]?.caughtUp = true
             subscriptions[id]?.resumeAfter = nil
+            if let from = subscription.askAgainFrom {
+                subscriptions[id]?.askAgainFrom = nil
+                askAgain(id, from: from)
+            }
             return Delivery(buffer: subscription.buffer, event: .endOfStoredEvents, cost: cost)
         case .closed(let id, let text):
             return handleClosed(id, text, cost: cost)

@@ -94,6 +94,40 @@ import Testing
         await relay.stop()
     }
 
+    /// A replay holds only what was stored when the relay took the REQ: a long pause in the middle
+    /// of one asks again from before the pause once the replay's EOSE has come, not straight away
+    /// (which would restart the replay) and not never (the live events dropped in the pause).
+    @Test(.timeLimit(.minutes(2))) func aLongPauseDuringAReplayAsksAgainOnceTheReplayEnds() async throws {
+        let relay = try HostileRelay()
+        try await relay.start()
+        let stored = 4_000
+        for _ in 0..<stored { relay.publish(Self.note()) }
+        var configuration = Self.configuration()
+        configuration.resubscribeAfterPause = .seconds(1)
+        let connection = RelayConnection(url: relay.url, configuration: configuration, logger: RelayConnectionTests.logger)
+        let contexts = Contexts()
+        let before = UnixTime.now()
+        try await connection.running {
+            var events = await connection.subscribe(id: "s", filters: contexts.filters).makeAsyncIterator()
+            #expect(await eventually(within: 30) { await connection.statistics.readingPaused }, "the replay filled the budget")
+            try await Task.sleep(for: .milliseconds(1_500))
+            // The first replay, then the one asked for after it (from before the pause, so all of it again).
+            let counts = await Self.drain(&events, events: 2 * stored, eoses: 2)
+            #expect(counts.events == 2 * stored && counts.eoses == 2)
+            #expect(await eventually(within: 30) { relay.records[0].requests >= 2 }, "the REQ was sent again after the EOSE")
+        }
+        let after = UnixTime.now()
+        let resumed = contexts.resumed
+        // On a loaded machine the second replay can pause long enough to ask a third time.
+        #expect(resumed.count >= 1)
+        if let from = resumed.first {
+            #expect(from >= before - RelayConnection.pauseMargin && from <= after - RelayConnection.pauseMargin)
+        }
+        #expect(await connection.statistics.resubscribedAfterPause == resumed.count)
+        #expect(relay.records.count == 1)
+        await relay.stop()
+    }
+
     @Test(.timeLimit(.minutes(2))) func aConnectionLostDuringAPauseResumesFromBeforeThePause() async throws {
         let relay = try HostileRelay { number in
             number == 1

@@ -10,38 +10,46 @@ import Testing
 @Suite(.serialized) struct GatewayProcessTests {
     @Test func killDashNineMidSendLosesNothing() async throws {
         try await TestDatabase.with { url, database in
-            // Each APNs answer takes 1.5 s, so the SIGKILL lands while every send is in flight.
-            try await SandboxFixture.with(latencyMilliseconds: 1500) { sandbox in
-                let lease = ["DELIVERY_LEASE_SECONDS": "2"]
-                let first = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: lease)
-                let alice = Keys.generate()
-                let recipients = (0..<10).map { _ in Keys.generate() }
-                for (index, keys) in recipients.enumerated() {
+            // The first gateway sends to a sandbox that answers nothing for a minute, so the SIGKILL
+            // lands while every send is in flight however slowly this machine runs; the second
+            // sends to one that answers at once.
+            try await SandboxFixture.with(latencyMilliseconds: 60_000) { stalled in
+                try await SandboxFixture.with { sandbox in
+                    let lease = ["DELIVERY_LEASE_SECONDS": "2"]
+                    let first = try await GatewayProcess.start(database: url, sandbox: stalled, environment: lease)
+                    let alice = Keys.generate()
+                    let recipients = (0..<10).map { _ in Keys.generate() }
+                    for (index, keys) in recipients.enumerated() {
+                        #expect(
+                            try await first.send(
+                                keys, "POST", "/v1/devices/register",
+                                json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(UInt8(0x20 + index)))) == 202)
+                    }
+                    #expect(try await first.send(alice, "POST", "/v1/push", json: ArchiveAndPushTests.pushBody(to: recipients)) == 202)
                     #expect(
-                        try await first.send(
-                            keys, "POST", "/v1/devices/register",
-                            json: GatewayHarness.registerBody(HTTP2DeliveryTests.token(UInt8(0x20 + index)))) == 202)
-                }
-                #expect(try await first.send(alice, "POST", "/v1/push", json: ArchiveAndPushTests.pushBody(to: recipients)) == 202)
-                #expect(try await GatewayHarness.eventually { !sandbox.state.records().isEmpty }, "sends started")
-                first.kill()
-                #expect(
-                    try await TestDatabase.count(database, "SELECT count(*)::int FROM push_queue") == 10, "every job survived the crash")
+                        try await GatewayHarness.eventually(within: 30) { stalled.state.records().count == 10 }, "every send is in flight")
+                    first.kill()
+                    let queued = try await TestDatabase.count(database, "SELECT count(*)::int FROM push_queue")
+                    #expect(queued == 10, "every job survived the crash")
 
-                let second = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: lease)
-                defer { second.kill() }
-                #expect(
-                    try await GatewayHarness.eventually(within: 20) {
-                        try await TestDatabase.count(database, "SELECT count(*)::int FROM push_queue") == 0
-                    })
-                let records = sandbox.delivered()
-                let tokens = Set((0..<10).map { HTTP2DeliveryTests.token(UInt8(0x20 + $0)) })
-                #expect(Set(records.map(\.deviceToken)) == tokens, "every device got its push")
-                // At-least-once: the sends cut off by the crash were sent again, with the same apns-id.
-                for token in tokens {
-                    #expect(Set(records.filter { $0.deviceToken == token }.compactMap(\.apnsID)).count == 1)
+                    let second = try await GatewayProcess.start(database: url, sandbox: sandbox, environment: lease)
+                    defer { second.kill() }
+                    #expect(
+                        try await GatewayHarness.eventually(within: 30) {
+                            try await TestDatabase.count(database, "SELECT count(*)::int FROM push_queue") == 0
+                        })
+                    let records = sandbox.delivered()
+                    let tokens = Set((0..<10).map { HTTP2DeliveryTests.token(UInt8(0x20 + $0)) })
+                    #expect(Set(records.map(\.deviceToken)) == tokens, "every device got its push")
+                    // At-least-once: each send cut off by the crash was sent again, with the same apns-id.
+                    let cutOff = stalled.state.records()
+                    for token in tokens {
+                        let before = Set(cutOff.filter { $0.deviceToken == token }.compactMap(\.apnsID))
+                        let after = Set(records.filter { $0.deviceToken == token }.compactMap(\.apnsID))
+                        #expect(before.count == 1 && after == before, "\(token): \(before) then \(after)")
+                    }
+                    #expect(await second.stop(), "graceful shutdown")
                 }
-                #expect(await second.stop(), "graceful shutdown")
             }
         }
     }
