@@ -19,7 +19,7 @@ import Testing
 
     static func makeCore(
         relay: RelayFixture, directory: URL = temporaryDirectory(), identity: AppAction? = .createIdentity,
-        pageSize: Int = 500, stepSize: Int = 512, sendTimeout: Duration = .seconds(5), logger: Logger = Logger(label: "linkstr.core"),
+        pageSize: Int = 500, stepSize: Int = 512, sendTimeout: Duration = .seconds(30), logger: Logger = Logger(label: "linkstr.core"),
         configure: (inout CoreConfiguration) -> Void = { _ in }, created: (LinkstrAppCore) -> Void = { _ in }
     ) async throws -> LinkstrAppCore {
         var configuration = CoreConfiguration(dataDirectory: directory)
@@ -387,7 +387,6 @@ import Testing
         let coreBox = Mutex<LinkstrAppCore?>(nil)
         let core = try await Self.makeCore(
             relay: relay, identity: .importIdentity(bob.secretKey.exportNsec()), pageSize: 1_000, stepSize: 20,
-            sendTimeout: .seconds(30),
             configure: { configuration in
                 configuration.willApplyHistoryStep = { applied, _ in
                     guard applied >= 200, let core = coreBox.withLock({ $0 }) else { return }

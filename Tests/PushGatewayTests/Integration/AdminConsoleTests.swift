@@ -98,9 +98,9 @@ import Testing
                 try await gateway.send(bob, .post, "/v1/devices/register", json: GatewayHarness.registerBody(GatewayHarness.token(0x31)))
                     .status == .accepted)
             #expect(try await gateway.send(alice, .post, "/v1/push", json: ArchiveAndPushTests.pushBody(to: [bob])).status == .accepted)
-            // Nobody delivers here: the job stays queued, and the console says so within a second or two.
+            // Nobody delivers here: the job stays queued, and the console says so on a later refresh.
             #expect(
-                try await GatewayHarness.eventually(within: 5) {
+                try await GatewayHarness.eventually(within: 30) {
                     let html = String(
                         buffer: try await gateway.client.execute(
                             uri: "/admin", method: .get, headers: [.authorization: "Bearer admin-secret"]
@@ -122,12 +122,15 @@ import Testing
             // guesses over more than that, a few more pass: the guesses go on until one is
             // refused, and the count allowed is checked against the time they took.
             let started = ContinuousClock.now
-            var guesses = 0, refused = false
-            while !refused {
+            var guesses = 0
+            // The refused guess: when it was sent, and how long it was told to wait.
+            var refusal: (sent: ContinuousClock.Instant, retryAfter: Int)?
+            while refusal == nil {
+                let sent = ContinuousClock.now
                 let wrong = try await gateway.client.execute(
                     uri: "/admin/login", method: .post, headers: Self.formHeaders, body: Self.form("guess"))
                 if wrong.status == .tooManyRequests {
-                    refused = true
+                    refusal = (sent, try #require(wrong.headers[.retryAfter].flatMap { Int($0) }))
                 } else {
                     #expect(wrong.status == .unauthorized)
                     guesses += 1
@@ -136,13 +139,21 @@ import Testing
             }
             let refills = Int((ContinuousClock.now - started) / .seconds(6))
             #expect(guesses >= 10 && guesses <= 10 + refills, "10 tries, and one more per 6 s they took (\(refills))")
-            // The next, even with the right token, waits.
+            // The next, even with the right token, waits, unless it came so late (a busy machine)
+            // that the wait it was told of (Retry-After, whole seconds rounded up) had passed.
             let limited = try await gateway.client.execute(
                 uri: "/admin/login", method: .post, headers: Self.formHeaders, body: Self.form("admin-secret"))
-            #expect(limited.status == .tooManyRequests)
-            #expect(limited.headers[.retryAfter] != nil)
+            var refusals = 1
+            if limited.status == .tooManyRequests {
+                refusals += 1
+                #expect(limited.headers[.retryAfter] != nil)
+            } else {
+                let late = ContinuousClock.now - (refusal?.sent ?? started)
+                let wait = Duration.seconds((refusal?.retryAfter ?? 1) - 1)
+                #expect(late > wait && limited.status == .seeOther, "let in \(late) after a refusal to wait \(wait): \(limited.status)")
+            }
             let metrics = String(buffer: try await gateway.client.execute(uri: "/metrics", method: .get).body)
-            #expect(metrics.contains(#"linkstr_rate_limited_total{scope="admin_sign_in"} 2"#))
+            #expect(metrics.contains(#"linkstr_rate_limited_total{scope="admin_sign_in"} \#(refusals)"#))
             #expect(metrics.contains(#"linkstr_auth_failures_total{reason="admin_token"} \#(guesses)"#))
             // The bearer token is not a sign-in: curl and scripts are not held up.
             #expect(

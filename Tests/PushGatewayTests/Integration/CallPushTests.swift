@@ -34,7 +34,7 @@ import Testing
                 try await GatewayHarness.eventually {
                     sandbox.delivered().count == 2 && !WebPushDeliveryTests.deliveries(sandbox, to: browser).isEmpty
                 })
-            let byToken = Dictionary(uniqueKeysWithValues: sandbox.delivered().map { ($0.deviceToken, $0) })
+            let byToken = Dictionary(sandbox.delivered().map { ($0.deviceToken, $0) }) { first, _ in first }
             let rung = try #require(byToken[bobVoIP])
             #expect(rung.topic == GatewayHarness.topic + ".voip")
             #expect(rung.pushType == "voip" && rung.priority == "10" && rung.collapseID == nil)

@@ -15,7 +15,7 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("linkstr-e2e-\(UUID().uuidString)")
         var configuration = CoreConfiguration(dataDirectory: directory)
         configuration.defaultRelays = [relay.url]
-        configuration.sendTimeout = .seconds(5)
+        configuration.sendTimeout = .seconds(30)
         // Every relay here is on loopback, recipients' inbox relays included.
         configuration.allowPrivateRecipientRelays = true
         configuration.pushGateway = URL(string: "http://127.0.0.1:\(try #require(gateway.client.port))")

@@ -12,6 +12,19 @@ import Testing
 /// the HTTP/2 path against the APNs sandbox is tested with the sender that speaks it.
 @Suite(.serialized) struct DeliveryTests {
     /// Seeds devices and jobs through the real API store.
+    /// Ends every lease now, as its running out would (the worker holding it "died"). Leases in
+    /// these tests are long, so that nothing lapses between two steps on a busy machine.
+    static func expireLeases(_ client: PostgresClient) async throws {
+        try await client.query(
+            """
+            UPDATE push_jobs SET locked_until = now() - interval '1 second', next_attempt_at = now() - interval '1 second'
+            WHERE locked_until > now()
+            """, logger: TestDatabase.logger)
+        try await client.query(
+            "UPDATE push_batches SET next_attempt_at = now() - interval '1 second' WHERE attempts > 0 AND next_attempt_at > now()",
+            logger: TestDatabase.logger)
+    }
+
     static func seed(_ client: PostgresClient, devices: [(token: String, pubkey: String)], jobsPerDevice: Int = 1) async throws {
         for device in devices {
             try await client.query(
@@ -87,9 +100,9 @@ import Testing
         try await TestDatabase.with { _, client in
             try await Self.seed(client, devices: Self.devices(1))
             let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
-            let first = try #require(try await queue.claim(limit: 10, leaseSeconds: 1).first)
+            let first = try #require(try await queue.claim(limit: 10, leaseSeconds: 60).first)
             #expect(try await queue.claim(limit: 10).isEmpty, "leased")
-            try await Task.sleep(for: .milliseconds(1500)) // the worker "died"; its lease runs out
+            try await Self.expireLeases(client) // the worker "died"; its lease runs out
             let again = try #require(try await queue.claim(limit: 10).first)
             #expect(again.id == first.id && again.apnsID == first.apnsID)
             #expect(again.attempts == 2)
@@ -108,7 +121,7 @@ import Testing
                 logger: TestDatabase.logger)
             try await client.query("INSERT INTO archived_conversations VALUES (\(devices[1].pubkey), 'C1')", logger: TestDatabase.logger)
             let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
-            let claimed = try await queue.claim(limit: 10, leaseSeconds: 1)
+            let claimed = try await queue.claim(limit: 10, leaseSeconds: 60)
             #expect(claimed.map(\.deviceToken) == [devices[2].token])
             #expect(
                 try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs") == 1,
@@ -116,7 +129,7 @@ import Testing
 
             // A worker whose lease ran out cannot finish the job someone else now holds.
             let stale = try #require(claimed.first)
-            try await Task.sleep(for: .milliseconds(1500))
+            try await Self.expireLeases(client)
             let fresh = try #require(try await queue.claim(limit: 10).first)
             try await queue.finish(stale)
             #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs WHERE id = \(fresh.id)") == 1)
@@ -269,7 +282,7 @@ import Testing
                         postID: nil,
                         lifetimeSeconds: 900, skipRelayWatchDevices: false, leaseSeconds: lease), logger: TestDatabase.logger)
             }
-            let rows = try await enqueue("ev-direct", lease: 1)
+            let rows = try await enqueue("ev-direct", lease: 60)
             let leased = rows.compactMap(\.leased)
             #expect(rows.allSatisfy { $0.fresh && $0.recipients == 2 && $0.jobs == 2 })
             #expect(Set(leased.map(\.deviceToken)) == Set(devices.map(\.token)))
@@ -287,7 +300,7 @@ import Testing
             let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
             #expect(try await queue.claim(limit: 10).isEmpty, "leased to the instance that queued them")
 
-            try await Task.sleep(for: .milliseconds(1500)) // that instance "died"; the lease runs out
+            try await Self.expireLeases(client) // that instance "died"; the lease runs out
             let again = try await queue.claim(limit: 10)
             #expect(Set(again.map(\.apnsID)) == Set(leased.map(\.apnsID)), "the same jobs, the same apns-id")
             #expect(again.allSatisfy { $0.attempts == 2 })

@@ -241,7 +241,7 @@ import Testing
 
                 // Scrape-time values appear on a scrape; scrape until nothing is missing.
                 let exposition = Mutex("")
-                let complete = try await GatewayHarness.eventually(within: 10) {
+                let complete = try await GatewayHarness.eventually(within: 30) {
                     let text = String(buffer: try await gateway.client.execute(uri: "/metrics", method: .get).body)
                     exposition.withLock { $0 = text }
                     return Self.missing(names, in: text).isEmpty

@@ -212,13 +212,14 @@ import WebPush
     /// nothing else: a healthy subscription's push in the same round is delivered.
     @Test func aServiceThatNeverAnswersIsCutAtTheSendLimit() async throws {
         try await SandboxFixture.with { sandbox in
-            let sender = try Self.sender(sandbox, sendLimit: .seconds(1))
+            // The healthy push must be delivered within the limit too, on however busy a machine.
+            let sender = try Self.sender(sandbox, sendLimit: .seconds(5))
             let stalled = try Self.subscribe(sandbox, ["stall": "1"]), healthy = try Self.subscribe(sandbox)
             let started = ContinuousClock.now
             let results = await sender.send([try Self.job(1, to: stalled), try Self.job(2, to: healthy)])
             let elapsed = ContinuousClock.now - started
             #expect(results.map(\.outcome) == [.retry(reason: "Timeout"), .delivered])
-            #expect(elapsed < .seconds(5), "cut at the limit, not left to the service: \(elapsed)")
+            #expect(elapsed < .seconds(15), "cut at the limit, not left to the service: \(elapsed)")
             #expect(Self.deliveries(sandbox, to: stalled).count == 1, "the request did reach the stalling service")
             await sender.shutdown()
         }

@@ -27,7 +27,7 @@ struct GatewayHarness: Sendable {
         GatewayConfiguration(
             listenHost: "127.0.0.1", listenPort: 0, database: url, publicURL: publicURL, authMaxSkewSeconds: 300,
             adminToken: adminToken, apns: apns ?? APNsConfiguration(disabled: true, apps: [], defaultTopic: topic),
-            delivery: DeliverySettings(leaseSeconds: 5, batchSize: 64, loops: 2), watch: watch, rateLimits: rateLimits,
+            delivery: DeliverySettings(leaseSeconds: 30, batchSize: 64, loops: 2), watch: watch, rateLimits: rateLimits,
             deviceBudget: deviceBudget, inbox: inbox, webPush: webPush, fcm: fcm, alerts: alerts)
     }
 
@@ -69,7 +69,7 @@ struct GatewayHarness: Sendable {
     }
 
     /// Polls `condition` every 50 ms for up to `seconds`; returns whether it came true.
-    static func eventually(within seconds: Double = 10, _ condition: @Sendable () async throws -> Bool) async throws -> Bool {
+    static func eventually(within seconds: Double = 30, _ condition: @Sendable () async throws -> Bool) async throws -> Bool {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         while ContinuousClock.now < deadline {
             if try await condition() { return true }

@@ -63,7 +63,9 @@ final class GatewayProcess: Sendable {
         let logPath = FileManager.default.temporaryDirectory.appendingPathComponent("linkstr-push-\(port).log").path
         let process = try ChildProcess(executable: try binary(), arguments: ["serve"], logPath: logPath, environment: environment)
         let gateway = GatewayProcess(process: process, port: port, logPath: logPath)
-        for _ in 0..<200 {
+        // A busy machine can take a while to start a process, migrate and answer readiness.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
             if let response = try? await gateway.get("/readyz"), response.status == 200 { return gateway }
             guard process.isRunning else {
                 let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "(no log at \(logPath))"

@@ -32,11 +32,11 @@ import Testing
     }
 
     @Test func idleClientsAreRetiredWhenTheNextOneIsMade() async throws {
-        let clients = PinnedHTTPClients(configuration: .init(), logger: Logger(label: "test"), idleLimit: .milliseconds(50))
+        let clients = PinnedHTTPClients(configuration: .init(), logger: Logger(label: "test"), idleLimit: .seconds(2))
         try await clients.withClient(host: "a.example", addresses: Self.loopback) { _ in }
         try await clients.withClient(host: "b.example", addresses: Self.loopback) { _ in }
         #expect(clients.count == 2)
-        try await Task.sleep(for: .milliseconds(100))
+        try await Task.sleep(for: .milliseconds(2_500))
         try await clients.withClient(host: "c.example", addresses: Self.loopback) { _ in }
         #expect(clients.count == 1, "a and b idled past the limit")
         await clients.shutdown()
