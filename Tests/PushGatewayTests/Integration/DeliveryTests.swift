@@ -184,9 +184,7 @@ import Testing
             #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM push_jobs") == 2, "in flight: left to its sender")
 
             // Both leases run out, as when the instance sending them dies.
-            try await client.query(
-                "UPDATE push_jobs SET locked_until = now() - interval '1 second', next_attempt_at = now() - interval '1 second'",
-                logger: TestDatabase.logger)
+            try await Self.expireLeases(client)
             let claimed = try await DeliveryQueue(client: client, logger: TestDatabase.logger).claim(limit: 10)
             #expect(claimed.map(\.deviceToken) == [devices[1].token], "only the job whose device is still there is sent")
             #expect(

@@ -5,7 +5,6 @@ import HummingbirdTesting
 import NostrProtocol
 import PostgresNIO
 import PushGateway
-import Synchronization
 import Testing
 
 @Suite(.serialized) struct DeviceRouteTests {
@@ -16,14 +15,11 @@ import Testing
             #expect(health.json == ["status": "ok"])
             // A readiness read that misses its deadline on a busy machine answers 503 until the
             // next read (at most once a second).
-            let ready = Mutex<TestResponse?>(nil)
-            #expect(
-                try await GatewayHarness.eventually {
-                    let response = try await gateway.send(nil, .get, "/readyz")
-                    ready.withLock { $0 = response }
-                    return response.status == .ok
-                })
-            #expect(ready.withLock { $0 }?.json?["status"] == "ready")
+            let ready = try await GatewayHarness.eventually(reading: { try await gateway.send(nil, .get, "/readyz") }) {
+                $0.status == .ok
+            }
+            #expect(ready.done)
+            #expect(ready.value.json?["status"] == "ready")
         }
     }
 

@@ -308,14 +308,9 @@ import Testing
                 #expect(try await GatewayHarness.eventually { try await Self.relayStatus(gateway)?["last_limit"] == "invalid" })
                 #expect(try await signatureChecks() == 0, "wrong ids cost no signature check; \(story())")
                 // Readiness answers 503, without the watcher's part, when a read misses its deadline.
-                let read = Mutex<JSONValue?>(nil)
-                #expect(
-                    try await GatewayHarness.eventually {
-                        let status = try await Self.relayStatus(gateway)
-                        read.withLock { $0 = status }
-                        return status != nil
-                    })
-                let status = read.withLock { $0 }
+                let read = try await GatewayHarness.eventually(reading: { try await Self.relayStatus(gateway) }) { $0 != nil }
+                #expect(read.done)
+                let status = read.value
                 #expect(status?["last_limit"] == "invalid" && status?["limit_disconnects"] == 1, "\(String(describing: status))")
                 #expect((status?["invalid_events"]?.integerValue ?? 0) > 10)
                 #expect(status?["error"] == .string(RelayError.limitExceeded(.invalid).description))

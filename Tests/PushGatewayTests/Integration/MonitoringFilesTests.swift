@@ -4,7 +4,6 @@ import HummingbirdTesting
 import NIOCore
 import NostrProtocol
 import PushGateway
-import Synchronization
 import TestSupport
 import Testing
 
@@ -240,13 +239,9 @@ import Testing
                 #expect(statuses.last == .tooManyRequests, "\(statuses)")
 
                 // Scrape-time values appear on a scrape; scrape until nothing is missing.
-                let exposition = Mutex("")
-                let complete = try await GatewayHarness.eventually(within: 30) {
-                    let text = String(buffer: try await gateway.client.execute(uri: "/metrics", method: .get).body)
-                    exposition.withLock { $0 = text }
-                    return Self.missing(names, in: text).isEmpty
-                }
-                let text = exposition.withLock { $0 }
+                let (text, complete) = try await GatewayHarness.eventually(
+                    reading: { String(buffer: try await gateway.client.execute(uri: "/metrics", method: .get).body) },
+                    until: { Self.missing(names, in: $0).isEmpty })
                 #expect(complete, "not exported by a running gateway: \(Self.missing(names, in: text))")
                 #expect(Self.missing(names.union(["linkstr_no_such_metric"]), in: text).contains("linkstr_no_such_metric"))
             }

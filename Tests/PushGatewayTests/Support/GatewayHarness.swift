@@ -7,6 +7,7 @@ import NIOCore
 import NostrProtocol
 import PostgresNIO
 import PushGateway
+import Synchronization
 
 /// Runs the real gateway (HTTP server on loopback, real PostgreSQL) for one test.
 struct GatewayHarness: Sendable {
@@ -76,6 +77,21 @@ struct GatewayHarness: Sendable {
             try await Task.sleep(for: .milliseconds(50))
         }
         return try await condition()
+    }
+
+    /// Reads with `read` as `eventually` polls, until what it read satisfies `done`; returns the
+    /// last value read (for the expectations after) and whether it did.
+    static func eventually<T: Sendable>(
+        within seconds: Double = 30, reading read: @Sendable () async throws -> T, until done: @Sendable (T) -> Bool
+    ) async throws -> (value: T, done: Bool) {
+        let last = Mutex<T?>(nil)
+        let reached = try await eventually(within: seconds) {
+            let value = try await read()
+            last.withLock { $0 = value }
+            return done(value)
+        }
+        // `eventually` reads at least once.
+        return (last.withLock { $0 }!, reached)
     }
 
     /// A signed request (linkstr dialect, fresh nonce unless given).
