@@ -31,6 +31,32 @@ import Testing
         }
     }
 
+    /// The tables every push rewrites but a crash may lose (coalescing windows, alert budgets)
+    /// write no WAL and leave room for updates in place; what a push's delivery depends on is
+    /// logged.
+    @Test func onlyWhatACrashMayLoseIsUnlogged() async throws {
+        try await TestDatabase.with { (_: DatabaseURL, client: PostgresClient) async throws -> Void in
+            let rows = try await client.query(
+                """
+                SELECT relname, relpersistence::text, coalesce(array_to_string(reloptions, ','), '') FROM pg_class
+                WHERE relname IN ('watch_coalesce', 'device_budgets', 'push_jobs', 'push_batches', 'seen_wraps', 'inbox_wraps', 'devices')
+                  AND relkind = 'r'
+                """, logger: TestDatabase.logger)
+            var tables: [String: (persistence: String, options: String)] = [:]
+            for try await (name, persistence, options) in rows.decode((String, String, String).self) {
+                tables[name] = (persistence, options)
+            }
+            #expect(tables.count == 7)
+            for name in ["watch_coalesce", "device_budgets"] {
+                #expect(tables[name]?.persistence == "u", "\(name)")
+                #expect(tables[name]?.options.contains("fillfactor=50") == true, "\(name)")
+            }
+            for name in ["push_jobs", "push_batches", "seen_wraps", "inbox_wraps", "devices"] {
+                #expect(tables[name]?.persistence == "p", "\(name)")
+            }
+        }
+    }
+
     @Test func aFailingMigrationLeavesNothingBehind() async throws {
         try await TestDatabase.with(migrate: false) { (_: DatabaseURL, client: PostgresClient) async throws -> Void in
             let broken = Migrator(migrations: [

@@ -31,6 +31,8 @@ struct InboxChecksTests {
                 "invalid: a gift wrap names"
             ),
             (Self.sender.sign(kind: EventKind.giftWrap, tags: [["p", "not-a-key"]], content: "x"), 100, "invalid: a gift wrap names"),
+            // Keys are stored lowercase: an uppercase recipient could match no device.
+            (Self.sender.sign(kind: EventKind.giftWrap, tags: [["p", bob.uppercased()]], content: "x"), 100, "invalid: a gift wrap names"),
             (Self.wrap(to: bob, createdAt: now - InboxRelaySettings.maxAgeSeconds - 10), 100, "invalid: created_at is more than 3 days"),
             (Self.wrap(to: bob, createdAt: now + InboxRelaySettings.maxFutureSeconds + 10), 100, "invalid: created_at is more than 15"),
             (forged, 100, "invalid: bad event id or signature"),
