@@ -279,6 +279,7 @@ let package = Package(
             name: "NostrProtocolTests",
             dependencies: [
                 "NostrProtocol",
+                "TestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ],

@@ -23,7 +23,7 @@ count() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$copy" "$1" 
 
 raw=0
 printf '| op | instructions/op | relative to raw libsecp256k1 verify |\n|---|---:|---:|\n'
-for op in raw-verify verify parse-verify sign ecdh nip44-encrypt nip44-decrypt wrap unwrap unwrap-cached; do
+for op in raw-verify verify parse-verify client-event-message relay-event-message sign ecdh nip44-encrypt nip44-decrypt wrap unwrap unwrap-cached; do
     base="$(count "$op" 0)"
     total="$(count "$op" "$iterations")"
     per=$(( (total - base) / iterations ))

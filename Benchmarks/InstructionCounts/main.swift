@@ -27,6 +27,12 @@ let payload = try! NIP44.encrypt(kibibyte, conversationKey: conversationKey)
 let rumor = UnsignedEvent(pubkey: author.publicKey, kind: 44001, tags: [["p", recipient.publicKey.hex]], content: "ping")
 let wraps = (0..<64).map { _ in try! GiftWrap.make(rumor, author: author, recipient: recipient.publicKey) }
 let cache = ConversationKeyCache()
+// A gift wrap the size of a linkstr post's (about 2 KB of content), as an inbox relay and a watcher read it.
+let post = String(repeating: "https://example.com/a/link/to/read ", count: 16)
+let postRumor = UnsignedEvent(pubkey: author.publicKey, kind: 14, tags: [["p", recipient.publicKey.hex]], content: post)
+let postWrap = try! GiftWrap.make(postRumor, author: author, recipient: recipient.publicKey)
+let inboxMessage = ClientMessage.event(postWrap).json
+let relayMessage = RelayMessage.event(subscriptionID: "watch-0", event: postWrap).json
 let context = secp256k1_context_create(UInt32(SECP256K1_CONTEXT_NONE))!
 
 var sink = 0
@@ -38,6 +44,10 @@ for index in 0..<iterations {
         sink &+= Int(secp256k1_schnorrsig_verify(context, event.sig.bytes, event.id.bytes, 32, &xonly))
     case "verify": sink &+= event.isValid ? 1 : 0
     case "parse-verify": sink &+= (try! NostrEvent(json: eventJSON)).isValid ? 1 : 0
+    case "client-event-message":
+        if case .event(let event) = try! ClientMessage(json: inboxMessage) { sink &+= Int(event.kind) }
+    case "relay-event-message":
+        if case .event(_, let event) = try! RelayMessage(json: relayMessage) { sink &+= Int(event.kind) }
     case "sign": sink &+= Int(author.sign(kind: 1, content: content, createdAt: 1_700_000_000).sig.bytes[0])
     case "ecdh": sink &+= Int(ConversationKey(secretKey: author.secretKey, publicKey: recipient.publicKey).exportBytes()[0])
     case "nip44-encrypt": sink &+= (try! NIP44.encrypt(kibibyte, conversationKey: conversationKey)).utf8.count

@@ -24,6 +24,10 @@ public struct NostrEvent: Sendable, Hashable {
 
     /// Parses event JSON. Unknown keys are ignored and not kept.
     public init(json: String) throws(EventDecodingError) {
+        if let event = EventReader.event(json) {
+            self = event
+            return
+        }
         try self.init(jsonValue: EventFields.parse(json))
     }
 

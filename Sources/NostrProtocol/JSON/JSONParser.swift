@@ -6,10 +6,10 @@
 struct JSONParser {
     static let maxDepth = 64
 
-    private let bytes: UnsafeBufferPointer<UInt8>
-    private var index = 0
+    let bytes: UnsafeBufferPointer<UInt8>
+    var index = 0
 
-    private init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+    init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
     static func parse(_ input: [UInt8]) throws(JSONError) -> JSONValue {
         let result: Result<JSONValue, JSONError> = input.withUnsafeBufferPointer { buffer in
@@ -27,9 +27,9 @@ struct JSONParser {
         return try result.get()
     }
 
-    private func error(_ message: String) -> JSONError { JSONError(message: message, offset: index) }
+    func error(_ message: String) -> JSONError { JSONError(message: message, offset: index) }
 
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x0A, 0x0D, 0x09: index += 1
@@ -127,7 +127,7 @@ struct JSONParser {
         }
     }
 
-    private mutating func parseNumber() throws(JSONError) -> JSONValue {
+    mutating func parseNumber() throws(JSONError) -> JSONValue {
         let start = index
         var isInteger = true
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
@@ -159,16 +159,17 @@ struct JSONParser {
 
     @inline(__always) private func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
 
-    private mutating func parseString() throws(JSONError) -> String {
+    mutating func parseString() throws(JSONError) -> String {
         index += 1 // opening quote
         let start = index
         // Fast path: no escapes, only needs UTF-8 validation.
+        index = JSONPlainBytes.firstNotPlain(in: bytes, from: index)
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 index += 1
-                guard let string = String(validating: slice, as: UTF8.self) else { throw error("invalid UTF-8 in string") }
+                guard let string = UTF8Text.string(validating: slice) else { throw error("invalid UTF-8 in string") }
                 return string
             }
             if byte == UInt8(ascii: "\\") { break }
@@ -181,7 +182,7 @@ struct JSONParser {
             switch byte {
             case UInt8(ascii: "\""):
                 index += 1
-                guard let string = String(validating: out, as: UTF8.self) else { throw error("invalid UTF-8 in string") }
+                guard let string = UTF8Text.string(validating: out) else { throw error("invalid UTF-8 in string") }
                 return string
             case UInt8(ascii: "\\"):
                 index += 1

@@ -28,7 +28,9 @@ public struct JSONWriter: Sendable {
         value.withUTF8 { utf8 in
             bytes.append(UInt8(ascii: "\""))
             var runStart = 0
-            for (i, byte) in utf8.enumerated() where byte < 0x20 || byte == 0x22 || byte == 0x5C {
+            var i = JSONPlainBytes.firstNotPlain(in: utf8, from: 0)
+            while i < utf8.count {
+                let byte = utf8[i]
                 if runStart < i { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i])) }
                 runStart = i + 1
                 switch byte {
@@ -44,6 +46,7 @@ public struct JSONWriter: Sendable {
                     bytes.append(Self.hexDigits[Int(byte >> 4)])
                     bytes.append(Self.hexDigits[Int(byte & 0x0F)])
                 }
+                i = JSONPlainBytes.firstNotPlain(in: utf8, from: i + 1)
             }
             if runStart < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
             bytes.append(UInt8(ascii: "\""))

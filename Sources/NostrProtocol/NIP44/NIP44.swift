@@ -64,7 +64,7 @@ public enum NIP44 {
         guard keys.verifyMAC(mac, nonce: nonce, ciphertext: ciphertext) else { throw .invalidMAC }
         let padded = keys.chacha20(ciphertext)
         let plain = try unpad(padded, maxLength: maxDecryptedLength)
-        guard let text = String(validating: plain, as: UTF8.self) else { throw .invalidUTF8 }
+        guard let text = UTF8Text.string(validating: plain) else { throw .invalidUTF8 }
         return text
     }
 

@@ -30,6 +30,11 @@ public enum ClientMessage: Sendable, Hashable {
     }
 
     public init(json: String) throws(RelayMessageError) {
+        // Nearly every message an inbox relay reads is an EVENT: read it without the JSON tree.
+        if let event = EventReader.clientEvent(json) {
+            self = .event(event)
+            return
+        }
         let items = try MessageArray.parse(json)
         let type = try MessageArray.type(items)
         switch type {

@@ -8,6 +8,11 @@ public enum RelayMessage: Sendable, Hashable {
     case auth(challenge: String)
 
     public init(json: String) throws(RelayMessageError) {
+        // Nearly every message a watched relay sends is an EVENT: read it without the JSON tree.
+        if let (subscriptionID, event) = EventReader.relayEvent(json) {
+            self = .event(subscriptionID: subscriptionID, event: event)
+            return
+        }
         let items = try MessageArray.parse(json)
         let type = try MessageArray.type(items)
         switch type {

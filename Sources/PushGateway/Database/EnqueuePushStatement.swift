@@ -174,25 +174,14 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
     }
 
     package func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (
-            fresh, recipients, jobs, overBudget, id, apnsID, token, pubkey, environment, topic, updatedAt, attempts, expiresAt, platform,
-            pushType, p256dh, authSecret
-        ) =
-            try row.decode(
-                (
-                    Int, Int, Int, Int, Int64?, UUID?, String?, String?, String?, String?, Date?, Int?, Date?, String?, String?, String?,
-                    String?
-                )
-                .self)
-        let leased = ClaimedJob(
-            leasedID: id, inBatch: true, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic,
-            deviceUpdatedAt: updatedAt, attempts: attempts, expiresAt: expiresAt,
-            device: (platform, pushType, p256dh, authSecret)
-        ) { _ in
-            APNsNotification(
-                type: notificationType, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID,
-                background: background)
-        }
+        var columns = RowColumns(row)
+        let (fresh, recipients, jobs, overBudget) = (
+            try columns.next(Int.self), try columns.next(Int.self), try columns.next(Int.self), try columns.next(Int.self)
+        )
+        let notification = APNsNotification(
+            type: notificationType, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID,
+            background: background)
+        let leased = try ClaimedJob(leasedFrom: &columns, inBatch: true, reading: { _ in }, notification: { _, _ in notification })
         return Row(fresh: fresh == 1, recipients: recipients, jobs: jobs, overBudget: overBudget, leased: leased)
     }
 }

@@ -197,24 +197,23 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
         var job: ClaimedJob?
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (
-            claimed, queued, merged, overBudget, id, apnsID, token, pubkey, environment, topic, updatedAt, wrapID, relay, count, attempts,
-            expiresAt, platform, pushType, p256dh, authSecret
-        ) =
-            try row.decode(
-                (
-                    Int, Int, Int, Int, Int64?, UUID?, String?, String?, String?, String?, Date?, String?, String?, Int?, Int?, Date?,
-                    String?,
-                    String?, String?, String?
-                ).self)
-        let job = ClaimedJob(
-            leasedID: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic,
-            deviceUpdatedAt: updatedAt, attempts: attempts, expiresAt: expiresAt,
-            device: (platform, pushType, p256dh, authSecret)
-        ) { pubkey in
-            wrapID.map { .giftWrap(wrapID: $0, relay: relay ?? "", count: count ?? 1, recipient: pubkey) }
+    /// A leased gift-wrap push from the row's job columns, with the wrap's `event_id, relay,
+    /// wrap_count` between the device's and the lease's (`StoreInboxWrapsStatement` returns the
+    /// same columns).
+    static func leasedJob(_ columns: inout RowColumns) throws -> ClaimedJob? {
+        try ClaimedJob(leasedFrom: &columns) { columns in
+            (wrapID: try columns.optional(String.self), relay: try columns.optional(String.self), count: try columns.optional(Int.self))
+        } notification: { pubkey, wrap in
+            wrap.wrapID.map { .giftWrap(wrapID: $0, relay: wrap.relay ?? "", count: wrap.count ?? 1, recipient: pubkey) }
         }
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        var columns = RowColumns(row)
+        let (claimed, queued, merged, overBudget) = (
+            try columns.next(Int.self), try columns.next(Int.self), try columns.next(Int.self), try columns.next(Int.self)
+        )
+        let job = try Self.leasedJob(&columns)
         return Row(claimed: claimed, queued: queued, merged: merged, overBudget: overBudget, job: job)
     }
 }

@@ -129,29 +129,18 @@ package struct StoreInboxWrapsStatement: PostgresPreparedStatement {
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (
-            outcomes, _, claimed, queued, merged, overBudget, id, apnsID, token, pubkey, environment, topic, updatedAt, wrapID, relay,
-            count,
-            attempts, expiresAt, platform, pushType, p256dh, authSecret
-        ) =
-            try row.decode(
-                (
-                    String?, Int?, Int?, Int?, Int?, Int?, Int64?, UUID?, String?, String?, String?, String?, Date?, String?, String?, Int?,
-                    Int?, Date?, String?, String?, String?, String?
-                ).self)
+        var columns = RowColumns(row)
+        let outcomes = try columns.optional(String.self)
+        _ = try columns.optional(Int.self)
+        let (claimed, queued, merged, overBudget) = (
+            try columns.optional(Int.self), try columns.optional(Int.self), try columns.optional(Int.self), try columns.optional(Int.self)
+        )
         if let outcomes {
             return .outcomes(
                 outcomes.compactMap(Outcome.init(rawValue:)),
                 record: WatchStore.RecordResult(
                     claimed: claimed ?? 0, jobs: queued ?? 0, merged: merged ?? 0, overBudget: overBudget ?? 0))
         }
-        return .leased(
-            ClaimedJob(
-                leasedID: id, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic,
-                deviceUpdatedAt: updatedAt, attempts: attempts, expiresAt: expiresAt,
-                device: (platform, pushType, p256dh, authSecret)
-            ) { pubkey in
-                wrapID.map { .giftWrap(wrapID: $0, relay: relay ?? "", count: count ?? 1, recipient: pubkey) }
-            })
+        return .leased(try RecordWrapsStatement.leasedJob(&columns))
     }
 }

@@ -61,9 +61,38 @@ public struct ClaimedJob: Sendable, Equatable {
 }
 
 extension ClaimedJob {
-    /// A job a statement queued already leased (`EnqueuePushStatement`, `RecordWrapsStatement`),
-    /// from the row's left-joined job and device columns: nil on the row that carries no job,
-    /// where they are all NULL. `notification` builds the payload from the recipient's pubkey.
+    /// A job a statement queued already leased (`EnqueuePushStatement`, `RecordWrapsStatement`,
+    /// `StoreInboxWrapsStatement`), read from the row's next columns, left-joined and so all NULL
+    /// on a row that carries no job (nil then): `id, apns_id, device_token, pubkey,
+    /// apns_environment, topic, updated_at`, the statement's own columns (`reading`), then
+    /// `attempts, expires_at, platform, push_type, p256dh, auth_secret`. `notification` builds
+    /// the payload from the recipient's pubkey and what `reading` read.
+    init?<Extra>(
+        leasedFrom columns: inout RowColumns, inBatch: Bool = false, reading extra: (inout RowColumns) throws -> Extra,
+        notification: (_ pubkey: String, Extra) -> APNsNotification?
+    ) throws {
+        let (id, apnsID, deviceToken, pubkey) = (
+            try columns.optional(Int64.self), try columns.optional(UUID.self), try columns.optional(String.self),
+            try columns.optional(String.self)
+        )
+        let (environment, topic, deviceUpdatedAt) = (
+            try columns.optional(String.self), try columns.optional(String.self), try columns.optional(Date.self)
+        )
+        let extra = try extra(&columns)
+        let (attempts, expiresAt) = (try columns.optional(Int.self), try columns.optional(Date.self))
+        let (platform, pushType, p256dh, authSecret) = (
+            try columns.optional(String.self), try columns.optional(String.self), try columns.optional(String.self),
+            try columns.optional(String.self)
+        )
+        self.init(
+            leasedID: id, inBatch: inBatch, apnsID: apnsID, deviceToken: deviceToken, pubkey: pubkey, environment: environment,
+            topic: topic, deviceUpdatedAt: deviceUpdatedAt, attempts: attempts, expiresAt: expiresAt,
+            device: (platform, pushType, p256dh, authSecret)
+        ) { notification($0, extra) }
+    }
+
+    /// A leased job from its columns, read in another order (`claimBatches`): nil when the job
+    /// columns are NULL or the device row cannot be read.
     init?(
         leasedID id: Int64?, inBatch: Bool = false, apnsID: UUID?, deviceToken: String?, pubkey: String?, environment: String?,
         topic: String?,
@@ -134,16 +163,25 @@ public struct DeliveryQueue: Sendable {
         let rows = try await database.query(ClaimBatchesQuery(limit: limit, leaseSeconds: leaseSeconds).query, logger: logger)
         var members: [ClaimedJob] = []
         var empty: [(id: Int64, attempts: Int)] = []
-        for (
-            id, attempts, expiresAt, type, eventID, conversationID, emoji, postID, background, apnsID, token, pubkey, environment, topic,
-            updatedAt, platform, pushType, p256dh, authSecret
-        )
-            in try rows.decode(
-                (
-                    Int64, Int, Date, String, String, String, String?, String?, Bool, UUID?, String?, String?, String?, String?, Date?,
-                    String?, String?, String?, String?
-                ).self)
-        {
+        for row in rows {
+            var columns = RowColumns(row)
+            let (id, attempts, expiresAt) = (try columns.next(Int64.self), try columns.next(Int.self), try columns.next(Date.self))
+            let (type, eventID, conversationID) = (
+                try columns.next(String.self), try columns.next(String.self), try columns.next(String.self)
+            )
+            let (emoji, postID, background) = (
+                try columns.optional(String.self), try columns.optional(String.self), try columns.next(Bool.self)
+            )
+            let (apnsID, token, pubkey) = (
+                try columns.optional(UUID.self), try columns.optional(String.self), try columns.optional(String.self)
+            )
+            let (environment, topic, updatedAt) = (
+                try columns.optional(String.self), try columns.optional(String.self), try columns.optional(Date.self)
+            )
+            let (platform, pushType, p256dh, authSecret) = (
+                try columns.optional(String.self), try columns.optional(String.self), try columns.optional(String.self),
+                try columns.optional(String.self)
+            )
             // The row a batch without a member left to send carries (its members' devices are
             // gone, or the conversation was archived): nothing to send, so the batch goes.
             guard apnsID != nil else {
@@ -176,16 +214,27 @@ public struct DeliveryQueue: Sendable {
     func claimJobs(limit: Int, leaseSeconds: Int) async throws -> [ClaimedJob] {
         let rows = try await database.query(ClaimJobsQuery(limit: limit, leaseSeconds: leaseSeconds).query, logger: logger)
         var jobs: [ClaimedJob] = []
-        for (
-            id, apnsID, token, pubkey, environment, topic, updatedAt, type, eventID, conversationID, emoji, postID, attempts, expiresAt,
-            relay, wrapCount, platform, pushType, p256dh, authSecret, background
-        )
-            in try rows.decode(
-                (
-                    Int64, UUID, String, String, String?, String, Date, String, String, String, String?, String?, Int, Date, String?, Int,
-                    String, String, String?, String?, Bool
-                ).self)
-        {
+        for row in rows {
+            var columns = RowColumns(row)
+            let (id, apnsID, token, pubkey) = (
+                try columns.next(Int64.self), try columns.next(UUID.self), try columns.next(String.self), try columns.next(String.self)
+            )
+            let (environment, topic, updatedAt) = (
+                try columns.optional(String.self), try columns.next(String.self), try columns.next(Date.self)
+            )
+            let (type, eventID, conversationID) = (
+                try columns.next(String.self), try columns.next(String.self), try columns.next(String.self)
+            )
+            let (emoji, postID, attempts, expiresAt) = (
+                try columns.optional(String.self), try columns.optional(String.self), try columns.next(Int.self),
+                try columns.next(Date.self)
+            )
+            let (relay, wrapCount, platform, pushType) = (
+                try columns.optional(String.self), try columns.next(Int.self), try columns.next(String.self), try columns.next(String.self)
+            )
+            let (p256dh, authSecret, background) = (
+                try columns.optional(String.self), try columns.optional(String.self), try columns.next(Bool.self)
+            )
             // A device row this build cannot read (see `PushDestination(storedPlatform:…)`): its
             // job is left to expire rather than fail every claim round that meets it.
             guard

@@ -207,7 +207,7 @@ final class InboxRelaySession: Sendable {
             send(RelayMessage.ok(eventID: id, accepted: false, message: "error: could not store, try again").json)
             return
         }
-        relay.metrics.inboxEvent(outcome: "\(outcome)")
+        relay.metrics.inboxEvent(outcome: outcome.metricLabel)
         switch outcome {
         case .unregistered:
             send(RelayMessage.ok(eventID: id, accepted: false, message: "restricted: no device is registered for this recipient").json)

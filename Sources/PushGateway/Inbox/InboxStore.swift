@@ -164,6 +164,17 @@ package struct InboxStore: Sendable {
 }
 
 extension InboxStore.StoreOutcome {
+    /// The `outcome` label of `linkstr_inbox_events_total`: the case's name, spelled out, since
+    /// interpolating an enum finds its name by reflection, on every stored wrap.
+    var metricLabel: String {
+        switch self {
+        case .stored: "stored"
+        case .duplicate: "duplicate"
+        case .unregistered: "unregistered"
+        case .full: "full"
+        }
+    }
+
     init(_ outcome: StoreInboxWrapsStatement.Outcome) {
         switch outcome {
         case .stored: self = .stored

@@ -1,6 +1,7 @@
 import LinkstrCore
 import LinkstrWire
 import NostrProtocol
+import TestSupport
 import Testing
 
 /// The ingest rules of docs/linkstr-wire.md §3 beyond the session ledger (R4–R12, dedupe, pending and
@@ -404,18 +405,5 @@ import Testing
         #expect(ledger.ingest(Self.root(by: Self.alice, at: 2), origin: .live).outcome == .pending("unknown session"))
         #expect(ledger.ingest(Self.root(by: Self.alice, at: 3), origin: .live).outcome == .ignored("too many pending messages"))
         #expect(ledger.pending.count == 2)
-    }
-}
-
-/// A deterministic generator (SplitMix64) so a shuffled test replays the same way.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -27,6 +27,21 @@ import Testing
         #expect(verified.replayKey == "n-1")
     }
 
+    /// The event's JSON is read as bytes: a byte that is not UTF-8, where a string of the event
+    /// carries it, is refused as the JSON it breaks, not repaired into something that verifies.
+    @Test func refusesAnEventThatIsNotUTF8() throws {
+        var json = Array(
+            HTTPAuth.linkstrEvent(keys: keys, method: "POST", path: "/v1/devices/register", body: body, nonce: "n-\u{e9}", createdAt: now)
+                .json.utf8)
+        let accent = try #require(json.firstRange(of: [0xC3, 0xA9]))
+        json.replaceSubrange(accent, with: [0xE9, 0x20])
+        #expect {
+            try verifier.verify(authorization: "Nostr " + Base64.encode(json), request: request, now: now)
+        } throws: { error in
+            if case .malformedEvent(.json) = error as? HTTPAuthError { true } else { false }
+        }
+    }
+
     @Test func linkstrRandomNonceDiffersEachTime() throws {
         let a = try verifier.verify(authorization: linkstrHeader(nonce: nil), request: request, now: now)
         let b = try verifier.verify(authorization: linkstrHeader(nonce: nil), request: request, now: now)
