@@ -31,6 +31,16 @@ public struct NostrEvent: Sendable, Hashable {
         try self.init(jsonValue: EventFields.parse(json))
     }
 
+    /// Parses event JSON given as bytes, which need not be valid UTF-8: a string that is not is
+    /// refused, never repaired.
+    init(jsonBytes json: [UInt8]) throws(EventDecodingError) {
+        if let event = EventReader.event(json) {
+            self = event
+            return
+        }
+        try self.init(jsonValue: EventFields.parse(json))
+    }
+
     public init(jsonValue: JSONValue) throws(EventDecodingError) {
         let decoded = try EventFields.decode(jsonValue, requireSignature: true)
         guard let sig = decoded.sig else { throw .malformedHex(field: "sig") }

@@ -170,13 +170,10 @@ struct EventReader {
         return decoded
     }
 
-    /// A number the general parser reads as an integer.
+    /// A number the general parser reads as an integer. `parseNumber` refuses anything that does
+    /// not start a number; it only needs a byte to look at.
     private mutating func integer() -> Int64? {
-        guard parser.index < parser.bytes.count else { return nil }
-        let first = parser.bytes[parser.index]
-        guard first == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first),
-            case .integer(let value)? = try? parser.parseNumber()
-        else { return nil }
+        guard parser.index < parser.bytes.count, case .integer(let value)? = try? parser.parseNumber() else { return nil }
         return value
     }
 

@@ -27,7 +27,7 @@ struct JSONParser {
         return try result.get()
     }
 
-    func error(_ message: String) -> JSONError { JSONError(message: message, offset: index) }
+    private func error(_ message: String) -> JSONError { JSONError(message: message, offset: index) }
 
     mutating func skipWhitespace() {
         while index < bytes.count {

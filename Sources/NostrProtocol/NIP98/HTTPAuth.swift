@@ -95,11 +95,7 @@ public struct HTTPAuthVerifier: Sendable {
         // Accept base64 with or without padding: both are seen from real clients.
         guard let json = Base64.decode(encoded, requirePadding: false) else { throw .invalidBase64 }
         let event: NostrEvent
-        if let read = EventReader.event(json) {
-            event = read
-        } else {
-            do { event = try NostrEvent(jsonValue: EventFields.parse(json)) } catch { throw .malformedEvent(error) }
-        }
+        do { event = try NostrEvent(jsonBytes: json) } catch { throw .malformedEvent(error) }
 
         guard event.kind == HTTPAuth.kind else { throw .wrongKind(event.kind) }
         guard event.content.isEmpty else { throw .nonEmptyContent }
