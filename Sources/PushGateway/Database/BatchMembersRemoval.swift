@@ -25,10 +25,17 @@ package struct BatchMembersRemoval {
         WITH locked AS (
             SELECT b.id FROM push_batches b WHERE \(condition) ORDER BY b.id FOR UPDATE
         )
-        UPDATE push_batches b SET (device_tokens, pubkeys, apns_ids, size) = (
+        UPDATE push_batches b SET (device_tokens, pubkeys, apns_ids, event_ids, relays, wrap_counts, size) = (
             SELECT coalesce(array_agg(u.token ORDER BY u.n), '{}'), coalesce(array_agg(u.owner ORDER BY u.n), '{}'),
-                   coalesce(array_agg(u.apns_id ORDER BY u.n), '{}'), count(*)::int
-            FROM unnest(b.device_tokens, b.pubkeys, b.apns_ids) WITH ORDINALITY AS u(token, owner, apns_id, n)
+                   coalesce(array_agg(u.apns_id ORDER BY u.n), '{}'),
+                   -- A gift-wrap batch's own arrays (migration 0021) keep their members' places;
+                   -- a typed push's stay NULL.
+                   CASE WHEN b.event_ids IS NOT NULL THEN coalesce(array_agg(u.event_id ORDER BY u.n), '{}') END,
+                   CASE WHEN b.relays IS NOT NULL THEN coalesce(array_agg(u.relay ORDER BY u.n), '{}') END,
+                   CASE WHEN b.wrap_counts IS NOT NULL THEN coalesce(array_agg(u.wrap_count ORDER BY u.n), '{}') END,
+                   count(*)::int
+            FROM unnest(b.device_tokens, b.pubkeys, b.apns_ids, b.event_ids, b.relays, b.wrap_counts) WITH ORDINALITY
+                 AS u(token, owner, apns_id, event_id, relay, wrap_count, n)
             WHERE u.owner <> $1)
         WHERE b.id = ANY (ARRAY(SELECT id FROM locked)) AND $1 = ANY (b.pubkeys)
         RETURNING b.id, b.size

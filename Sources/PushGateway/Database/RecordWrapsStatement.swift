@@ -14,11 +14,13 @@ import PostgresNIO
 ///    than the device's `watch_coalesce.next_at`, which moves `coalesce` seconds past it.
 /// 4. a new job takes a token from its device's alert budget (`PushBudget`); a device whose
 ///    budget is spent gets none (counted as over budget);
-/// 5. with `leaseDue`, jobs due at once are inserted already claimed (leased, attempt 1) and
-///    returned with their device, for the caller to send right away; if it dies first, the lease
-///    runs out and any worker claims them, as with any job. Such a job's `next_attempt_at` is its
-///    lease's end, so the claim query's index scan stops before it instead of stepping over
-///    every job in flight (see `DeliveryQueue.claim`).
+/// 5. with `leaseDue`, the pushes due at once are stored as one batch in `push_batches`
+///    (migration 0021), already claimed (leased, attempt 1), and returned with their devices for
+///    the caller to send right away; if it dies first, the lease runs out and any worker claims
+///    the batch, as with any batch. Its `next_attempt_at` is its lease's end, so the claim
+///    query's index scan stops before it instead of stepping over every batch in flight (see
+///    `DeliveryQueue.claim`). The other new pushes (scheduled later, or all of them without
+///    `leaseDue`) are jobs in `push_jobs`, where step 3 finds them.
 /// Rows are (wrap id, recipient, relay, live, realtime); history rows (`live` false) only claim.
 package struct RecordWrapsStatement: PostgresPreparedStatement {
     static let sql = """
@@ -27,16 +29,25 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
             FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $9::bool[]) AS i(wrap_id, recipient, relay, live, realtime)
             ORDER BY wrap_id, recipient, live DESC, realtime DESC
         ), \(steps(historyRace: "$10", coalesce: "$5", lifetime: "$6", leaseDue: "$7", lease: "$8", budgetOn: "$11", burst: "$12", perSecond: "$13"))
-        SELECT c.claimed, c.queued, c.merged, c.over_budget, j.id, j.apns_id, j.device_token, j.pubkey, d.apns_environment, d.topic, d.updated_at,
-               j.event_id, j.relay, j.wrap_count, j.attempts, j.expires_at, d.platform, d.push_type, d.p256dh, d.auth_secret
-        FROM counts c LEFT JOIN (jobs j JOIN devices d ON d.device_token = j.device_token) ON j.locked_until IS NOT NULL
+        SELECT c.claimed, c.queued, c.merged, c.over_budget, \(leasedColumns)
+        FROM counts c LEFT JOIN (\(leasedMembers)) ON true
         """
+
+    /// The leased members' columns, as `leasedJob` reads them, from `leasedMembers`.
+    static let leasedColumns = """
+        b.id, m.apns_id, m.device_token, m.pubkey, d.apns_environment, d.topic, d.updated_at, m.wrap_id, m.relay, m.wraps, b.attempts,
+        b.expires_at, d.platform, d.push_type, d.p256dh, d.auth_secret
+        """
+
+    /// The batch of pushes `steps` leased, a row per member joined with its device.
+    static let leasedMembers = "batch b CROSS JOIN members m JOIN devices d ON d.device_token = m.device_token"
 
     /// Steps 1 to 5 as the CTEs that follow `input` (wrap_id, recipient, relay, live, realtime,
     /// one row per wrap and recipient) in a WITH list, ending with `counts` (claimed, queued,
-    /// merged, over_budget) and `jobs` (each new job; leased ones have `locked_until`). Each
-    /// argument is the SQL for a value (a parameter), so that another statement can run the same
-    /// steps on its own input (`StoreInboxWrapsStatement`).
+    /// merged, over_budget), `members` (the pushes leased to the caller) and `batch` (their batch
+    /// row, none when there are none; see `leasedMembers`). Each argument is the SQL for a value
+    /// (a parameter), so that another statement can run the same steps on its own input
+    /// (`StoreInboxWrapsStatement`).
     ///
     /// `storedBatch`: the input is a batch the same statement just stored (the inbox's), whose
     /// size the generic plan cannot know. A join of it to `claim` was planned as a nested loop
@@ -97,25 +108,45 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
                 -- A new alert takes a token from its device's budget (a merge adds to an alert already
                 -- counted).
                 \(PushBudget.chargeSQL(devicesFrom: "scheduled", enabled: budgetOn, burst: burst, perSecond: perSecond))
+            ), admitted AS (
+                SELECT s.* FROM scheduled s WHERE NOT \(budgetOn) OR EXISTS (SELECT 1 FROM charged c WHERE c.device_token = s.device_token)
             ), jobs AS (
+                -- The pushes that wait (a coalescing window, or direct delivery at its limit): a job
+                -- each, which a later wrap to the same device merges into.
                 INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay, wrap_count,
-                                       next_attempt_at, expires_at, locked_until, attempts, direct)
-                SELECT gen_random_uuid(), device_token, pubkey, 'gift_wrap', wrap_id, '', relay, wraps,
-                       coalesce(leased_until, at), at + make_interval(secs => \(lifetime)), leased_until,
-                       CASE WHEN leased_until IS NULL THEN 0 ELSE 1 END, leased_until IS NOT NULL
-                FROM scheduled s
-                WHERE NOT \(budgetOn) OR EXISTS (SELECT 1 FROM charged c WHERE c.device_token = s.device_token)
-                RETURNING id, apns_id, device_token, pubkey, event_id, relay, wrap_count, attempts, expires_at, next_attempt_at, locked_until
+                                       next_attempt_at, expires_at, attempts)
+                SELECT gen_random_uuid(), device_token, pubkey, 'gift_wrap', wrap_id, '', relay, wraps, at,
+                       at + make_interval(secs => \(lifetime)), 0
+                FROM admitted WHERE leased_until IS NULL
+                RETURNING device_token, next_attempt_at
+            ), members AS (
+                -- The pushes due now, sent at once by the caller: one batch row for all of them
+                -- (migration 0021), each device with its own apns-id (kept across retries), wrap,
+                -- relay and count.
+                SELECT gen_random_uuid() AS apns_id, device_token, pubkey, wrap_id, relay, wraps::int AS wraps, leased_until
+                FROM admitted WHERE leased_until IS NOT NULL
+            ), batch AS (
+                INSERT INTO push_batches (notification_type, event_id, conversation_id, device_tokens, pubkeys, apns_ids, event_ids, relays,
+                                          wrap_counts, size, attempts, next_attempt_at, expires_at, created_at)
+                SELECT 'gift_wrap', '', '', array_agg(device_token), array_agg(pubkey), array_agg(apns_id), array_agg(wrap_id),
+                       array_agg(relay), array_agg(wraps), count(*), 1, min(leased_until), now() + make_interval(secs => \(lifetime)),
+                       -- When the devices had been read (see `EnqueuePushStatement`): a claim after the
+                       -- lease skips a device registered again since.
+                       clock_timestamp()
+                FROM members
+                HAVING count(*) > 0
+                RETURNING id, attempts, expires_at
             ), coalesced AS (
                 INSERT INTO watch_coalesce (device_token, next_at)
-                -- A leased job was due now; its next_attempt_at is its lease's end.
-                SELECT device_token, (CASE WHEN locked_until IS NULL THEN next_attempt_at ELSE now() END) + make_interval(secs => \(coalesce)) FROM jobs
+                SELECT device_token, next_attempt_at + make_interval(secs => \(coalesce)) FROM jobs
+                -- A push sent at once opens its device's window now.
+                UNION ALL SELECT device_token, now() + make_interval(secs => \(coalesce)) FROM members
                 ON CONFLICT (device_token) DO UPDATE SET next_at = EXCLUDED.next_at
                 RETURNING 1
             ), counts AS (
-                SELECT (SELECT count(*) FROM claim)::int AS claimed, (SELECT count(*) FROM jobs)::int AS queued,
+                SELECT (SELECT count(*) FROM claim)::int AS claimed, (SELECT count(*) FROM jobs)::int + (SELECT count(*) FROM members)::int AS queued,
                        (SELECT count(*) FROM merged)::int AS merged, (SELECT count(*) FROM coalesced)::int AS scheduled,
-                       (SELECT count(*) FROM scheduled)::int - (SELECT count(*) FROM jobs)::int AS over_budget
+                       (SELECT count(*) FROM scheduled)::int - (SELECT count(*) FROM admitted)::int AS over_budget
             )
             """
     }
@@ -197,11 +228,11 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
         var job: ClaimedJob?
     }
 
-    /// A leased gift-wrap push from the row's job columns, with the wrap's `event_id, relay,
+    /// A leased gift-wrap push, a member of its statement's batch, from the row's job columns, with the wrap's `event_id, relay,
     /// wrap_count` between the device's and the lease's (`StoreInboxWrapsStatement` returns the
     /// same columns).
     static func leasedJob(_ columns: inout RowColumns) throws -> ClaimedJob? {
-        try ClaimedJob(leasedFrom: &columns) { columns in
+        try ClaimedJob(leasedFrom: &columns, inBatch: true) { columns in
             (wrapID: try columns.optional(String.self), relay: try columns.optional(String.self), count: try columns.optional(Int.self))
         } notification: { pubkey, wrap in
             wrap.wrapID.map { .giftWrap(wrapID: $0, relay: wrap.relay ?? "", count: wrap.count ?? 1, recipient: pubkey) }

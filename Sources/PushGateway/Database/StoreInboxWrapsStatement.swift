@@ -53,9 +53,8 @@ package struct StoreInboxWrapsStatement: PostgresPreparedStatement {
                NULL::text AS auth_secret
         FROM counts c
         UNION ALL
-        SELECT NULL, NULL, NULL, NULL, NULL, NULL, j.id, j.apns_id, j.device_token, j.pubkey, d.apns_environment, d.topic, d.updated_at,
-               j.event_id, j.relay, j.wrap_count, j.attempts, j.expires_at, d.platform, d.push_type, d.p256dh, d.auth_secret
-        FROM jobs j JOIN devices d ON d.device_token = j.device_token WHERE j.locked_until IS NOT NULL
+        SELECT NULL, NULL, NULL, NULL, NULL, NULL, \(RecordWrapsStatement.leasedColumns)
+        FROM \(RecordWrapsStatement.leasedMembers)
         """
 
     /// How the wraps a batch stores are pushed.

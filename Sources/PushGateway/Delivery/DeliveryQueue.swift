@@ -4,7 +4,7 @@ public import Logging
 public import PostgresNIO
 
 /// A job claimed for delivery, joined with its device: a row of `push_jobs`, or one device of a
-/// typed push's batch (`push_batches`).
+/// batch (`push_batches`: a typed push, or gift wraps sent at once).
 public struct ClaimedJob: Sendable, Equatable {
     /// The job's id, or for a batch member its batch's id.
     public var id: Int64
@@ -182,6 +182,10 @@ public struct DeliveryQueue: Sendable {
                 try columns.optional(String.self), try columns.optional(String.self), try columns.optional(String.self),
                 try columns.optional(String.self)
             )
+            // A gift-wrap batch's member carries its own wrap, relay and count.
+            let (memberEventID, relay, wrapCount) = (
+                try columns.optional(String.self), try columns.optional(String.self), try columns.optional(Int.self)
+            )
             // The row a batch without a member left to send carries (its members' devices are
             // gone, or the conversation was archived): nothing to send, so the batch goes.
             guard apnsID != nil else {
@@ -193,11 +197,11 @@ public struct DeliveryQueue: Sendable {
                     leasedID: id, inBatch: true, apnsID: apnsID, deviceToken: token, pubkey: pubkey, environment: environment, topic: topic,
                     deviceUpdatedAt: updatedAt, attempts: attempts, expiresAt: expiresAt,
                     device: (platform, pushType, p256dh, authSecret),
-                    notification: { _ in
+                    notification: { pubkey in
                         NotificationType(rawValue: type).map {
                             APNsNotification(
-                                type: $0, eventID: eventID, conversationID: conversationID, emoji: emoji, postID: postID,
-                                background: background)
+                                type: $0, eventID: memberEventID ?? eventID, conversationID: conversationID, emoji: emoji, postID: postID,
+                                relay: relay, count: wrapCount ?? 1, recipient: $0 == .giftWrap ? pubkey : nil, background: background)
                         }
                     })
             else { continue }

@@ -518,7 +518,7 @@ import Testing
             #expect(claimed == [toBob.id.hex, toCarol.id.hex].sorted().map { #"{"wrap_id":"\#($0)"}"# })
             #expect(
                 try await gateway.count(
-                    "SELECT count(*)::int FROM push_jobs WHERE relay = 'ws://inbox.test/relay' AND locked_until IS NOT NULL") == 2)
+                    "SELECT count(*)::int FROM push_queue WHERE relay = 'ws://inbox.test/relay' AND locked_until IS NOT NULL") == 2)
         }
     }
 

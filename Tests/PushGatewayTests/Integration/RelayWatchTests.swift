@@ -118,7 +118,7 @@ import Testing
                 try await Task.sleep(for: .milliseconds(800))
                 #expect(sandbox.delivered().count == 1)
                 #expect(try await gateway.count("SELECT count(*)::int FROM seen_wraps WHERE wrap_id = '\(old.id.hex)'") == 1)
-                #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0)
+                #expect(try await gateway.count("SELECT count(*)::int FROM push_queue") == 0)
 
                 let metrics = String(decoding: await gateway.metrics.exposition(), as: UTF8.self)
                 #expect(metrics.contains("linkstr_watch_pushes_total{kind=\"queued\"} 1"))
@@ -187,7 +187,7 @@ import Testing
                 #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).count == 2 })
                 try await Task.sleep(for: .milliseconds(800))
                 #expect(Self.giftWrapDeliveries(sandbox).count == 2, "the third and fourth wraps were over budget")
-                #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0, "never queued")
+                #expect(try await gateway.count("SELECT count(*)::int FROM push_queue") == 0, "never queued")
                 let metrics = String(decoding: await gateway.metrics.exposition(), as: UTF8.self)
                 #expect(metrics.contains(#"linkstr_pushes_total{outcome="over_budget",reason="none"} 2"#))
             }
@@ -667,7 +667,7 @@ import Testing
             #expect(
                 try await gateway.count(
                     """
-                    SELECT count(*)::int FROM push_jobs WHERE next_attempt_at = locked_until
+                    SELECT count(*)::int FROM push_queue WHERE next_attempt_at = locked_until
                       AND next_attempt_at BETWEEN now() + interval '59 seconds' AND now() + interval '61 seconds'
                     """) == 1, "due at the lease's end")
             #expect(try await DeliveryQueue(client: gateway.database, logger: TestDatabase.logger).claim(limit: 10).isEmpty)
