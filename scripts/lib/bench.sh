@@ -55,21 +55,42 @@ cpu_seconds() {
 
 # Where the machine's CPU went over a window, per process of a spec
 # ("gateway=PID sandbox=PID postgres=pg:DIR"): cpu_window_start SPEC opens the window,
-# cpu_window_line LABEL closes it and prints
-# "CPU during LABEL (seconds; N available on C cores): gateway X sandbox Y postgres Z".
+# cpu_window_close LABEL closes it: CPU_WINDOW_LINE is then
+# "CPU during LABEL (seconds; N available on C cores): gateway X sandbox Y postgres Z", and
+# CPU_WINDOW_USED each process's seconds (not in a subshell, which would lose them).
 declare -gA CPU_WINDOW_BEFORE=()
+declare -gA CPU_WINDOW_USED=()
 CPU_WINDOW_SPEC=""
 CPU_WINDOW_START=0
 cpu_window_start() {
     local entry
-    CPU_WINDOW_SPEC="$1"; CPU_WINDOW_START=$SECONDS; CPU_WINDOW_BEFORE=()
+    CPU_WINDOW_SPEC="$1"; CPU_WINDOW_START=$SECONDS; CPU_WINDOW_BEFORE=(); CPU_WINDOW_USED=()
     for entry in $CPU_WINDOW_SPEC; do CPU_WINDOW_BEFORE[${entry%%=*}]="$(cpu_seconds "${entry#*=}")"; done
 }
-cpu_window_line() {
-    local entry line="CPU during $1 (seconds; $(( (SECONDS - CPU_WINDOW_START) * $(nproc) )) available on $(nproc) cores):"
+CPU_WINDOW_LINE=""
+cpu_window_close() {
+    local entry name
+    CPU_WINDOW_LINE="CPU during $1 (seconds; $(( (SECONDS - CPU_WINDOW_START) * $(nproc) )) available on $(nproc) cores):"
     for entry in $CPU_WINDOW_SPEC; do
-        line+=" ${entry%%=*} $(awk -v a="$(cpu_seconds "${entry#*=}")" -v b="${CPU_WINDOW_BEFORE[${entry%%=*}]}" 'BEGIN { printf "%.1f", a - b }')"
+        name="${entry%%=*}"
+        CPU_WINDOW_USED[$name]="$(awk -v a="$(cpu_seconds "${entry#*=}")" -v b="${CPU_WINDOW_BEFORE[$name]}" 'BEGIN { printf "%.1f", a - b }')"
+        CPU_WINDOW_LINE+=" $name ${CPU_WINDOW_USED[$name]}"
     done
+}
+
+# The last closed window's CPU per operation, in µs, by process and for the gateway and
+# PostgreSQL together (what the gateway costs a deployment; the sandbox and the load tool stand in
+# for APNs and the clients): cpu_per_operation COUNT NOUN, e.g. cpu_per_operation 50000 push.
+cpu_per_operation() {
+    local count="$1" noun="$2" entry name line
+    [[ "$count" -gt 0 ]] || return 0
+    line="CPU per $noun (µs; $count in the window):"
+    for entry in $CPU_WINDOW_SPEC; do
+        name="${entry%%=*}"
+        line+=" $name $(awk -v s="${CPU_WINDOW_USED[$name]}" -v n="$count" 'BEGIN { printf "%.0f", s * 1e6 / n }')"
+    done
+    line+="; gateway + postgres $(awk -v g="${CPU_WINDOW_USED[gateway]:-0}" -v p="${CPU_WINDOW_USED[postgres]:-0}" -v n="$count" \
+        'BEGIN { printf "%.0f", (g + p) * 1e6 / n }')"
     echo "$line"
 }
 
@@ -83,7 +104,8 @@ cpu_split() {
     exec {saved}>&2
     { TIMEFORMAT="%U %S"; time "$@" 2>&$saved; } 2>"$times"
     exec {saved}>&-
-    echo "$(cpu_window_line "$label"), load tool $(awk '{ printf "%.1f", $1 + $2 }' "$times")"
+    cpu_window_close "$label"
+    echo "$CPU_WINDOW_LINE, load tool $(awk '{ printf "%.1f", $1 + $2 }' "$times")"
     rm -f "$times"
 }
 
@@ -223,15 +245,15 @@ bench_steady_state() {
 # its output, that split, PostgreSQL's per-statement figures with PGSTATS=1, the gateway's own
 # histograms and its memory. Sets LOAD_STATUS to the load tool's exit status.
 bench_stream_figures() {
-    local split
     await_load_line streaming
     cpu_window_start "gateway=$GATEWAY_PID sandbox=$SANDBOX_PID postgres=pg:$WORK/pg"
     await_load_line sustained
-    split="$(cpu_window_line streaming)"
+    cpu_window_close streaming
     LOAD_STATUS=0
     wait "$LOAD_PID" || LOAD_STATUS=$?
     cat "$WORK/load.log"
-    echo "$split"
+    echo "$CPU_WINDOW_LINE"
+    cpu_per_operation "$(sed -nE 's/^streamed ([0-9]+) wraps.*/\1/p' "$WORK/load.log" | tail -1)" wrap
     if [[ "${PGSTATS:-}" == 1 ]]; then bench_pgstats_print; fi
     bench_gateway_histograms
     grep -E "VmHWM|VmRSS" "/proc/$GATEWAY_PID/status" | sed 's/^/gateway /'

@@ -1,7 +1,7 @@
 package import Logging
 import PostgresNIO
 
-/// Takes a pubkey's devices out of the queued batches of typed pushes (`push_batches`): all of
+/// Takes a pubkey's devices out of the queued batches (`push_batches`): all of
 /// them when its account is erased, those of the conversations it archived
 /// (`GatewayStore.deleteAccount`, `GatewayStore.updateArchive`). Returns the batches left with no
 /// device, for `emptiedBatchesDeletion` to delete.

@@ -1,6 +1,6 @@
 import PostgresNIO
 
-/// Claims due, unexpired batches of typed pushes (`push_batches`, migration 0019) for
+/// Claims due, unexpired batches of pushes (`push_batches`, migrations 0019 and 0021) for
 /// `leaseSeconds`: whole batches, oldest first, up to `limit` devices in all (at least one batch
 /// however large), and returns each batch's members still to be sent with their devices
 /// (`DeliveryQueue.claimBatches`), a gift-wrap batch's members each with their own wrap id,

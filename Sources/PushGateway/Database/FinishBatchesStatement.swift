@@ -1,6 +1,6 @@
 import PostgresNIO
 
-/// Deletes finished batches of typed pushes (`push_batches`), each fenced by its attempt count
+/// Deletes finished batches of pushes (`push_batches`), each fenced by its attempt count
 /// (a worker whose lease ran out, and whose batch was claimed again, cannot touch the newer
 /// claim), and queues the members whose push service asked for a retry as jobs of their own in
 /// `push_jobs`: the same apns-id, attempt count, payload (a gift-wrap member's own wrap, relay and

@@ -351,8 +351,9 @@ public struct GatewayStore: Sendable {
             // (delivery would drop it): a scan of the queue, which is small and erasures rare, so
             // push_jobs needs no pubkey index.
             try await connection.query("DELETE FROM push_jobs WHERE pubkey = \(pubkey)", logger: logger)
-            // The caller's devices leave the batches of typed pushes still queued or in flight (a
-            // scan too: batches live minutes at most), and a batch left with none goes.
+            // The caller's devices leave the batches still queued or in flight (typed pushes, and
+            // gift wraps sent at once; a scan too: batches live minutes at most), and a batch left
+            // with none goes.
             try await BatchMembersRemoval(pubkey: pubkey, conversationIDs: nil).run(on: connection, logger: logger)
             try await connection.query("DELETE FROM archived_conversations WHERE pubkey = \(pubkey)", logger: logger)
             try await connection.query("DELETE FROM push_dedupe WHERE recipient = \(pubkey)", logger: logger)
