@@ -21,8 +21,8 @@ package struct FinishBatchesStatement: PostgresPreparedStatement {
         )
         INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, emoji, post_id, background,
                                relay, wrap_count, attempts, next_attempt_at, expires_at, last_error, created_at)
-        -- A gift-wrap batch's member keeps its own wrap, relay and count (NULL past the end of
-        -- a typed push's batch, which has no such arrays).
+        -- A gift-wrap batch's member keeps its own wrap, relay and count; a typed push's batch
+        -- has no such arrays, and an element of a NULL array is NULL.
         SELECT r.apns_id, r.device_token, r.pubkey, d.notification_type, coalesce(d.event_ids[m.n], d.event_id), d.conversation_id, d.emoji,
                d.post_id, d.background, d.relays[m.n], coalesce(d.wrap_counts[m.n], 1), d.attempts, now() + make_interval(secs => r.delay),
                d.expires_at, r.error, d.created_at

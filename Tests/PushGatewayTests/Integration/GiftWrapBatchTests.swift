@@ -1,5 +1,7 @@
 import Foundation
 import GatewayWire
+import HTTPTypes
+import HummingbirdTesting
 import NostrProtocol
 import PostgresNIO
 import PushGateway
@@ -128,6 +130,146 @@ import Testing
             #expect(try await gateway.count("SELECT count(*)::int FROM push_batches") == 0)
         }
     }
+
+    /// A member whose device went (unregistered), moved to another pubkey, or was registered
+    /// again after the wraps were recorded is not sent when the batch is claimed after a lapsed
+    /// lease, and not queued again when its send asks for a retry: what a queued job's removal
+    /// with its device did before.
+    @Test func aMemberWhoseDeviceWentOrChangedHandsIsNeitherClaimedNorRetried() async throws {
+        try await RelayWatchTests.withWatchingStore(token: 0xC3) { gateway, bob, store in
+            let carol = Keys.generate(), dave = Keys.generate()
+            try await RelayWatchTests.registerWatching(gateway, carol, HTTP2DeliveryTests.token(0xC4))
+            try await RelayWatchTests.registerWatching(gateway, dave, HTTP2DeliveryTests.token(0xC5))
+            let record = {
+                try await store.record(
+                    [bob, carol, dave].map {
+                        WrapSighting(
+                            wrapID: Self.hex(for: $0), recipient: $0.publicKey.hex, relay: "wss://a.example", phase: .realtime)
+                    }, leaseSeconds: 60)
+            }
+            func unregisterBob() async throws {
+                let response = try await gateway.send(
+                    bob, .post, "/v1/devices/unregister", json: #"{"device_token":"\#(HTTP2DeliveryTests.token(0xC3))"}"#)
+                #expect(response.status == .accepted)
+            }
+            func registerDaveAgain() async throws {
+                try await gateway.database.query(
+                    "UPDATE devices SET registered_at = now() + interval '1 second' WHERE pubkey = \(dave.publicKey.hex)",
+                    logger: TestDatabase.logger)
+            }
+            let first = try await record()
+            #expect(first.leased.count == 3)
+            // Bob unregisters; Carol's token moves to another pubkey; Dave's is registered again.
+            try await unregisterBob()
+            try await gateway.database.query(
+                "UPDATE devices SET pubkey = \(Keys.generate().publicKey.hex), registered_at = now() WHERE pubkey = \(carol.publicKey.hex)",
+                logger: TestDatabase.logger)
+            try await registerDaveAgain()
+            try await DeliveryTests.expireLeases(gateway.database)
+            let queue = DeliveryQueue(client: gateway.database, logger: TestDatabase.logger)
+            #expect(try await queue.claim(limit: 10).isEmpty, "nothing left to send")
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_batches") == 0, "and the batch went")
+
+            // The same changes while a batch is in flight: its sender's retries queue nothing.
+            try await gateway.database.query("DELETE FROM seen_wraps", logger: TestDatabase.logger)
+            try await gateway.database.query("DELETE FROM watch_coalesce", logger: TestDatabase.logger)
+            try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xC3))
+            let second = try await record()
+            #expect(second.leased.map(\.pubkey).sorted() == [bob.publicKey.hex, dave.publicKey.hex].sorted())
+            try await unregisterBob()
+            try await registerDaveAgain()
+            try await queue.finish(
+                [], retrying: second.leased.map { MemberRetry(member: $0, delaySeconds: 0, reason: "InternalServerError") })
+            #expect(
+                try await gateway.count("SELECT count(*)::int FROM push_queue") == 0,
+                "no retry for a device that went or was registered again")
+        }
+    }
+
+    /// An account erased through the API while its wrap's push is in flight leaves the batch; the
+    /// other member stays, with its own wrap.
+    @Test func deletingTheAccountThroughTheAPITakesItsMemberOut() async throws {
+        try await Self.recordTwo { gateway, bob, carol, _ in
+            let deleted = try await gateway.send(bob, .delete, "/v1/account")
+            #expect(deleted.status == .ok)
+            #expect(
+                try await gateway.count(
+                    "SELECT count(*)::int FROM push_batches WHERE size = 1 AND event_ids = ARRAY['\(Self.wrapB)'] AND pubkeys = ARRAY['\(carol.publicKey.hex)']"
+                ) == 1)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_queue") == 1)
+        }
+    }
+
+    /// In one statement: a device due now is leased in the batch, one inside its coalescing
+    /// window gets a queued job (which a later wrap merges into), one whose budget is spent gets
+    /// nothing; the counts say so.
+    @Test func oneStatementLeasesQueuesAndRefusesAsBefore() async throws {
+        try await GatewayHarness.run(watch: WatchSettings(relays: [], chunkSize: 500, coalesceSeconds: 30, shards: 8, leaseSeconds: 30)) {
+            gateway in
+            let (bob, carol, dave) = (Keys.generate(), Keys.generate(), Keys.generate())
+            for (keys, seed) in [(bob, UInt8(0xC6)), (carol, 0xC7), (dave, 0xC8)] {
+                try await RelayWatchTests.registerWatching(gateway, keys, HTTP2DeliveryTests.token(seed))
+            }
+            try await gateway.database.query(
+                """
+                INSERT INTO watch_coalesce (device_token, next_at)
+                SELECT device_token, now() + interval '20 seconds' FROM devices WHERE pubkey = \(carol.publicKey.hex)
+                """, logger: TestDatabase.logger)
+            try await gateway.database.query(
+                """
+                INSERT INTO device_budgets (device_token, tokens, updated_at)
+                SELECT device_token, 0, now() FROM devices WHERE pubkey = \(dave.publicKey.hex)
+                """, logger: TestDatabase.logger)
+            let store = WatchStore(client: gateway.database, settings: gateway.configuration.watch, logger: TestDatabase.logger)
+            let sight = { (keys: Keys, wrap: String) in
+                WrapSighting(wrapID: wrap, recipient: keys.publicKey.hex, relay: "wss://a.example", phase: .realtime)
+            }
+            let result = try await store.record(
+                [sight(bob, Self.hex(for: bob)), sight(carol, Self.hex(for: carol)), sight(dave, Self.hex(for: dave))], leaseSeconds: 60)
+            #expect(result.claimed == 3 && result.jobs == 2 && result.merged == 0 && result.overBudget == 1)
+            #expect(result.leased.map(\.pubkey) == [bob.publicKey.hex])
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_batches WHERE size = 1") == 1)
+            #expect(
+                try await gateway.count(
+                    """
+                    SELECT count(*)::int FROM push_jobs WHERE pubkey = '\(carol.publicKey.hex)' AND locked_until IS NULL AND attempts = 0
+                      AND NOT direct AND next_attempt_at > now() + interval '15 seconds'
+                    """) == 1, "queued for the window's end")
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_queue") == 2, "nothing for Dave")
+
+            let later = String(repeating: "f0", count: 32)
+            let merged = try await store.record([sight(carol, later)], leaseSeconds: 60)
+            #expect(merged.merged == 1 && merged.jobs == 0 && merged.leased.isEmpty)
+            #expect(
+                try await gateway.count(
+                    "SELECT count(*)::int FROM push_jobs WHERE pubkey = '\(carol.publicKey.hex)' AND event_id = '\(later)' AND wrap_count = 2"
+                ) == 1, "the later wrap merged into the queued job")
+        }
+    }
+
+    /// The inbox relay's stored wraps take the same path: a lapsed lease brings its member back
+    /// with the inbox's URL as the relay.
+    @Test func anInboxWrapsBatchComesBackWhenItsLeaseLapses() async throws {
+        try await RelayWatchTests.withWatchingStore(token: 0xC9) { gateway, bob, _ in
+            let store = InboxStore(database: Database(gateway.database), logger: TestDatabase.logger)
+            let wrap = try RelayWatchTests.wrap(to: bob)
+            let pushing = StoreInboxWrapsStatement.Pushing(
+                relay: "ws://inbox.test/relay", coalesceSeconds: 60, lifetimeSeconds: 3600, leaseSeconds: 60, budget: .default)
+            let result = try await store.store([(wrap, bob.publicKey.hex)], pushing: pushing)
+            #expect(result.outcomes == [.stored] && result.record.leased.count == 1)
+            let expected = APNsNotification.giftWrap(
+                wrapID: wrap.id.hex, relay: "ws://inbox.test/relay", count: 1, recipient: bob.publicKey.hex)
+            #expect(result.record.leased.first?.notification == expected && result.record.leased.first?.inBatch == true)
+            #expect(try await gateway.count("SELECT count(*)::int FROM push_jobs") == 0)
+            try await DeliveryTests.expireLeases(gateway.database)
+            let again = try await DeliveryQueue(client: gateway.database, logger: TestDatabase.logger).claim(limit: 10)
+            #expect(again.map(\.notification) == [expected])
+            #expect(again.first?.apnsID == result.record.leased.first?.apnsID && again.first?.attempts == 2)
+        }
+    }
+
+    /// A wrap id made from a user's key: distinct per user, stable within a test.
+    static func hex(for keys: Keys) -> String { String(keys.publicKey.hex.reversed()) }
 
     /// A batch's arrays must stay aligned: the table refuses a gift-wrap batch whose arrays are
     /// shorter or longer than its devices.
