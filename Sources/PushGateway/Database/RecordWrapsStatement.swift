@@ -123,13 +123,15 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
                 -- The pushes due now, sent at once by the caller: one batch row for all of them
                 -- (migration 0021), each device with its own apns-id (kept across retries), wrap,
                 -- relay and count.
-                SELECT gen_random_uuid() AS apns_id, device_token, pubkey, wrap_id, relay, wraps::int AS wraps, leased_until
+                SELECT gen_random_uuid() AS apns_id, device_token, pubkey, wrap_id, relay, wraps::int AS wraps
                 FROM admitted WHERE leased_until IS NOT NULL
             ), batch AS (
                 INSERT INTO push_batches (notification_type, event_id, conversation_id, device_tokens, pubkeys, apns_ids, event_ids, relays,
                                           wrap_counts, size, attempts, next_attempt_at, expires_at, created_at)
                 SELECT 'gift_wrap', '', '', array_agg(device_token), array_agg(pubkey), array_agg(apns_id), array_agg(wrap_id),
-                       array_agg(relay), array_agg(wraps), count(*), 1, min(leased_until), now() + make_interval(secs => \(lifetime)),
+                       -- Leased: due again only when the lease, the one every member took, runs out.
+                       array_agg(relay), array_agg(wraps), count(*), 1, now() + make_interval(secs => \(lease)),
+                       now() + make_interval(secs => \(lifetime)),
                        -- When the devices had been read (see `EnqueuePushStatement`): a claim after the
                        -- lease skips a device registered again since.
                        clock_timestamp()
@@ -228,9 +230,9 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
         var job: ClaimedJob?
     }
 
-    /// A leased gift-wrap push, a member of its statement's batch, from the row's job columns, with the wrap's `event_id, relay,
-    /// wrap_count` between the device's and the lease's (`StoreInboxWrapsStatement` returns the
-    /// same columns).
+    /// A leased gift-wrap push, a member of its statement's batch, from the row's job columns,
+    /// with the wrap's `event_id, relay, wrap_count` between the device's and the lease's
+    /// (`StoreInboxWrapsStatement` returns the same columns).
     static func leasedJob(_ columns: inout RowColumns) throws -> ClaimedJob? {
         try ClaimedJob(leasedFrom: &columns, inBatch: true) { columns in
             (wrapID: try columns.optional(String.self), relay: try columns.optional(String.self), count: try columns.optional(Int.self))
