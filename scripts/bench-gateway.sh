@@ -61,14 +61,14 @@ cpu_split registrations "$PROCESSES" "$BIN/linkstr-load" registrations --url "ht
 cpu_per_operation "$REGISTRATIONS" registration
 pgstats_phase print
 pgstats_phase reset
-cpu_split pushes "$PROCESSES" "$BIN/linkstr-load" pushes --url "http://$LISTEN_ADDR" --sandbox "https://localhost:$SANDBOX_PORT" --ca "$APNS_CA_FILE" \
+cpu_between pushes "$PROCESSES" pushing "notifications delivered" "$BIN/linkstr-load" pushes --url "http://$LISTEN_ADDR" --sandbox "https://localhost:$SANDBOX_PORT" --ca "$APNS_CA_FILE" \
     --devices "$DEVICES" --recipients "$RECIPIENTS" --pushes "$PUSHES" --concurrency 8
 cpu_per_operation $((PUSHES * RECIPIENTS)) push
 pgstats_phase print
 
 say "4. the same pushes to each other transport (FCM: OAuth token exchanged and checked; Web Push: each message encrypted, signed, and decrypted by the sandbox)"
 for platform in fcm webpush; do
-    cpu_split "pushes-$platform" "$PROCESSES" "$BIN/linkstr-load" pushes --platform "$platform" --url "http://$LISTEN_ADDR" \
+    cpu_between "pushes-$platform" "$PROCESSES" pushing "notifications delivered" "$BIN/linkstr-load" pushes --platform "$platform" --url "http://$LISTEN_ADDR" \
         --sandbox "https://localhost:$SANDBOX_PORT" --ca "$APNS_CA_FILE" --devices "$DEVICES" --recipients "$RECIPIENTS" --pushes "$PUSHES" --concurrency 8
     cpu_per_operation $((PUSHES * RECIPIENTS)) push
 done

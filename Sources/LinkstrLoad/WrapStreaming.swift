@@ -31,7 +31,7 @@ enum WrapStreaming {
     /// when each index was handed over (ms since 1970).
     static func stream(count: Int, rate: Int, send: (Range<Int>) -> Void) async throws -> [Double] {
         var sentAt = [Double](repeating: 0, count: count)
-        print("streaming \(count) wraps at \(rate)/s")
+        printNow("streaming \(count) wraps at \(rate)/s")
         let start = ContinuousClock.now
         let tick = Duration.milliseconds(10)
         var sent = 0
@@ -86,7 +86,7 @@ enum WrapStreaming {
         if !latencies.isEmpty {
             latencies.sort()
             let sustained = Double(latencies.count) / ((lastReceived - first) / 1000)
-            print("sustained: \(Int(sustained.rounded())) wraps/s \(what) (first send to last delivery)")
+            printNow("sustained: \(Int(sustained.rounded())) wraps/s \(what) (first send to last delivery)")
             print(latencySummary(what + " latency ms", sorted: latencies))
         }
         return latencies.count

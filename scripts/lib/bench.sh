@@ -64,13 +64,13 @@ CPU_WINDOW_SPEC=""
 CPU_WINDOW_START=0
 cpu_window_start() {
     local entry
-    CPU_WINDOW_SPEC="$1"; CPU_WINDOW_START=$SECONDS; CPU_WINDOW_BEFORE=(); CPU_WINDOW_USED=()
+    CPU_WINDOW_SPEC="$1"; CPU_WINDOW_START=$EPOCHREALTIME; CPU_WINDOW_BEFORE=(); CPU_WINDOW_USED=()
     for entry in $CPU_WINDOW_SPEC; do CPU_WINDOW_BEFORE[${entry%%=*}]="$(cpu_seconds "${entry#*=}")"; done
 }
 CPU_WINDOW_LINE=""
 cpu_window_close() {
     local entry name
-    CPU_WINDOW_LINE="CPU during $1 (seconds; $(( (SECONDS - CPU_WINDOW_START) * $(nproc) )) available on $(nproc) cores):"
+    CPU_WINDOW_LINE="CPU during $1 (seconds; $(awk -v a="$EPOCHREALTIME" -v b="$CPU_WINDOW_START" -v n="$(nproc)" 'BEGIN { printf "%.1f", (a - b) * n }') available on $(nproc) cores):"
     for entry in $CPU_WINDOW_SPEC; do
         name="${entry%%=*}"
         CPU_WINDOW_USED[$name]="$(awk -v a="$(cpu_seconds "${entry#*=}")" -v b="${CPU_WINDOW_BEFORE[$name]}" 'BEGIN { printf "%.1f", a - b }')"
@@ -107,6 +107,26 @@ cpu_split() {
     cpu_window_close "$label"
     echo "$CPU_WINDOW_LINE, load tool $(awk '{ printf "%.1f", $1 + $2 }' "$times")"
     rm -f "$times"
+}
+
+# Runs a load command in the background whose output marks the measured part with two lines, and
+# prints its output and where the machine's CPU went between those lines; set-up before the
+# first line, such as registering the devices a push goes to, is left out. (The load tool is not
+# counted: it may have exited by the last line, and in between it only polls.) Sets LOAD_PID.
+#   cpu_between LABEL "gateway=PID sandbox=PID postgres=pg:DIR" FIRST_LINE LAST_LINE command...
+cpu_between() {
+    local label="$1" spec="$2" first="$3" last="$4" status=0
+    shift 4
+    "$@" >"$WORK/load.log" 2>&1 &
+    LOAD_PID=$!
+    await_load_line "$first"
+    cpu_window_start "$spec"
+    await_load_line "$last"
+    cpu_window_close "$label"
+    wait "$LOAD_PID" || status=$?
+    cat "$WORK/load.log"
+    echo "$CPU_WINDOW_LINE"
+    return "$status"
 }
 
 # Starts an APNs sandbox: bench_sandbox NAME [args...]. Its port file, CA and log are
