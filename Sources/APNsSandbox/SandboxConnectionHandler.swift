@@ -92,6 +92,21 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
         context.fireChannelReadComplete()
     }
 
+    /// After this side's GOAWAY a server ignores the client's frames on streams above its last
+    /// stream id (RFC 9113 §6.8), and keeps answering the streams below it. NIOHTTP2 refuses such a
+    /// stream's HEADERS as it should, but takes the DATA that follows them for a protocol error on
+    /// an idle stream, and then fails to send a GOAWAY of its own (its last stream id would be
+    /// above ours). A client that writes each request's HEADERS and DATA together meets this
+    /// whenever a GOAWAY lands mid-burst; neither error may close the connection here, which would
+    /// lose the answers still due and the GOAWAY itself.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let last = goAwayLastStreamID {
+            if let idle = error as? NIOHTTP2Errors.NoSuchStream, idle.streamID > last { return }
+            if error is NIOHTTP2Errors.RaisedGoawayLastStreamID { return }
+        }
+        context.fireErrorCaught(error)
+    }
+
     func channelInactive(context: ChannelHandlerContext) {
         for _ in streams { connection.streamClosed() }
         streams.removeAll()

@@ -210,6 +210,7 @@ package final class APNsConnectionPool: APNsTransport {
                 channel.eventLoop.makeCompletedFuture {
                     let tls = try NIOSSLClientHandler(context: sslContext, serverHostname: endpoint.serverName)
                     try channel.pipeline.syncOperations.addHandler(tls)
+                    try channel.pipeline.syncOperations.addHandler(FlushCoalescingHandler())
                     // Header validation is off: the request headers are built here from validated parts,
                     // and checking every name and value again cost ~2 % of the gateway's CPU per push.
                     try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client, headerBlockValidation: .disabled))

@@ -280,6 +280,34 @@ import Testing
         return warm
     }
 
+    /// A round whose bodies add up to many times the connection's 64 KB send window, to a server
+    /// that hands the window back in 16 KB steps: each request waits for room for its whole body,
+    /// so none is split across window updates and sent after later ones. The sandbox answers a
+    /// request when its last DATA frame arrives, so its records come in the order sent.
+    @Test func aRoundLargerThanTheConnectionWindowArrivesWholeAndInOrder() async throws {
+        try await SandboxFixture.with { sandbox in
+            var configuration = sandbox.apns(.nio)
+            configuration.connections = 1
+            let sender = try HTTP2APNsSender(configuration: configuration, logger: TestDatabase.logger)
+            // About 3 KB each (the thread id and the conversation id), 600 of them: 1.9 MB.
+            let notification = APNsNotification(type: .newPost, eventID: "e", conversationID: String(repeating: "c", count: 1_500))
+            let jobs = (0..<600).map { index in
+                ClaimedJob(
+                    id: Int64(index), apnsID: UUID(), deviceToken: Self.token(prefix: "0406", UInt8(index % 200)), pubkey: "",
+                    environment: .sandbox, topic: SandboxFixture.topic, deviceUpdatedAt: Date(), notification: notification,
+                    attempts: 1, expiresAt: Date().addingTimeInterval(900))
+            }
+            #expect(notification.payload.utf8.count > 3_000)
+            let results = await sender.send(jobs)
+            #expect(results.map(\.status) == Array(repeating: 200, count: jobs.count))
+            let received = sandbox.state.records().sorted { $0.sequence < $1.sequence }.compactMap(\.apnsID)
+            let sent = jobs.map { $0.apnsID.uuidString.lowercased() }
+            #expect(received.count == sent.count)
+            #expect(zip(received, sent).filter { $0 != $1 }.count == 0, "requests answered out of the order sent")
+            await sender.shutdown()
+        }
+    }
+
     /// Error answers carry JSON bodies; more than the 64 KB connection window of them must not
     /// stall the connection. The frame transport hands the window back itself (AsyncHTTPClient's
     /// stream multiplexer does it for the other transport).
