@@ -33,14 +33,16 @@ enum APNsConnectionError: Error, Equatable {
 /// carries a small JSON body, and after 64 KB of them the server could send no more. Stream-level
 /// windows never run out (one answer is at most a few hundred bytes).
 ///
-/// Requests also wait here, in order, for the server's connection-level send window
-/// (RFC 9113 §6.9.1) to hold their whole body, instead of in NIOHTTP2's flow-control buffer.
-/// That buffer sends what the window allows and puts a stream whose DATA frame it had to split at
-/// the back of its round-robin queue; that stream then finishes after hundreds of later ones, and
-/// while it stays open at the front of NIOHTTP2's per-stream lists, every other stream's close
-/// removes from the middle of them, an O(open streams) shift each time. With a server that hands
-/// window back in 16 KB steps and 1,000 streams open, that was a third of the gateway's CPU per
-/// push.
+/// Requests also wait here, in order, for a free stream under the server's
+/// `SETTINGS_MAX_CONCURRENT_STREAMS` and for its connection-level send window (RFC 9113 §6.9.1)
+/// to hold their whole body, instead of in NIOHTTP2's buffers. NIOHTTP2's flow-control buffer
+/// sends what the window allows and puts a stream whose DATA frame it had to split at the back of
+/// its round-robin queue, and it sends the DATA frames released together (by one flush, or by
+/// streams freed in one read) in no set order. Streams then finish out of order, and each close
+/// removes from the middle of NIOHTTP2's per-stream lists, an O(open streams) shift. With a
+/// server that hands window back in 16 KB steps and 1,000 streams open, that was a third of the
+/// gateway's CPU per push. Each request is flushed on its own for the same reason
+/// (`FlushCoalescingHandler` below NIOHTTP2 keeps that to one TLS write per event-loop tick).
 ///
 /// This is what a stream channel per request (AsyncHTTPClient's HTTP/2 path) cost most of the
 /// CPU of a push for.
@@ -68,8 +70,14 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     private var waitingForSettings: [(APNsStreamRequest, EventLoopPromise<Void>?)]? = []
     /// What the server lets this side send on the connection before its next WINDOW_UPDATE on
     /// stream 0 (RFC 9113 §6.9.1: 65,535 at first; SETTINGS do not change it; only DATA counts).
+    /// Counted here, exactly, as long as NIOHTTP2 sends every DATA frame it is given. NIOHTTP2's
+    /// own figure (`NIOHTTP2WindowUpdatedEvent`) is no substitute: it comes re-entrantly while
+    /// requests are being written, and a figure from before the last of them would be too high.
     private var connectionWindow = 65_535
-    /// Requests whose body does not fit `connectionWindow` yet, oldest first, with when they came.
+    /// The server's `SETTINGS_MAX_CONCURRENT_STREAMS`, from its latest SETTINGS (none: no limit).
+    private var maxConcurrentStreams = Int.max
+    /// Requests waiting for a free stream or for `connectionWindow` to hold their body, oldest
+    /// first, with when they came.
     private var waitingForWindow = CircularBuffer<(request: APNsStreamRequest, promise: EventLoopPromise<Void>?, since: NIODeadline)>()
 
     init(requestTimeout: TimeAmount) {
@@ -117,30 +125,32 @@ final class APNsStreamHandler: ChannelDuplexHandler {
         submit(request, context: context, promise: promise)
     }
 
-    /// Sends `request` now if the connection's window holds its body and nothing older waits for
-    /// it; otherwise queues it. With no stream open it is sent regardless: the window can only
-    /// grow by the server's WINDOW_UPDATE, and if this side's count were ever short of the real
-    /// window, waiting for an answer that is not coming would stall the connection.
+    /// Sends `request` now if nothing older waits and it may go (`mayGo`); otherwise queues it.
     private func submit(_ request: APNsStreamRequest, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
-        if waitingForWindow.isEmpty, request.body.readableBytes <= connectionWindow || streams.isEmpty {
+        if waitingForWindow.isEmpty, mayGo(request) {
             send(request, context: context, promise: promise)
         } else {
             waitingForWindow.append((request, promise, .now()))
         }
     }
 
-    /// Sends the queued requests that fit the window now (the first one regardless with no stream
-    /// open; all of them once the connection is unusable, which fails them); true if any was written.
-    private func sendWaiting(context: ChannelHandlerContext) -> Bool {
+    /// A request may be sent when a stream is free and the window holds its body; with no stream
+    /// open, regardless (only an answer or the server's WINDOW_UPDATE could free anything, and if
+    /// the counts were ever short, waiting for one that is not coming would stall the connection);
+    /// on an unusable connection at once, where `send` fails it as going away.
+    private func mayGo(_ request: APNsStreamRequest) -> Bool {
+        !isUsable || streams.isEmpty || (streams.count < maxConcurrentStreams && request.body.readableBytes <= connectionWindow)
+    }
+
+    /// Sends the queued requests that may go now, in order, and flushes if any was written.
+    private func sendWaiting(context: ChannelHandlerContext) {
         var sent = false
-        while let first = waitingForWindow.first,
-            first.request.body.readableBytes <= connectionWindow || streams.isEmpty || !isUsable
-        {
+        while let first = waitingForWindow.first, mayGo(first.request) {
             waitingForWindow.removeFirst()
             send(first.request, context: context, promise: first.promise)
             sent = true
         }
-        return sent
+        if sent { context.flush() }
     }
 
     private func send(_ request: APNsStreamRequest, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
@@ -194,15 +204,20 @@ final class APNsStreamHandler: ChannelDuplexHandler {
                 }
             }
             if data.endStream { finish(frame.streamID) }
-        case .settings(.settings):
+        case .settings(.settings(let settings)):
+            for setting in settings where setting.parameter == .maxConcurrentStreams {
+                maxConcurrentStreams = setting.value
+            }
             if let waiting = waitingForSettings {
                 waitingForSettings = nil
                 for (request, promise) in waiting { submit(request, context: context, promise: promise) }
                 context.flush()
+            } else if !waitingForWindow.isEmpty {
+                sendWaiting(context: context)
             }
         case .windowUpdate(let increment) where frame.streamID == .rootStream:
             connectionWindow += increment
-            if sendWaiting(context: context) { context.flush() }
+            if !waitingForWindow.isEmpty { sendWaiting(context: context) }
         case .rstStream(let code):
             fail(frame.streamID, APNsConnectionError.streamReset(code))
         case .goAway(let lastStreamID, _, _):
@@ -211,7 +226,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
             isUsable = false
             for id in streams.keys where id > lastStreamID { fail(id, APNsConnectionError.goingAway) }
             // Not sent yet: `send` fails each as going away, and the pool sends it again elsewhere.
-            _ = sendWaiting(context: context)
+            sendWaiting(context: context)
             closeIfDrained()
         default:
             break
@@ -237,7 +252,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
             return
         }
         stream.promise.succeed(APNsStreamResponse(status: status, body: stream.body ?? ByteBuffer(), elapsed: .now() - stream.startedAt))
-        if streams.isEmpty, let context, sendWaiting(context: context) { context.flush() }
+        if !waitingForWindow.isEmpty, let context { sendWaiting(context: context) }
         closeIfDrained()
     }
 
@@ -247,6 +262,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
 
     private func fail(_ id: HTTP2StreamID, _ error: any Error) {
         streams.removeValue(forKey: id)?.promise.fail(error)
+        if !waitingForWindow.isEmpty, let context { sendWaiting(context: context) }
         closeIfDrained()
     }
 

@@ -21,8 +21,19 @@ final class FlushCoalescingHandler: ChannelOutboundHandler {
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         context.eventLoop.execute {
             let (handler, context) = bound.value
+            guard handler.flushScheduled else { return }
             handler.flushScheduled = false
             context.flush()
         }
+    }
+
+    /// A held flush goes out first: TLS does not flush what is buffered when it closes, and the
+    /// last frames written (a GOAWAY or RST_STREAM on an error, a WINDOW_UPDATE) would be lost.
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        if flushScheduled {
+            flushScheduled = false
+            context.flush()
+        }
+        context.close(mode: mode, promise: promise)
     }
 }

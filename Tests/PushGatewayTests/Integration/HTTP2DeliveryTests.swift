@@ -286,26 +286,47 @@ import Testing
     /// request when its last DATA frame arrives, so its records come in the order sent.
     @Test func aRoundLargerThanTheConnectionWindowArrivesWholeAndInOrder() async throws {
         try await SandboxFixture.with { sandbox in
-            var configuration = sandbox.apns(.nio)
-            configuration.connections = 1
-            let sender = try HTTP2APNsSender(configuration: configuration, logger: TestDatabase.logger)
             // About 3 KB each (the thread id and the conversation id), 600 of them: 1.9 MB.
             let notification = APNsNotification(type: .newPost, eventID: "e", conversationID: String(repeating: "c", count: 1_500))
-            let jobs = (0..<600).map { index in
-                ClaimedJob(
-                    id: Int64(index), apnsID: UUID(), deviceToken: Self.token(prefix: "0406", UInt8(index % 200)), pubkey: "",
-                    environment: .sandbox, topic: SandboxFixture.topic, deviceUpdatedAt: Date(), notification: notification,
-                    attempts: 1, expiresAt: Date().addingTimeInterval(900))
-            }
             #expect(notification.payload.utf8.count > 3_000)
-            let results = await sender.send(jobs)
-            #expect(results.map(\.status) == Array(repeating: 200, count: jobs.count))
-            let received = sandbox.state.records().sorted { $0.sequence < $1.sequence }.compactMap(\.apnsID)
-            let sent = jobs.map { $0.apnsID.uuidString.lowercased() }
-            #expect(received.count == sent.count)
-            #expect(zip(received, sent).filter { $0 != $1 }.count == 0, "requests answered out of the order sent")
-            await sender.shutdown()
+            try await Self.expectAnsweredInOrder(Self.round(600, of: notification, prefix: "0406"), by: sandbox)
         }
+    }
+
+    /// A round of many more requests than the server's `SETTINGS_MAX_CONCURRENT_STREAMS`: they wait
+    /// here for a free stream, in order, never more open than the limit, so the streams that free
+    /// up in one read do not release a burst of DATA frames in no set order.
+    @Test func aRoundAboveTheStreamLimitKeepsItsOrderAndTheLimit() async throws {
+        try await SandboxFixture.with(maxConcurrentStreams: 8) { sandbox in
+            let notification = APNsNotification(type: .newPost, eventID: "e", conversationID: "c")
+            try await Self.expectAnsweredInOrder(Self.round(400, of: notification, prefix: "0407"), by: sandbox)
+            #expect(sandbox.state.statistics.peakConcurrentStreams <= 8)
+        }
+    }
+
+    /// `count` jobs of one notification, for tokens starting with `prefix`.
+    static func round(_ count: Int, of notification: APNsNotification, prefix: String) -> [ClaimedJob] {
+        (0..<count).map { index in
+            ClaimedJob(
+                id: Int64(index), apnsID: UUID(), deviceToken: token(prefix: prefix, UInt8(index % 200)), pubkey: "",
+                environment: .sandbox, topic: SandboxFixture.topic, deviceUpdatedAt: Date(), notification: notification,
+                attempts: 1, expiresAt: Date().addingTimeInterval(900))
+        }
+    }
+
+    /// Sends `jobs` as one round on one connection and expects every one answered 200, in the order
+    /// sent (the sandbox's records are numbered as it answers).
+    static func expectAnsweredInOrder(_ jobs: [ClaimedJob], by sandbox: SandboxFixture) async throws {
+        var configuration = sandbox.apns(.nio)
+        configuration.connections = 1
+        let sender = try HTTP2APNsSender(configuration: configuration, logger: TestDatabase.logger)
+        let results = await sender.send(jobs)
+        #expect(results.map(\.status) == Array(repeating: 200, count: jobs.count))
+        let received = sandbox.state.records().sorted { $0.sequence < $1.sequence }.compactMap(\.apnsID)
+        let sent = jobs.map { $0.apnsID.uuidString.lowercased() }
+        #expect(received.count == sent.count)
+        #expect(zip(received, sent).filter { $0 != $1 }.count == 0, "requests answered out of the order sent")
+        await sender.shutdown()
     }
 
     /// Error answers carry JSON bodies; more than the 64 KB connection window of them must not
