@@ -68,9 +68,11 @@ cpu_window_start() {
     for entry in $CPU_WINDOW_SPEC; do CPU_WINDOW_BEFORE[${entry%%=*}]="$(cpu_seconds "${entry#*=}")"; done
 }
 CPU_WINDOW_LINE=""
+CPU_WINDOW_SECONDS=0
 cpu_window_close() {
     local entry name
-    CPU_WINDOW_LINE="CPU during $1 (seconds; $(awk -v a="$EPOCHREALTIME" -v b="$CPU_WINDOW_START" -v n="$(nproc)" 'BEGIN { printf "%.1f", (a - b) * n }') available on $(nproc) cores):"
+    CPU_WINDOW_SECONDS="$(awk -v a="$EPOCHREALTIME" -v b="$CPU_WINDOW_START" 'BEGIN { printf "%.2f", a - b }')"
+    CPU_WINDOW_LINE="CPU during $1 (seconds; $(awk -v s="$CPU_WINDOW_SECONDS" -v n="$(nproc)" 'BEGIN { printf "%.1f", s * n }') available on $(nproc) cores):"
     for entry in $CPU_WINDOW_SPEC; do
         name="${entry%%=*}"
         CPU_WINDOW_USED[$name]="$(awk -v a="$(cpu_seconds "${entry#*=}")" -v b="${CPU_WINDOW_BEFORE[$name]}" 'BEGIN { printf "%.1f", a - b }')"
@@ -84,6 +86,12 @@ cpu_window_close() {
 cpu_per_operation() {
     local count="$1" noun="$2" entry name line
     [[ "$count" -gt 0 ]] || return 0
+    # /proc counts CPU in 10 ms ticks: over a window this short (the test command's smoke runs)
+    # the figures would be mostly rounding.
+    if awk -v s="$CPU_WINDOW_SECONDS" 'BEGIN { exit !(s < 1) }'; then
+        echo "CPU per $noun: not measured (a ${CPU_WINDOW_SECONDS} s window is too short for /proc's 10 ms ticks)"
+        return 0
+    fi
     line="CPU per $noun (µs; $count in the window):"
     for entry in $CPU_WINDOW_SPEC; do
         name="${entry%%=*}"
