@@ -142,15 +142,12 @@ final class APNsStreamHandler: ChannelDuplexHandler {
         !isUsable || streams.isEmpty || (streams.count < maxConcurrentStreams && request.body.readableBytes <= connectionWindow)
     }
 
-    /// Sends the queued requests that may go now, in order, and flushes if any was written.
+    /// Sends the queued requests that may go now, in order (`send` flushes each).
     private func sendWaiting(context: ChannelHandlerContext) {
-        var sent = false
         while let first = waitingForWindow.first, mayGo(first.request) {
             waitingForWindow.removeFirst()
             send(first.request, context: context, promise: first.promise)
-            sent = true
         }
-        if sent { context.flush() }
     }
 
     private func send(_ request: APNsStreamRequest, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
@@ -211,7 +208,6 @@ final class APNsStreamHandler: ChannelDuplexHandler {
             if let waiting = waitingForSettings {
                 waitingForSettings = nil
                 for (request, promise) in waiting { submit(request, context: context, promise: promise) }
-                context.flush()
             } else if !waitingForWindow.isEmpty {
                 sendWaiting(context: context)
             }

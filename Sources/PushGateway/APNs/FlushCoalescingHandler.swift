@@ -6,9 +6,9 @@ import NIOCore
 /// It sits between TLS and `NIOHTTP2Handler` so that `APNsStreamHandler` can flush after every
 /// request. NIOHTTP2 collects the DATA frames written between two flushes in a set and sends them
 /// in that set's order, not the order written; the server then finishes the streams out of
-/// order, and each close shifts NIOHTTP2's per-stream lists on both ends (a fifth of the gateway's
-/// CPU per push). Flushed one by one, the frames keep their order; held here, a round of requests
-/// still goes out in one TLS write and one system call.
+/// order, and each close shifts NIOHTTP2's per-stream lists on both ends (see `APNsStreamHandler`).
+/// Flushed one by one, the frames keep their order; held here, a round of requests still goes out
+/// in one TLS write and one system call.
 final class FlushCoalescingHandler: ChannelOutboundHandler {
     typealias OutboundIn = Any
     typealias OutboundOut = Any
