@@ -35,12 +35,20 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
 
     /// The leased members' columns, as `leasedJob` reads them, from `leasedMembers`.
     static let leasedColumns = """
-        b.id, m.apns_id, m.device_token, m.pubkey, d.apns_environment, d.topic, d.updated_at, m.wrap_id, m.relay, m.wraps, b.attempts,
-        b.expires_at, d.platform, d.push_type, d.p256dh, d.auth_secret
+        b.id, m.apns_id, m.device_token, m.pubkey, m.apns_environment, m.topic, m.updated_at, m.wrap_id, m.relay, m.wraps, b.attempts,
+        b.expires_at, m.platform, m.push_type, m.p256dh, m.auth_secret
         """
 
-    /// The batch of pushes `steps` leased, a row per member joined with its device.
-    static let leasedMembers = "batch b CROSS JOIN members m JOIN devices d ON d.device_token = m.device_token"
+    /// The batch of pushes `steps` leased, a row per member with its device's columns (read once,
+    /// in `targets`: joining `devices` again here cost a second probe of its key a wrap).
+    static let leasedMembers = "batch b CROSS JOIN members m"
+
+    /// The columns of a device that a leased push is sent with, carried from `targets` to
+    /// `members`.
+    static func deviceColumns(of alias: String) -> String {
+        ["apns_environment", "topic", "updated_at", "platform", "push_type", "p256dh", "auth_secret"].map { "\(alias).\($0)" }
+            .joined(separator: ", ")
+    }
 
     /// Steps 1 to 5 as the CTEs that follow `input` (wrap_id, recipient, relay, live, realtime,
     /// one row per wrap and recipient) in a WITH list, ending with `counts` (claimed, queued,
@@ -87,7 +95,8 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
                 RETURNING s.wrap_id
             ), targets AS (
                 SELECT DISTINCT ON (d.device_token) d.device_token, d.pubkey, i.wrap_id, i.relay,
-                       count(*) OVER (PARTITION BY d.device_token) AS wraps
+                       count(*) OVER (PARTITION BY d.device_token) AS wraps,
+                       \(deviceColumns(of: "d"))
                 FROM input i
                 \(claimJoin)
                 -- A VoIP token takes calls only: PushKit requires every push to it to report one.
@@ -100,7 +109,8 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
                 -- leased_until: set when the job is due now and the caller sends it at once.
                 SELECT s.*, CASE WHEN \(leaseDue) AND s.at <= now() THEN now() + make_interval(secs => \(lease)) END AS leased_until
                 FROM (
-                    SELECT t.device_token, t.pubkey, t.wrap_id, t.relay, t.wraps, greatest(now(), coalesce(w.next_at, now())) AS at
+                    SELECT t.device_token, t.pubkey, t.wrap_id, t.relay, t.wraps, greatest(now(), coalesce(w.next_at, now())) AS at,
+                           \(deviceColumns(of: "t"))
                     FROM targets t LEFT JOIN watch_coalesce w ON w.device_token = t.device_token
                     WHERE NOT EXISTS (SELECT 1 FROM merged m WHERE m.device_token = t.device_token)
                 ) s
@@ -123,7 +133,8 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
                 -- The pushes due now, sent at once by the caller: one batch row for all of them
                 -- (migration 0021), each device with its own apns-id (kept across retries), wrap,
                 -- relay and count.
-                SELECT gen_random_uuid() AS apns_id, device_token, pubkey, wrap_id, relay, wraps::int AS wraps
+                SELECT gen_random_uuid() AS apns_id, device_token, pubkey, wrap_id, relay, wraps::int AS wraps,
+                       \(deviceColumns(of: "admitted"))
                 FROM admitted WHERE leased_until IS NOT NULL
             ), batch AS (
                 INSERT INTO push_batches (notification_type, event_id, conversation_id, device_tokens, pubkeys, apns_ids, event_ids, relays,

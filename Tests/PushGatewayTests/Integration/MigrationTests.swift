@@ -57,6 +57,31 @@ import Testing
         }
     }
 
+    /// A batch of up to about 30 pushes stays whole in its row, with nothing in the TOAST table; a
+    /// larger one moves its arrays there (which also shows the measure counts what it should).
+    @Test func aBatchOfThirtyPushesStaysInItsRow() async throws {
+        try await TestDatabase.with { (_: DatabaseURL, client: PostgresClient) async throws -> Void in
+            func insertBatch(_ size: Int) async throws {
+                try await client.query(
+                    """
+                    INSERT INTO push_batches (notification_type, event_id, conversation_id, device_tokens, pubkeys, apns_ids, event_ids,
+                                              relays, wrap_counts, size, expires_at)
+                    SELECT 'gift_wrap', '', '', array_agg(encode(sha256(('t' || i)::bytea), 'hex')),
+                           array_agg(encode(sha256(('p' || i)::bytea), 'hex')), array_agg(gen_random_uuid()),
+                           array_agg(encode(sha256(('w' || i)::bytea), 'hex')), array_agg('wss://relay.example'::text), array_agg(1),
+                           \(size), now() + interval '1 hour'
+                    FROM generate_series(1, \(size)) AS i
+                    """, logger: TestDatabase.logger)
+            }
+            // The TOAST table's size in bytes: it has no page until a row moves anything there.
+            let toastBytes = "SELECT pg_relation_size(reltoastrelid)::int FROM pg_class WHERE relname = 'push_batches'"
+            try await insertBatch(30)
+            #expect(try await TestDatabase.count(client, toastBytes) == 0, "30 pushes: the row holds its arrays")
+            try await insertBatch(200)
+            #expect(try await TestDatabase.count(client, toastBytes) > 0, "200 pushes: arrays moved out of the row")
+        }
+    }
+
     @Test func aFailingMigrationLeavesNothingBehind() async throws {
         try await TestDatabase.with(migrate: false) { (_: DatabaseURL, client: PostgresClient) async throws -> Void in
             let broken = Migrator(migrations: [
