@@ -38,9 +38,9 @@ public import ServiceLifecycle
 ///   relay past `WATCH_RELAY_MAX_INVALID` a minute, as it does on one past
 ///   `WATCH_RELAY_MAX_EVENTS_PER_SECOND`.
 /// - Bounded inbound path: each connection holds at most `WatchSettings.relayBufferBytes` of
-///   messages for the consumers, the consumers hand sightings to batchers that hold at most
-///   `WatchSettings.sightingBufferLimit` each, and the ingest loops retry one batch at a time while
-///   PostgreSQL is down. Whatever is full makes the step before it wait, back to the relay's
+///   messages for the consumers, the consumers hand sightings to a batcher that holds at most
+///   `WatchSettings.sightingBufferLimit` a lane, and the ingest loop retries one batch at a time
+///   while PostgreSQL is down. Whatever is full makes the step before it wait, back to the relay's
 ///   socket, which then goes unread. A long pause re-sends the subscriptions from before it
 ///   (`RelayConfiguration.resubscribeAfterPause`), as a connection lost during one does.
 /// - A chunk's REQ goes out at most once per `WATCH_RESUBSCRIBE_SECONDS` per group
@@ -99,12 +99,13 @@ public actor RelayWatcher: Service {
     private var changedPubkeys: Set<String> = []
     /// Wakes the maintenance loop early (a registration changed); it also ticks every heartbeat.
     private let wakeMaintainer: WakeupSignal
-    /// One batcher per ingest loop; a recipient's sightings always go to the same one, so two
-    /// statements never coalesce for the same device at once (they would both see no pending
+    /// The sightings waiting for the ingest loop. One loop records them, one statement at a
+    /// time: each statement then carries everything that arrived while the one before ran, and
+    /// two statements never coalesce for the same device at once (they would both see no pending
     /// job and both queue one). Sightings from `RELAYS` go in lane 0 and those from users' own
     /// relays in lane 1: a flood from users' relays fills only its own lane and takes at most a
     /// quarter of each batch while `RELAYS` has wraps waiting (`Batcher`).
-    private let batchers: [Batcher<WrapSighting>]
+    private let sightings: Batcher<WrapSighting>
     /// Changes to `watch_live` (EOSE reached, pubkeys no longer watched), in the order they
     /// happened, waiting for `liveWriteLoop`.
     private let liveWrites = Batcher<LiveWrite>()
@@ -144,7 +145,7 @@ public actor RelayWatcher: Service {
                 scope: .defaults, chunkSize: store.settings.chunkSize, resubscribeInterval: .seconds(store.settings.resubscribeSeconds))
         ]
         self.wakeMaintainer = WakeupSignal(interval: heartbeatInterval)
-        self.batchers = (0..<2).map { _ in Batcher<WrapSighting>(limit: WatchSettings.sightingBufferLimit, lanes: 2) }
+        self.sightings = Batcher<WrapSighting>(limit: WatchSettings.sightingBufferLimit, lanes: 2)
     }
 
     /// Every pubkey this instance watches (`RELAYS`' group holds them all).
@@ -163,7 +164,7 @@ public actor RelayWatcher: Service {
         for url in settings.relays + settings.indexerRelays { openConnection(url) }
         metrics.onScrape { [weak self] in await self?.exportRelayMetrics() }
         await withTaskGroup(of: Void.self) { group in
-            for batcher in batchers { group.addTask { await self.ingestLoop(batcher) } }
+            group.addTask { await self.ingestLoop(self.sightings) }
             group.addTask { await self.liveWriteLoop() }
             group.addTask { await cancelWhenGracefulShutdown { await self.maintainLoop() } }
             group.addTask { await cancelWhenGracefulShutdown { await self.listenLoop() } }
@@ -171,7 +172,7 @@ public actor RelayWatcher: Service {
             try? await gracefulShutdown()
             await closeAllConnections()
             for consumer in consumers.values { await consumer.value }
-            for batcher in batchers { batcher.close() }
+            sightings.close()
             liveWrites.close()
         }
         // Sends handed to direct delivery are drained by the delivery worker, which stops after
@@ -688,7 +689,7 @@ public actor RelayWatcher: Service {
     }
 
     /// Reads one subscription until it is closed. Verification runs here, off the actor. Waiting
-    /// for room in a full batcher is what makes the connection stop reading the relay.
+    /// for room in a full lane of `sightings` is what makes the connection stop reading the relay.
     private nonisolated func consume(_ stream: SubscriptionStream, _ context: ConsumerContext) async {
         var reachedEOSE = false
         // On a user's relay, ids this subscription already handed on are dropped before they cost
@@ -728,9 +729,8 @@ public actor RelayWatcher: Service {
                     guard handedOn.insert(event.id).inserted else { continue }
                 }
                 let phase: WrapSighting.Phase = reachedEOSE ? .realtime : context.alreadyLive.contains(recipient) ? .resumed : .history
-                let batcher = batchers[Int(UInt(bitPattern: recipient.hashValue) % UInt(batchers.count))]
                 guard
-                    await batcher.send(
+                    await sightings.send(
                         WrapSighting(wrapID: event.id.hex, recipient: recipient, relay: context.relay, phase: phase, receivedAt: .now),
                         lane: context.scope == .defaults ? 0 : 1)
                 else { continue }
@@ -881,6 +881,11 @@ public actor RelayWatcher: Service {
 
     // MARK: Recording
 
+    /// Records the sightings, a batch (up to `batchSize`) per statement, one statement at a time
+    /// (see `sightings`). One writer's ceiling is a full batch per statement: at ~50 µs of
+    /// PostgreSQL CPU a wrap, about 20,000 wraps/s, more than the benchmark machine's two cores
+    /// verify and send (offered 20,000/s, it delivered ~11,400/s with one writer or two).
+    /// Instances share the watched pubkeys (shards), so each instance adds a writer.
     private nonisolated func ingestLoop(_ batcher: Batcher<WrapSighting>) async {
         let relayToQueue = metrics.watchRelayToQueueTimer()
         let recorder = SightingRecorder(store: store, metrics: metrics, wakeup: wakeup, directDelivery: directDelivery)
@@ -1033,7 +1038,7 @@ public actor RelayWatcher: Service {
                 suppressedLogLines: now.suppressedLogLines - before.suppressedLogLines)
         }
         metrics.watchUserRelays(userRelayCounts(), users: ownRelays.count)
-        metrics.watchPendingWraps(batchers.reduce(0) { $0 + $1.count })
+        metrics.watchPendingWraps(sightings.count)
     }
 
     public func status() async -> Status {
@@ -1051,6 +1056,6 @@ public actor RelayWatcher: Service {
         }
         return Status(
             relays: relays, shards: heldShards.sorted(), watchedPubkeys: watched.count,
-            pendingSightings: batchers.reduce(0) { $0 + $1.count }, userRelays: userRelayCounts(), usersWithOwnRelays: ownRelays.count)
+            pendingSightings: sightings.count, userRelays: userRelayCounts(), usersWithOwnRelays: ownRelays.count)
     }
 }
