@@ -57,9 +57,9 @@ public struct WatchSettings: Sendable {
     public static let historyRaceSeconds = 120
     /// Seen wraps are kept longer than the window, so a re-sent REQ never re-pushes one.
     public static let seenRetentionSeconds: Int64 = 3 * 86_400
-    /// Sightings waiting for each of the two ingest loops; past that, consumers wait, and with
-    /// them the reading of relays' sockets (about 300 bytes each: 5 MB in all, three seconds of
-    /// the benchmark's 5,000 wraps/s).
+    /// Sightings waiting for the ingest loop in each lane (`RELAYS`, users' own relays); past that,
+    /// that lane's consumers wait, and with them the reading of those relays' sockets (about 300
+    /// bytes each: 2.5 MB a lane, 1.6 s of the benchmark's 5,000 wraps/s).
     public static let sightingBufferLimit = 8_192
     /// Bytes of relay messages each relay connection holds for its consumers (`RelayConfiguration`).
     public static let relayBufferBytes = 4 << 20

@@ -183,7 +183,7 @@ public final class GatewayMetrics: Sendable {
         }
     }
 
-    /// Sightings waiting to be recorded (bounded: `WatchSettings.sightingBufferLimit` per loop).
+    /// Sightings waiting to be recorded (bounded: `WatchSettings.sightingBufferLimit` per lane).
     public func watchPendingWraps(_ count: Int) {
         Gauge(label: "linkstr_watch_pending_wraps", factory: factory).record(count)
     }

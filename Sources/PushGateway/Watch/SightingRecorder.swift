@@ -1,6 +1,6 @@
 /// Records gift-wrap sightings and hands their pushes on: the claim and the queued jobs in one
 /// statement (`WatchStore.record`), the jobs it leased to direct delivery, the rest to the
-/// delivery loops' wake-up, and the counts to the metrics. The relay watcher's ingest loops and the
+/// delivery loops' wake-up, and the counts to the metrics. The relay watcher's ingest loop and the
 /// inbox relay both record through it, so a wrap is claimed, coalesced and budgeted one way.
 struct SightingRecorder: Sendable {
     let store: WatchStore
