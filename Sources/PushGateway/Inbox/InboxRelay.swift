@@ -34,7 +34,7 @@ public struct InboxRelay: Service {
     /// Open connections and subscriptions on this instance, for `/admin/status` and the gauges.
     let counts = Locked(Counts())
     /// Accepted-looking wraps from every connection, stored a batch per statement by the store
-    /// loops. A connection hands its wraps over without waiting for them to be stored (it
+    /// loop. A connection hands its wraps over without waiting for them to be stored (it
     /// answers each OK when its batch is), so one connection's wraps share batches too. When
     /// `storeQueueLimit` wait, connections stop reading until a batch is taken.
     let pendingWraps = Batcher<PendingWrap>(limit: InboxRelay.storeQueueLimit)
@@ -48,8 +48,6 @@ public struct InboxRelay: Service {
 
     static let storeQueueLimit = 10_000
     static let storeBatchSize = 256
-    /// Two loops, so that one batch is written while the next gathers.
-    static let storeLoops = 2
 
     public struct Counts: Sendable, Equatable {
         public var connections = 0
@@ -92,15 +90,16 @@ public struct InboxRelay: Service {
             group.addTask { try await app.run() }
             group.addTask { await cancelWhenGracefulShutdown { await self.listenLoop() } }
             group.addTask { await cancelWhenGracefulShutdown { await self.pruneLoop() } }
-            for _ in 0..<Self.storeLoops {
-                // Not cancelled: a closed batcher ends them once what was handed over is stored
-                // and answered.
-                group.addTask {
-                    await withGracefulShutdownHandler {
-                        await self.storeLoop()
-                    } onGracefulShutdown: {
-                        self.pendingWraps.close()
-                    }
+            // One store loop, one statement at a time: the next batch gathers while one is
+            // written, and so carries everything that arrived meanwhile (a statement has a fixed
+            // cost besides its cost a wrap), and two statements never coalesce for one device at
+            // once (each would see no pending job and queue one). Not cancelled: a closed batcher
+            // ends it once what was handed over is stored and answered.
+            group.addTask {
+                await withGracefulShutdownHandler {
+                    await self.storeLoop()
+                } onGracefulShutdown: {
+                    self.pendingWraps.close()
                 }
             }
             try await group.next()

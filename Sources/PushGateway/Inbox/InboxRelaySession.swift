@@ -195,7 +195,7 @@ final class InboxRelaySession: Sendable {
         }
     }
 
-    /// Hands the wrap to the relay's store loops; its OK goes out once its batch is stored.
+    /// Hands the wrap to the relay's store loop; its OK goes out once its batch is stored.
     private func store(_ event: NostrEvent, recipient: String) async {
         let handed = await relay.pendingWraps.send(InboxRelay.PendingWrap(event: event, recipient: recipient) { self.answer(event.id, $0) })
         if !handed { send(RelayMessage.ok(eventID: event.id, accepted: false, message: "error: the relay is shutting down").json) }
