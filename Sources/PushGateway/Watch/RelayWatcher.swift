@@ -164,7 +164,7 @@ public actor RelayWatcher: Service {
         for url in settings.relays + settings.indexerRelays { openConnection(url) }
         metrics.onScrape { [weak self] in await self?.exportRelayMetrics() }
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.ingestLoop(self.sightings) }
+            group.addTask { await self.ingestLoop() }
             group.addTask { await self.liveWriteLoop() }
             group.addTask { await cancelWhenGracefulShutdown { await self.maintainLoop() } }
             group.addTask { await cancelWhenGracefulShutdown { await self.listenLoop() } }
@@ -886,15 +886,15 @@ public actor RelayWatcher: Service {
     /// PostgreSQL CPU a wrap, about 20,000 wraps/s, more than the benchmark machine's two cores
     /// verify and send (offered 20,000/s, it delivered ~11,400/s with one writer or two).
     /// Instances share the watched pubkeys (shards), so each instance adds a writer.
-    private nonisolated func ingestLoop(_ batcher: Batcher<WrapSighting>) async {
+    private nonisolated func ingestLoop() async {
         let relayToQueue = metrics.watchRelayToQueueTimer()
         let recorder = SightingRecorder(store: store, metrics: metrics, wakeup: wakeup, directDelivery: directDelivery)
         // Returning early (cancelled) must not leave consumers waiting for room that never comes.
-        defer { batcher.close() }
+        defer { sightings.close() }
         // Shutting down without a database: once one batch is given up, the rest are dropped
         // without trying, or each would hold the shutdown up for its own retries.
         var givenUp = 0
-        while let batch = await batcher.next(max: batchSize) {
+        while let batch = await sightings.next(max: batchSize) {
             if givenUp > 0 {
                 givenUp += batch.count
                 continue
