@@ -38,7 +38,7 @@ h2load -n "$H2LOAD_REQUESTS" -c 2 -m 100 -d "$WORK/payload.json" -H 'apns-topic:
 kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true; unset 'PIDS[-1]'
 
 say "2. registration SQL alone (pgbench, prepared, 32 clients, $PGBENCH_SECONDS s)"
-export MIGRATIONS_DIR="$REPO_ROOT/migrations"
+export MIGRATIONS_DIR="$(bench_migrations)"
 APNS_DISABLE=1 "$BIN/linkstr-push" migrate >/dev/null
 PG_PORT_USED="$(sed -E 's#.*:([0-9]+)/.*#\1#' <<<"$DATABASE_URL")"
 if [[ "${PGSTATS:-}" == 1 ]]; then bench_pgstats_enable; fi

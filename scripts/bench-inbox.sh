@@ -34,7 +34,7 @@ DURATION="${SECONDS_:-10}"
 CONNECTIONS="${CONNECTIONS:-4}"
 
 bench_start bench-inbox
-export MIGRATIONS_DIR="$REPO_ROOT/migrations"
+export MIGRATIONS_DIR="$(bench_migrations)"
 APNS_DISABLE=1 "$BIN/linkstr-push" migrate >/dev/null
 
 say "registering $RECIPIENTS recipients (SQL, one device each)"

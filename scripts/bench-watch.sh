@@ -47,7 +47,7 @@ ROUNDS="${ROUNDS:-1}"
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a positive integer" >&2; exit 2; }
 
 bench_start bench-watch
-export MIGRATIONS_DIR="$REPO_ROOT/migrations"
+export MIGRATIONS_DIR="$(bench_migrations)"
 APNS_DISABLE=1 "$BIN/linkstr-push" migrate >/dev/null
 
 # One port for every round's relay (the load tool), so that the user relays registered below
@@ -148,11 +148,19 @@ for round in $(seq 1 "$ROUNDS"); do
     if [[ "${PGSTATS:-}" == 1 ]]; then bench_pgstats_reset; fi
     if [[ $round -gt 1 ]]; then
         # The devices the last round pushed to are inside their coalescing window for a few
-        # seconds; each round starts, like the first, with every window open.
+        # seconds; each round starts, like the first, with every window open and no pacing rows
+        # (a build from before migration 0023 with its coalescing rows stale, as it started).
         # Like the first round, it starts vacuumed and after a checkpoint.
         psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr \
-            -c "UPDATE watch_coalesce SET next_at = now() - interval '1 hour' WHERE next_at > now() - interval '10 minutes'" \
-            -c "VACUUM ANALYZE watch_coalesce" -c "CHECKPOINT"
+            -c "DO \$\$ BEGIN
+                  IF to_regclass('device_pacing') IS NOT NULL THEN
+                      DELETE FROM device_pacing;
+                  ELSE
+                      UPDATE watch_coalesce SET next_at = now() - interval '1 hour' WHERE next_at > now() - interval '10 minutes';
+                      DELETE FROM device_budgets;
+                  END IF;
+                END \$\$" \
+            -c "VACUUM ANALYZE" -c "CHECKPOINT"
     fi
     watch_round || FAILED=$((FAILED + 1))
     # Each p99 beside its round's baseline: a round's latency is read against the machine's speed

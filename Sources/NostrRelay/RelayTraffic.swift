@@ -45,10 +45,10 @@ public struct RelayTraffic: Sendable, Equatable {
         buckets[index].events += events
         buckets[index].invalid += invalid
         guard breach == nil else { return breach }
-        if invalid > 0, let maxInvalid = limits.maxInvalid, total(\.invalid, seconds: Self.invalidWindow, at: second) > maxInvalid {
+        if invalid > 0, let maxInvalid = limits.maxInvalid, total(.invalid, seconds: Self.invalidWindow, at: second) > maxInvalid {
             breach = .invalid
         } else if events > 0, let maxRate = limits.maxEventsPerSecond,
-            total(\.events, seconds: Self.rateWindow, at: second) > maxRate * Self.rateWindow
+            total(.events, seconds: Self.rateWindow, at: second) > maxRate * Self.rateWindow
         {
             breach = .flood
         }
@@ -57,12 +57,12 @@ public struct RelayTraffic: Sendable, Equatable {
 
     /// Messages per second over the last `rateWindow` seconds.
     public func eventsPerSecond(at now: ContinuousClock.Instant) -> Double {
-        Double(total(\.events, seconds: Self.rateWindow, at: second(now))) / Double(Self.rateWindow)
+        Double(total(.events, seconds: Self.rateWindow, at: second(now))) / Double(Self.rateWindow)
     }
 
     /// Invalid events per second over the last `rateWindow` seconds.
     public func invalidPerSecond(at now: ContinuousClock.Instant) -> Double {
-        Double(total(\.invalid, seconds: Self.rateWindow, at: second(now))) / Double(Self.rateWindow)
+        Double(total(.invalid, seconds: Self.rateWindow, at: second(now))) / Double(Self.rateWindow)
     }
 
     /// A new connection: nothing counted, no breach (limits apply per connection).
@@ -75,11 +75,28 @@ public struct RelayTraffic: Sendable, Equatable {
         max(0, (now - origin).components.seconds)
     }
 
-    /// The sum of `field` over the `seconds` seconds ending with `current`.
-    private func total(_ field: KeyPath<Bucket, Int>, seconds: Int, at current: Int64) -> Int {
+    /// Which count of a bucket `total` sums.
+    private enum Field {
+        case events
+        case invalid
+    }
+
+    /// The sum of `field` over the `seconds` seconds ending with `current`. It runs for every
+    /// message a relay sends, so it reads only the window's buckets (each second has its own, as
+    /// `seconds` is at most `buckets.count`), not the whole ring through a key path.
+    private func total(_ field: Field, seconds: Int, at current: Int64) -> Int {
         var sum = 0
-        for bucket in buckets where bucket.second > current - Int64(seconds) && bucket.second <= current {
-            sum += bucket[keyPath: field]
+        var second = current
+        let oldest = max(0, current - Int64(min(seconds, buckets.count)) + 1)
+        while second >= oldest {
+            let bucket = buckets[Int(second % Int64(buckets.count))]
+            if bucket.second == second {
+                switch field {
+                case .events: sum += bucket.events
+                case .invalid: sum += bucket.invalid
+                }
+            }
+            second -= 1
         }
         return sum
     }

@@ -1,16 +1,28 @@
 /// Hexadecimal encoding as Nostr uses it: lowercase on output, lowercase-only on protocol input.
 public enum Hex {
-    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
-
-    /// Lowercase hex of `bytes`.
+    /// Lowercase hex of `bytes`, written straight into the string's storage (ids and keys are
+    /// turned into hex for every event a relay watcher or an inbox relay handles).
     public static func encode<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.underestimatedCount * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
+        let count = bytes.underestimatedCount
+        var rest: [UInt8] = []
+        let head = String(unsafeUninitializedCapacity: count * 2) { buffer in
+            var iterator = bytes.makeIterator()
+            var written = 0
+            while written < count * 2, let byte = iterator.next() {
+                buffer[written] = digit(byte >> 4)
+                buffer[written + 1] = digit(byte & 0x0F)
+                written += 2
+            }
+            // A sequence that underestimated its count: the rest is encoded below.
+            while let byte = iterator.next() { rest.append(byte) }
+            return written
         }
-        return String(decoding: out, as: UTF8.self)
+        return rest.isEmpty ? head : head + encode(rest)
+    }
+
+    @inline(__always)
+    private static func digit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? nibble &+ UInt8(ascii: "0") : nibble &+ (UInt8(ascii: "a") &- 10)
     }
 
     /// Decodes hex text. Nostr fields are lowercase, so uppercase is refused unless `allowUppercase`
@@ -28,29 +40,31 @@ public enum Hex {
 
     static func decode(_ utf8: UnsafeBufferPointer<UInt8>, allowUppercase: Bool) -> [UInt8]? {
         guard utf8.count % 2 == 0 else { return nil }
-        var failed = false
+        // Every character is decoded and judged without a branch (hex digits and letters come in
+        // no predictable order); one check at the end says whether all were hex.
+        var valid: UInt8 = 1
         let result = [UInt8](unsafeUninitializedCapacity: utf8.count / 2) { buffer, initialized in
             var index = 0
             while index < utf8.count {
-                guard let high = nibble(utf8[index], allowUppercase), let low = nibble(utf8[index + 1], allowUppercase) else {
-                    failed = true
-                    break
-                }
+                let (high, highValid) = nibble(utf8[index], allowUppercase)
+                let (low, lowValid) = nibble(utf8[index + 1], allowUppercase)
+                valid &= highValid & lowValid
                 buffer[index / 2] = high << 4 | low
                 index += 2
             }
-            initialized = failed ? 0 : utf8.count / 2
+            initialized = utf8.count / 2
         }
-        return failed ? nil : result
+        return valid == 1 ? result : nil
     }
 
+    /// A character's value, and 1 when it is a hex digit (lowercase only unless `allowUppercase`),
+    /// 0 when not (its value is then meaningless).
     @inline(__always)
-    private static func nibble(_ c: UInt8, _ allowUppercase: Bool) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c &- UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c &- UInt8(ascii: "a") &+ 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F") where allowUppercase: return c &- UInt8(ascii: "A") &+ 10
-        default: return nil
-        }
+    private static func nibble(_ c: UInt8, _ allowUppercase: Bool) -> (value: UInt8, valid: UInt8) {
+        let digit = c &- UInt8(ascii: "0")
+        let letter = (allowUppercase ? c | 0x20 : c) &- UInt8(ascii: "a")
+        let isDigit: UInt8 = digit < 10 ? 1 : 0
+        let isLetter: UInt8 = letter < 6 ? 1 : 0
+        return (isDigit == 1 ? digit : letter &+ 10, isDigit | isLetter)
     }
 }

@@ -23,20 +23,28 @@ public struct PushBudget: Sendable, Equatable {
     public var refillSeconds: Double { burst / perSecond }
 
     /// The data-modifying CTE body that takes one token from the budget of each device in
-    /// `source` (a CTE with a `device_token` column), for the statements that queue pushes; the
-    /// placeholders name their parameters: whether a budget applies, the burst, the refill a
+    /// `source` (a CTE with a `device_token` column), for the statement that queues a typed push;
+    /// the placeholders name their parameters: whether a budget applies, the burst, the refill a
     /// second. It returns the charged tokens. A device without a row starts full. The refill is
     /// recomputed on the row as it is when locked, so two statements at once cannot both take a
     /// device's last token; elapsed time never counts negative and `updated_at` never moves back.
+    /// (The relay watcher's and the inbox's statements charge in the upsert that also moves the
+    /// device's coalescing window: `RecordWrapsStatement.steps`.)
     static func chargeSQL(devicesFrom source: String, enabled: String, burst: String, perSecond: String) -> String {
-        let refilled = "least(\(burst), b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)) * \(perSecond))"
+        let refilled = refilledSQL(burst: burst, perSecond: perSecond)
         return """
-            INSERT INTO device_budgets AS b (device_token, tokens, updated_at)
+            INSERT INTO device_pacing AS b (device_token, tokens, updated_at)
             SELECT device_token, \(burst) - 1, now() FROM \(source) WHERE \(enabled) ORDER BY device_token
             ON CONFLICT (device_token) DO UPDATE SET tokens = \(refilled) - 1, updated_at = greatest(b.updated_at, now())
                 WHERE \(refilled) >= 1
             RETURNING device_token
             """
+    }
+
+    /// The tokens of the `device_pacing` row `b` now: refilled since its last charge, up to the
+    /// burst.
+    static func refilledSQL(burst: String, perSecond: String) -> String {
+        "least(\(burst), b.tokens + greatest(0, extract(epoch FROM now() - b.updated_at)) * \(perSecond))"
     }
 
     static func fromEnvironment(_ env: [String: String]) throws(ConfigurationError) -> PushBudget? {

@@ -8,7 +8,7 @@ package import PostgresNIO
 /// sender is never a recipient; devices whose owner archived the conversation are left out. As in
 /// the reference service, a recipient counts (and gets a dedupe row) only when a device of theirs
 /// is in the batch: not the sender, has a device, the conversation not archived, not already
-/// deduped. Each device takes a token from its budget (`PushBudget`, table `device_budgets`); a
+/// deduped. Each device takes a token from its budget (`PushBudget`, table `device_pacing`); a
 /// device whose budget is spent is left out.
 ///
 /// With `leaseSeconds`, the batch is inserted already claimed (leased, attempt 1) and its members
@@ -37,7 +37,7 @@ package struct EnqueuePushStatement: PostgresPreparedStatement {
             -- The budget too is looked up per device (LATERAL, OFFSET 0): budgets are pruned once
             -- full, so the table can be analyzed nearly empty after a quiet hour, and a join
             -- planned on those figures hashed a sequential scan of every budget for each push.
-            LEFT JOIN LATERAL (SELECT b.tokens, b.updated_at FROM device_budgets b WHERE $13 AND b.device_token = d.device_token OFFSET 0) b ON true
+            LEFT JOIN LATERAL (SELECT b.tokens, b.updated_at FROM device_pacing b WHERE $13 AND b.device_token = d.device_token OFFSET 0) b ON true
             -- The archive too is probed per device (OFFSET 0): as an anti join it could be
             -- planned as a read of every archived conversation for each push (DevicePlanTests).
             WHERE NOT EXISTS (SELECT 1 FROM archived_conversations a WHERE a.pubkey = d.pubkey AND a.conversation_id = $7 OFFSET 0)

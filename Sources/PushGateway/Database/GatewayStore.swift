@@ -399,8 +399,9 @@ public struct GatewayStore: Sendable {
                 "DELETE FROM push_suppressions WHERE expires_at < \(now) RETURNING 1",
                 "DELETE FROM seen_wraps WHERE seen_at < \(seenCutoff) RETURNING 1",
                 "DELETE FROM watch_instances WHERE heartbeat_at < \(staleInstances) RETURNING 1",
-                // A bucket untouched for its whole refill time is full again: its row says nothing.
-                "DELETE FROM device_budgets WHERE updated_at < \(budgetCutoff) RETURNING 1",
+                // A bucket untouched for its whole refill time is full again, and a window that
+                // has passed holds nothing back: such a row says nothing.
+                "DELETE FROM device_pacing WHERE updated_at < \(budgetCutoff) AND (next_at IS NULL OR next_at <= \(now)) RETURNING 1",
                 // Live marks of pubkeys nothing watches: the watcher forgets them as they go, but
                 // a forget can be lost (the database away for longer than its retries, or the
                 // change made while no instance held the pubkey's shard). A row left behind would

@@ -10,10 +10,11 @@ import PostgresNIO
 /// 2. live, newly claimed wraps become one push per watching device of the recipient, except
 ///    where the recipient suppressed the wrap (its own self-copy);
 /// 3. coalescing: a device that already has an unclaimed relay-watch job gets that job updated
-///    (the newest wrap, the count added) instead of a new one; a new job is scheduled no earlier
-///    than the device's `watch_coalesce.next_at`, which moves `coalesce` seconds past it.
-/// 4. a new job takes a token from its device's alert budget (`PushBudget`); a device whose
-///    budget is spent gets none (counted as over budget);
+///    (the newest wrap, the count added) instead of a new one;
+/// 4. pacing, in one upsert of the device's `device_pacing` row: a new push takes a token from
+///    the device's alert budget (`PushBudget`; a device whose budget is spent gets none, counted
+///    as over budget) and is scheduled no earlier than the row's `next_at`, which moves
+///    `coalesce` seconds past that time;
 /// 5. with `leaseDue`, the pushes due at once are stored as one batch in `push_batches`
 ///    (migration 0021), already claimed (leased, attempt 1), and returned with their devices for
 ///    the caller to send right away; if it dies first, the lease runs out and any worker claims
@@ -70,6 +71,7 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
         let claimJoin = storedBatch ? "" : "JOIN claim c ON c.wrap_id = i.wrap_id"
         let claimFilter = storedBatch ? "AND i.wrap_id = ANY (ARRAY(SELECT wrap_id FROM claim))" : ""
         let merge = storedBatch ? storedBatchMerge : watcherMerge
+        let refilled = PushBudget.refilledSQL(burst: burst, perSecond: perSecond)
         return """
             claim AS (
                 -- A wrap is claimed when its row is new, or when a real-time sighting takes over a
@@ -105,21 +107,28 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
                   AND NOT EXISTS (SELECT 1 FROM push_suppressions s WHERE s.pubkey = i.recipient AND s.event_id = i.wrap_id AND s.expires_at > now())
                 ORDER BY d.device_token, i.wrap_id
             ), \(merge)
-            ), scheduled AS (
-                -- leased_until: set when the job is due now and the caller sends it at once.
-                SELECT s.*, CASE WHEN \(leaseDue) AND s.at <= now() THEN now() + make_interval(secs => \(lease)) END AS leased_until
-                FROM (
-                    SELECT t.device_token, t.pubkey, t.wrap_id, t.relay, t.wraps, greatest(now(), coalesce(w.next_at, now())) AS at,
-                           \(deviceColumns(of: "t"))
-                    FROM targets t LEFT JOIN watch_coalesce w ON w.device_token = t.device_token
-                    WHERE NOT EXISTS (SELECT 1 FROM merged m WHERE m.device_token = t.device_token)
-                ) s
-            ), charged AS (
-                -- A new alert takes a token from its device's budget (a merge adds to an alert already
-                -- counted).
-                \(PushBudget.chargeSQL(devicesFrom: "scheduled", enabled: budgetOn, burst: burst, perSecond: perSecond))
+            ), pending AS (
+                SELECT t.* FROM targets t WHERE NOT EXISTS (SELECT 1 FROM merged m WHERE m.device_token = t.device_token)
+            ), paced AS (
+                -- One upsert of each pending device's pacing row (migration 0023): the push is due
+                -- at the row's window (`at`, read back from the moved window) and takes a token
+                -- from its budget; a device whose budget is spent keeps its row as it was and
+                -- returns nothing. Without a budget the tokens are left alone, and a new row's
+                -- bucket starts full (charged last at `epoch`) for when a budget is set.
+                INSERT INTO device_pacing AS b (device_token, tokens, updated_at, next_at)
+                SELECT device_token, CASE WHEN \(budgetOn) THEN \(burst) - 1 ELSE 0 END,
+                       CASE WHEN \(budgetOn) THEN now() ELSE 'epoch' END, now() + make_interval(secs => \(coalesce))
+                FROM pending ORDER BY device_token
+                ON CONFLICT (device_token) DO UPDATE SET
+                    tokens = CASE WHEN \(budgetOn) THEN \(refilled) - 1 ELSE b.tokens END,
+                    updated_at = CASE WHEN \(budgetOn) THEN greatest(b.updated_at, now()) ELSE b.updated_at END,
+                    next_at = greatest(now(), coalesce(b.next_at, now())) + make_interval(secs => \(coalesce))
+                WHERE NOT \(budgetOn) OR \(refilled) >= 1
+                RETURNING device_token, next_at - make_interval(secs => \(coalesce)) AS at
             ), admitted AS (
-                SELECT s.* FROM scheduled s WHERE NOT \(budgetOn) OR EXISTS (SELECT 1 FROM charged c WHERE c.device_token = s.device_token)
+                -- leased_until: set when the push is due now and the caller sends it at once.
+                SELECT p.*, a.at, CASE WHEN \(leaseDue) AND a.at <= now() THEN now() + make_interval(secs => \(lease)) END AS leased_until
+                FROM pending p JOIN paced a ON a.device_token = p.device_token
             ), jobs AS (
                 -- The pushes that wait (a coalescing window, or direct delivery at its limit): a job
                 -- each, which a later wrap to the same device merges into.
@@ -128,7 +137,7 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
                 SELECT gen_random_uuid(), device_token, pubkey, 'gift_wrap', wrap_id, '', relay, wraps, at,
                        at + make_interval(secs => \(lifetime)), 0
                 FROM admitted WHERE leased_until IS NULL
-                RETURNING device_token, next_attempt_at
+                RETURNING device_token
             ), members AS (
                 -- The pushes due now, sent at once by the caller: one batch row for all of them
                 -- (migration 0021), each device with its own apns-id (kept across retries), wrap,
@@ -149,17 +158,10 @@ package struct RecordWrapsStatement: PostgresPreparedStatement {
                 FROM members
                 HAVING count(*) > 0
                 RETURNING id, attempts, expires_at
-            ), coalesced AS (
-                INSERT INTO watch_coalesce (device_token, next_at)
-                SELECT device_token, next_attempt_at + make_interval(secs => \(coalesce)) FROM jobs
-                -- A push sent at once opens its device's window now.
-                UNION ALL SELECT device_token, now() + make_interval(secs => \(coalesce)) FROM members
-                ON CONFLICT (device_token) DO UPDATE SET next_at = EXCLUDED.next_at
-                RETURNING 1
             ), counts AS (
                 SELECT (SELECT count(*) FROM claim)::int AS claimed, (SELECT count(*) FROM jobs)::int + (SELECT count(*) FROM members)::int AS queued,
-                       (SELECT count(*) FROM merged)::int AS merged, (SELECT count(*) FROM coalesced)::int AS scheduled,
-                       (SELECT count(*) FROM scheduled)::int - (SELECT count(*) FROM admitted)::int AS over_budget
+                       (SELECT count(*) FROM merged)::int AS merged,
+                       (SELECT count(*) FROM pending)::int - (SELECT count(*) FROM admitted)::int AS over_budget
             )
             """
     }

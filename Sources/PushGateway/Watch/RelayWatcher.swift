@@ -93,7 +93,8 @@ public actor RelayWatcher: Service {
     private var recordedStates: [String: RelayWatchPlan.RelayState]?
     /// Per relay: pubkeys whose subscription has reached EOSE there.
     private var livePubkeys: [String: Set<String>] = [:]
-    /// Written by consumers on every event, so behind a lock rather than the actor.
+    /// When each relay last sent a wrap that went on, to the second. Written by consumers (at
+    /// most once a second each), so behind a lock rather than the actor.
     private let lastEventAt = Locked<[String: Date]>([:])
     private var consumers: [String: Task<Void, Never>] = [:]
     private var changedPubkeys: Set<String> = []
@@ -697,6 +698,9 @@ public actor RelayWatcher: Service {
         // reconnect's replay repeats ids legitimately; they were claimed the first time.)
         let dropsRepeats = context.scope != .defaults
         var handedOn = Set<EventID>()
+        // `lastEventAt` is for operators (the admin API), to the second: a lock and a dictionary
+        // write per wrap would cost every wrap for a figure read a few times a minute.
+        var lastNoted: ContinuousClock.Instant?
         // Users' relays share one label: their URLs come from users, and there may be hundreds.
         let counters = metrics.watchRelayCounters(relay: context.scope == .defaults ? context.relay : "user-relays")
         for await item in stream {
@@ -729,12 +733,17 @@ public actor RelayWatcher: Service {
                     guard handedOn.insert(event.id).inserted else { continue }
                 }
                 let phase: WrapSighting.Phase = reachedEOSE ? .realtime : context.alreadyLive.contains(recipient) ? .resumed : .history
+                let receivedAt = ContinuousClock.now
                 guard
                     await sightings.send(
-                        WrapSighting(wrapID: event.id.hex, recipient: recipient, relay: context.relay, phase: phase, receivedAt: .now),
+                        WrapSighting(
+                            wrapID: event.id.hex, recipient: recipient, relay: context.relay, phase: phase, receivedAt: receivedAt),
                         lane: context.scope == .defaults ? 0 : 1)
                 else { continue }
-                lastEventAt.withLock { $0[context.relay] = Date() }
+                if lastNoted.map({ receivedAt - $0 >= .seconds(1) }) ?? true {
+                    lastNoted = receivedAt
+                    lastEventAt.withLock { $0[context.relay] = Date() }
+                }
             case .endOfStoredEvents:
                 if !reachedEOSE {
                     reachedEOSE = true

@@ -19,6 +19,37 @@ import Testing
         #expect(Hex.decode("zz") == nil)
         #expect(Hex.decode("00", count: 2) == nil)
     }
+
+    /// Every byte value in either place of a pair, against what a hex digit is: the decoder
+    /// judges characters without branches, so its edges (`/`, `:`, `@`, `G`, `` ` ``, `g`) are
+    /// checked one by one.
+    @Test(arguments: [false, true])
+    func judgesEveryCharacter(allowUppercase: Bool) {
+        let lower = Array("0123456789abcdef".utf8)
+        let upper = Array("0123456789ABCDEF".utf8)
+        for byte in UInt8.min...UInt8.max {
+            let value = lower.firstIndex(of: byte) ?? (allowUppercase ? upper.firstIndex(of: byte) : nil)
+            for text in [[byte, UInt8(ascii: "7")], [UInt8(ascii: "7"), byte]] {
+                let decoded = Hex.decode(String(decoding: text, as: UTF8.self), allowUppercase: allowUppercase)
+                if let value {
+                    let expected = text[0] == byte ? UInt8(value) << 4 | 7 : 0x70 | UInt8(value)
+                    #expect(decoded == [expected], "byte \(byte)")
+                } else {
+                    #expect(decoded == nil, "byte \(byte)")
+                }
+            }
+        }
+    }
+
+    @Test func encodesEveryByteAndAnyUnderestimatingSequence() {
+        let bytes = Array(UInt8.min...UInt8.max)
+        let expected = bytes.map { String(format: "%02x", $0) }.joined()
+        #expect(Hex.encode(bytes) == expected)
+        // A filtered lazy sequence reports an underestimated count of 0.
+        #expect(Hex.encode(bytes.lazy.filter { _ in true }) == expected)
+        #expect(Hex.decode(expected) == bytes)
+        #expect(Hex.encode([UInt8]()) == "")
+    }
 }
 
 @Suite struct Base64Tests {

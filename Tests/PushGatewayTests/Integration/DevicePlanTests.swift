@@ -13,12 +13,12 @@ import Testing
 @Suite(.serialized) struct DevicePlanTests {
     /// The tables checked: a request's devices, their alert budgets (a table that drains when
     /// every bucket is full again and is pruned, like the queue), the archive and the dedupe rows.
-    static let keyedTables: Set<String> = ["devices", "device_budgets", "archived_conversations", "push_dedupe"]
+    static let keyedTables: Set<String> = ["devices", "device_pacing", "archived_conversations", "push_dedupe"]
 
     /// `devices` in that state: statistics taken while 100 pubkeys held 20 devices each (half of
     /// them relay-watched; 100 distinct pubkeys in 2,000 rows, under ANALYZE's 10 % threshold, so
     /// the count is kept as a number, not a ratio), then a table fifty times that size with one
-    /// device per pubkey. The planner expects a thousand devices per pubkey. `device_budgets`
+    /// device per pubkey. The planner expects a thousand devices per pubkey. `device_pacing`
     /// analyzed with one row, then holding one for every device. 100,000 archived conversations
     /// and 100,000 dedupe rows, analyzed.
     ///
@@ -35,9 +35,9 @@ import Testing
             """, logger: TestDatabase.logger)
         // Budgets drained to one row when analyzed, then a burst's worth.
         try await client.query(
-            "INSERT INTO device_budgets (device_token, tokens, updated_at) SELECT device_token, 9, now() FROM devices",
+            "INSERT INTO device_pacing (device_token, tokens, updated_at) SELECT device_token, 9, now() FROM devices",
             logger: TestDatabase.logger)
-        try await client.query("DELETE FROM device_budgets WHERE device_token <> 'crowded1'", logger: TestDatabase.logger)
+        try await client.query("DELETE FROM device_pacing WHERE device_token <> 'crowded1'", logger: TestDatabase.logger)
         try await client.query(
             """
             INSERT INTO archived_conversations (pubkey, conversation_id)
@@ -48,18 +48,18 @@ import Testing
             INSERT INTO push_dedupe (event_id, notification_type, recipient)
             SELECT 'event' || i, 'new_post', 'single' || (i % 50000) FROM generate_series(1, 100000) AS i
             """, logger: TestDatabase.logger)
-        for table in ["devices", "device_budgets", "archived_conversations", "push_dedupe"] {
+        for table in ["devices", "device_pacing", "archived_conversations", "push_dedupe"] {
             try await client.query(
                 PostgresQuery(unsafeSQL: "ALTER TABLE \(table) SET (autovacuum_enabled = off)"), logger: TestDatabase.logger)
         }
-        try await client.query("VACUUM ANALYZE devices, device_budgets, archived_conversations, push_dedupe", logger: TestDatabase.logger)
+        try await client.query("VACUUM ANALYZE devices, device_pacing, archived_conversations, push_dedupe", logger: TestDatabase.logger)
         try await client.query(
             """
             INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch)
             SELECT 'single' || i, 'single' || i, 'sandbox', 'app.test', i % 2 = 0 FROM generate_series(1, 100000) AS i
             """, logger: TestDatabase.logger)
         try await client.query(
-            "INSERT INTO device_budgets (device_token, tokens, updated_at) SELECT device_token, 9, now() FROM devices ON CONFLICT DO NOTHING",
+            "INSERT INTO device_pacing (device_token, tokens, updated_at) SELECT device_token, 9, now() FROM devices ON CONFLICT DO NOTHING",
             logger: TestDatabase.logger)
     }
 

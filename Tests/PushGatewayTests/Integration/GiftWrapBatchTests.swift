@@ -65,7 +65,7 @@ import Testing
                     """) == 2, "the queue's view shows each member's own wrap and relay")
             #expect(
                 try await gateway.count(
-                    "SELECT count(*)::int FROM watch_coalesce WHERE next_at <= now() + interval '1 second'") == 2,
+                    "SELECT count(*)::int FROM device_pacing WHERE next_at <= now() + interval '1 second'") == 2,
                 "each device's window opens now")
 
             let queue = DeliveryQueue(client: gateway.database, logger: TestDatabase.logger)
@@ -172,7 +172,7 @@ import Testing
 
             // The same changes while a batch is in flight: its sender's retries queue nothing.
             try await gateway.database.query("DELETE FROM seen_wraps", logger: TestDatabase.logger)
-            try await gateway.database.query("DELETE FROM watch_coalesce", logger: TestDatabase.logger)
+            try await gateway.database.query("DELETE FROM device_pacing", logger: TestDatabase.logger)
             try await RelayWatchTests.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xC3))
             let second = try await record()
             #expect(second.leased.map(\.pubkey).sorted() == [bob.publicKey.hex, dave.publicKey.hex].sorted())
@@ -212,12 +212,12 @@ import Testing
             }
             try await gateway.database.query(
                 """
-                INSERT INTO watch_coalesce (device_token, next_at)
-                SELECT device_token, now() + interval '20 seconds' FROM devices WHERE pubkey = \(carol.publicKey.hex)
+                INSERT INTO device_pacing (device_token, tokens, updated_at, next_at)
+                SELECT device_token, 0, 'epoch', now() + interval '20 seconds' FROM devices WHERE pubkey = \(carol.publicKey.hex)
                 """, logger: TestDatabase.logger)
             try await gateway.database.query(
                 """
-                INSERT INTO device_budgets (device_token, tokens, updated_at)
+                INSERT INTO device_pacing (device_token, tokens, updated_at)
                 SELECT device_token, 0, now() FROM devices WHERE pubkey = \(dave.publicKey.hex)
                 """, logger: TestDatabase.logger)
             let store = WatchStore(client: gateway.database, settings: gateway.configuration.watch, logger: TestDatabase.logger)
@@ -244,6 +244,48 @@ import Testing
                 try await gateway.count(
                     "SELECT count(*)::int FROM push_jobs WHERE pubkey = '\(carol.publicKey.hex)' AND event_id = '\(later)' AND wrap_count = 2"
                 ) == 1, "the later wrap merged into the queued job")
+        }
+    }
+
+    /// Without a budget (`PUSH_DEVICE_BUDGET=0`) the pacing row still holds each device's
+    /// coalescing window, and its tokens are left alone: a spent bucket refuses nothing, and a
+    /// new row's bucket is full for when a budget is set.
+    @Test func withoutABudgetTheWindowStillPacesAndTokensStay() async throws {
+        try await GatewayHarness.run(watch: WatchSettings(relays: [], chunkSize: 500, coalesceSeconds: 30, shards: 8, leaseSeconds: 30)) {
+            gateway in
+            let (bob, carol) = (Keys.generate(), Keys.generate())
+            for (keys, seed) in [(bob, UInt8(0xCA)), (carol, 0xCB)] {
+                try await RelayWatchTests.registerWatching(gateway, keys, HTTP2DeliveryTests.token(seed))
+            }
+            try await gateway.database.query(
+                """
+                INSERT INTO device_pacing (device_token, tokens, updated_at)
+                SELECT device_token, 0, now() - interval '1 second' FROM devices WHERE pubkey = \(carol.publicKey.hex)
+                """, logger: TestDatabase.logger)
+            let store = WatchStore(
+                client: gateway.database, settings: gateway.configuration.watch, deviceBudget: nil, logger: TestDatabase.logger)
+            let sight = { (keys: Keys, wrap: String) in
+                WrapSighting(wrapID: wrap, recipient: keys.publicKey.hex, relay: "wss://a.example", phase: .realtime)
+            }
+            let first = try await store.record([sight(bob, Self.hex(for: bob)), sight(carol, Self.hex(for: carol))], leaseSeconds: 60)
+            #expect(first.overBudget == 0 && first.leased.map(\.pubkey).sorted() == [bob.publicKey.hex, carol.publicKey.hex].sorted())
+            #expect(
+                try await gateway.count(
+                    """
+                    SELECT count(*)::int FROM device_pacing p JOIN devices d USING (device_token)
+                    WHERE p.next_at BETWEEN now() + interval '25 seconds' AND now() + interval '35 seconds'
+                      AND ((d.pubkey = '\(bob.publicKey.hex)' AND p.tokens = 0 AND p.updated_at = 'epoch')
+                        OR (d.pubkey = '\(carol.publicKey.hex)' AND p.tokens = 0 AND p.updated_at < now()))
+                    """) == 2, "both windows moved; bob's new bucket full, carol's tokens untouched")
+
+            let second = try await store.record([sight(bob, String(repeating: "f1", count: 32))], leaseSeconds: 60)
+            #expect(second.jobs == 1 && second.leased.isEmpty, "inside the window: queued for its end")
+            #expect(
+                try await gateway.count(
+                    """
+                    SELECT count(*)::int FROM push_jobs WHERE pubkey = '\(bob.publicKey.hex)' AND locked_until IS NULL
+                      AND next_attempt_at > now() + interval '25 seconds'
+                    """) == 1)
         }
     }
 

@@ -31,23 +31,23 @@ import Testing
         }
     }
 
-    /// The tables every push rewrites but a crash may lose (coalescing windows, alert budgets)
-    /// write no WAL and leave room for updates in place; what a push's delivery depends on is
+    /// The table every push rewrites but a crash may lose (coalescing windows and alert budgets)
+    /// writes no WAL and leave room for updates in place; what a push's delivery depends on is
     /// logged.
     @Test func onlyWhatACrashMayLoseIsUnlogged() async throws {
         try await TestDatabase.with { (_: DatabaseURL, client: PostgresClient) async throws -> Void in
             let rows = try await client.query(
                 """
                 SELECT relname, relpersistence::text, coalesce(array_to_string(reloptions, ','), '') FROM pg_class
-                WHERE relname IN ('watch_coalesce', 'device_budgets', 'push_jobs', 'push_batches', 'seen_wraps', 'inbox_wraps', 'devices')
+                WHERE relname IN ('device_pacing', 'push_jobs', 'push_batches', 'seen_wraps', 'inbox_wraps', 'devices')
                   AND relkind = 'r'
                 """, logger: TestDatabase.logger)
             var tables: [String: (persistence: String, options: String)] = [:]
             for try await (name, persistence, options) in rows.decode((String, String, String).self) {
                 tables[name] = (persistence, options)
             }
-            #expect(tables.count == 7)
-            for name in ["watch_coalesce", "device_budgets"] {
+            #expect(tables.count == 6)
+            for name in ["device_pacing"] {
                 #expect(tables[name]?.persistence == "u", "\(name)")
                 #expect(tables[name]?.options.contains("fillfactor=50") == true, "\(name)")
             }
@@ -90,6 +90,70 @@ import Testing
             var storageByColumn: [String: String] = [:]
             for try await (name, kind) in storage.decode((String, String).self) { storageByColumn[name] = kind }
             #expect(storageByColumn == ["device_tokens": "e", "apns_ids": "e", "event_ids": "e", "pubkeys": "x"])
+        }
+    }
+
+    /// Migration 0023 folds the coalescing windows into the budgets' rows: an open window moves
+    /// over (onto the device's budget row, or a full bucket of its own), a passed one is dropped,
+    /// a budget without a window keeps its tokens, and both old tables are gone.
+    @Test func devicePacingTakesOpenWindowsAndBudgets() async throws {
+        try await TestDatabase.with(migrate: false) { (_: DatabaseURL, client: PostgresClient) async throws -> Void in
+            let all = try Migrator.load(directory: Migrator.defaultDirectory())
+            _ = try await Migrator(migrations: all.migrations.filter { $0.version < 23 }).migrate(
+                client: client, logger: TestDatabase.logger)
+            try await client.query(
+                """
+                INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch)
+                SELECT 'token-' || x, 'pubkey-' || x, 'sandbox', 'app.test', true FROM unnest(ARRAY['a', 'b', 'c', 'd']) AS x
+                """, logger: TestDatabase.logger)
+            try await client.query(
+                """
+                INSERT INTO watch_coalesce (device_token, next_at)
+                VALUES ('token-a', now() + interval '30 seconds'), ('token-b', now() - interval '1 hour'),
+                       ('token-d', now() + interval '40 seconds')
+                """, logger: TestDatabase.logger)
+            try await client.query(
+                "INSERT INTO device_budgets (device_token, tokens, updated_at) VALUES ('token-a', 3, now()), ('token-c', 2, now())",
+                logger: TestDatabase.logger)
+            _ = try await all.migrate(client: client, logger: TestDatabase.logger)
+
+            let rows = try await client.query(
+                """
+                SELECT device_token, tokens, updated_at = 'epoch', next_at IS NULL,
+                       coalesce(next_at BETWEEN now() + interval '25 seconds' AND now() + interval '45 seconds', false)
+                FROM device_pacing ORDER BY device_token
+                """, logger: TestDatabase.logger)
+            var pacing: [String] = []
+            for try await (token, tokens, charged, noWindow, open) in rows.decode((String, Double, Bool, Bool, Bool).self) {
+                pacing.append("\(token) \(tokens) \(charged ? "full" : "charged") \(noWindow ? "none" : open ? "open" : "?")")
+            }
+            #expect(pacing == ["token-a 3.0 charged open", "token-c 2.0 charged none", "token-d 0.0 full open"])
+            #expect(
+                try await TestDatabase.count(
+                    client,
+                    "SELECT count(*)::int FROM (VALUES (to_regclass('watch_coalesce')), (to_regclass('device_budgets'))) AS t(r) WHERE r IS NOT NULL"
+                ) == 0)
+        }
+    }
+
+    /// Maintenance prunes a pacing row only when it says nothing: its bucket full again (untouched
+    /// for the refill time) and its window passed.
+    @Test func maintenanceKeepsPacingRowsThatStillHoldSomethingBack() async throws {
+        try await TestDatabase.with { (_: DatabaseURL, client: PostgresClient) async throws -> Void in
+            try await client.query(
+                """
+                INSERT INTO device_pacing (device_token, tokens, updated_at, next_at) VALUES
+                    ('full-no-window', 9, now() - interval '2 minutes', NULL),
+                    ('full-window-passed', 0, 'epoch', now() - interval '1 minute'),
+                    ('full-window-open', 9, now() - interval '2 minutes', now() + interval '30 seconds'),
+                    ('refilling', 4, now() - interval '10 seconds', NULL)
+                """, logger: TestDatabase.logger)
+            let store = GatewayStore(client: client, logger: TestDatabase.logger, deviceBudget: PushBudget(alerts: 10, perSeconds: 60))
+            _ = try await store.prune()
+            let rows = try await client.query("SELECT device_token FROM device_pacing ORDER BY device_token", logger: TestDatabase.logger)
+            var left: [String] = []
+            for try await token in rows.decode(String.self) { left.append(token) }
+            #expect(left == ["full-window-open", "refilling"])
         }
     }
 

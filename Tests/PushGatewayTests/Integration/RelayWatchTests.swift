@@ -674,7 +674,7 @@ import Testing
             #expect(
                 try await gateway.count(
                     """
-                    SELECT count(*)::int FROM watch_coalesce WHERE next_at BETWEEN now() + interval '4 seconds' AND now() + interval '6 seconds'
+                    SELECT count(*)::int FROM device_pacing WHERE next_at BETWEEN now() + interval '4 seconds' AND now() + interval '6 seconds'
                     """) == 1, "the coalescing window runs from now")
 
             let second = try await store.record(

@@ -1,0 +1,20 @@
+-- A device's alert budget and its coalescing window become one row, `device_pacing`: the
+-- statements that queue relay-watch and inbox pushes read the window, charge the budget and move
+-- the window in one upsert of that row, instead of a read of `watch_coalesce`, an upsert of
+-- `device_budgets` and an upsert of `watch_coalesce` per push (about a fifth of PostgreSQL's CPU
+-- per wrap).
+--
+-- The row is unlogged, like both tables before it, and pruned by maintenance once it says
+-- nothing: its bucket is full again and its window has passed.
+ALTER TABLE device_budgets RENAME TO device_pacing;
+ALTER INDEX device_budgets_pkey RENAME TO device_pacing_pkey;
+-- When the device may get its next relay-watch or inbox push; NULL: at once.
+ALTER TABLE device_pacing ADD COLUMN next_at timestamptz;
+
+-- Windows still open move over. A device without a budget row gets a full bucket: `epoch` as its
+-- last charge refills any burst.
+INSERT INTO device_pacing (device_token, tokens, updated_at, next_at)
+SELECT device_token, 0, 'epoch', next_at FROM watch_coalesce WHERE next_at > now()
+ON CONFLICT (device_token) DO UPDATE SET next_at = EXCLUDED.next_at;
+
+DROP TABLE watch_coalesce;
