@@ -17,4 +17,8 @@ INSERT INTO device_pacing (device_token, tokens, updated_at, next_at)
 SELECT device_token, 0, 'epoch', next_at FROM watch_coalesce WHERE next_at > now()
 ON CONFLICT (device_token) DO UPDATE SET next_at = EXCLUDED.next_at;
 
-DROP TABLE watch_coalesce;
+-- For the release before, while a rolling deploy runs it beside this one: its budget charge, read
+-- and prune reach the renamed table through a view of the old columns (PostgreSQL writes through
+-- a simple view, `INSERT … ON CONFLICT` included), and it keeps its coalescing windows in
+-- `watch_coalesce`, which this release no longer reads or writes. A later release drops both.
+CREATE VIEW device_budgets AS SELECT device_token, tokens, updated_at FROM device_pacing;

@@ -48,6 +48,14 @@ public actor RelayConnection: Service {
         var context = SubscriptionRequestContext()
     }
 
+    /// Where the reading task takes a message: an EVENT to its subscription's queue, or nowhere
+    /// (no such subscription); anything else to the actor (`handle`).
+    private enum Route {
+        case queue(SubscriptionBuffer<SubscriptionEvent>, NostrEvent)
+        case drop
+        case actor
+    }
+
     /// A parsed message on its way from the reading task to a subscription's queue.
     package struct Delivery: Sendable {
         package let buffer: SubscriptionBuffer<SubscriptionEvent>
@@ -61,6 +69,12 @@ public actor RelayConnection: Service {
     private struct Reading {
         var traffic: RelayTraffic
         var invalidEvents = 0
+        /// EVENT messages read.
+        var events = 0
+        /// Each subscription's queue, as `subscriptions` has it (kept beside it by `subscribe`,
+        /// `unsubscribe` and `stop`): the reading task routes an EVENT here under the lock it
+        /// counts the message with, instead of hopping onto the actor and back for every event.
+        var buffers: [String: SubscriptionBuffer<SubscriptionEvent>] = [:]
         /// When reading paused (Unix seconds), while it is paused.
         var pausedSince: Int64?
         /// Pauses less than `recentPause` apart, as one stretch (Unix seconds): a consumer working
@@ -135,6 +149,7 @@ public actor RelayConnection: Service {
         statistics.suppressedLogLines = textLog.suppressedTotal
         let now = ContinuousClock.now
         reading.withLock { reading in
+            statistics.events = reading.events
             statistics.invalidEvents = reading.invalidEvents
             statistics.eventsPerSecond = reading.traffic.eventsPerSecond(at: now)
             statistics.invalidPerSecond = reading.traffic.invalidPerSecond(at: now)
@@ -264,6 +279,7 @@ public actor RelayConnection: Service {
         let buffer = SubscriptionBuffer<SubscriptionEvent>(budget: budget)
         subscriptions[id]?.buffer.finish()
         subscriptions[id] = Subscription(filters: filters, buffer: buffer)
+        reading.withLock { $0.buffers[id] = buffer }
         if stopped { buffer.finish() }
         enqueue(ClientMessage.req(subscriptionID: id, filters: filters(SubscriptionRequestContext())).json)
         return SubscriptionStream(buffer: buffer)
@@ -271,6 +287,7 @@ public actor RelayConnection: Service {
 
     public func unsubscribe(id: String) {
         guard let subscription = subscriptions.removeValue(forKey: id) else { return }
+        reading.withLock { $0.buffers[id] = nil }
         subscription.buffer.finish()
         if outbound != nil { enqueue(ClientMessage.close(subscriptionID: id).json) }
     }
@@ -337,11 +354,22 @@ public actor RelayConnection: Service {
         }
         let unreadable: Bool
         if case .success = inbound { unreadable = false } else { unreadable = true }
-        if let breach = reading.withLock({ $0.traffic.record(events: 1, invalid: unreadable ? 1 : 0, at: .now) }) {
-            throw RelayError.limitExceeded(breach)
+        let (breach, route) = reading.withLock { reading -> (RelayTraffic.Breach?, Route) in
+            let breach = reading.traffic.record(events: 1, invalid: unreadable ? 1 : 0, at: .now)
+            guard case .success(.event(let id, let event)) = inbound else { return (breach, .actor) }
+            reading.events += 1
+            return (breach, reading.buffers[id].map { .queue($0, event) } ?? .drop)
         }
-        guard let delivery = await handle(inbound, cost: cost) else { return }
-        await deliver(delivery)
+        if let breach { throw RelayError.limitExceeded(breach) }
+        switch route {
+        case .queue(let buffer, let event):
+            await deliver(Delivery(buffer: buffer, event: .event(event), cost: cost))
+        case .drop:
+            return
+        case .actor:
+            guard let delivery = await handle(inbound, cost: cost) else { return }
+            await deliver(delivery)
+        }
     }
 
     /// Queues `delivery`, first waiting for room in the budget if there is none. A wait is a read
@@ -529,6 +557,7 @@ public actor RelayConnection: Service {
         setState(.stopped)
         for (_, subscription) in subscriptions { subscription.buffer.finish() }
         subscriptions.removeAll()
+        reading.withLock { $0.buffers.removeAll() }
         for (_, waiters) in pendingOKs { for (_, waiter) in waiters { waiter.resume(throwing: RelayError.stopped) } }
         pendingOKs.removeAll()
         for (_, watcher) in stateWatchers { watcher.finish() }
@@ -564,10 +593,9 @@ public actor RelayConnection: Service {
             return nil
         }
         switch message {
-        case .event(let id, let event):
-            counters.events += 1
-            guard let subscription = subscriptions[id] else { return nil }
-            return Delivery(buffer: subscription.buffer, event: .event(event), cost: cost)
+        case .event:
+            // Routed by `read`, under the reading lock.
+            return nil
         case .eose(let id):
             guard let subscription = subscriptions[id] else { return nil }
             subscriptions[id]?.caughtUp = true

@@ -275,7 +275,7 @@ bench_steady_state() {
             SELECT encode(sha256(('seen' || i)::bytea), 'hex'), now() - make_interval(secs => i * 172800.0 / $1)
             FROM generate_series(1, $1) AS i" \
         -c "DO \$\$ BEGIN
-              IF to_regclass('watch_coalesce') IS NOT NULL THEN
+              IF to_regclass('device_pacing') IS NULL THEN
                   INSERT INTO watch_coalesce (device_token, next_at) SELECT device_token, now() - interval '1 hour' FROM devices;
               END IF;
             END \$\$" \

@@ -3,21 +3,19 @@ public enum Hex {
     /// Lowercase hex of `bytes`, written straight into the string's storage (ids and keys are
     /// turned into hex for every event a relay watcher or an inbox relay handles).
     public static func encode<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> String {
-        let count = bytes.underestimatedCount
-        var rest: [UInt8] = []
-        let head = String(unsafeUninitializedCapacity: count * 2) { buffer in
-            var iterator = bytes.makeIterator()
-            var written = 0
-            while written < count * 2, let byte = iterator.next() {
-                buffer[written] = digit(byte >> 4)
-                buffer[written + 1] = digit(byte & 0x0F)
-                written += 2
+        if let text = bytes.withContiguousStorageIfAvailable(encode(contiguous:)) { return text }
+        // A digest, say: its bytes are not in one buffer this side of its iterator.
+        return Array(bytes).withUnsafeBufferPointer(encode(contiguous:))
+    }
+
+    private static func encode(contiguous bytes: UnsafeBufferPointer<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 2) { buffer in
+            for (index, byte) in bytes.enumerated() {
+                buffer[2 * index] = digit(byte >> 4)
+                buffer[2 * index + 1] = digit(byte & 0x0F)
             }
-            // A sequence that underestimated its count: the rest is encoded below.
-            while let byte = iterator.next() { rest.append(byte) }
-            return written
+            return bytes.count * 2
         }
-        return rest.isEmpty ? head : head + encode(rest)
     }
 
     @inline(__always)

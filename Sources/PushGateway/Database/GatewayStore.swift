@@ -390,7 +390,7 @@ public struct GatewayStore: Sendable {
         let dedupeCutoff = now.addingTimeInterval(-Self.dedupeRetention)
         let seenCutoff = now.addingTimeInterval(-TimeInterval(WatchSettings.seenRetentionSeconds))
         let staleInstances = now.addingTimeInterval(-86_400)
-        let budgetCutoff = now.addingTimeInterval(-(deviceBudget?.refillSeconds ?? 0))
+        let refillSeconds = deviceBudget?.refillSeconds ?? 0
         return try await storage {
             var removed = 0
             for statement: PostgresQuery in [
@@ -400,8 +400,17 @@ public struct GatewayStore: Sendable {
                 "DELETE FROM seen_wraps WHERE seen_at < \(seenCutoff) RETURNING 1",
                 "DELETE FROM watch_instances WHERE heartbeat_at < \(staleInstances) RETURNING 1",
                 // A bucket untouched for its whole refill time is full again, and a window that
-                // has passed holds nothing back: such a row says nothing.
-                "DELETE FROM device_pacing WHERE updated_at < \(budgetCutoff) AND (next_at IS NULL OR next_at <= \(now)) RETURNING 1",
+                // has passed holds nothing back: such a row says nothing. Both are the database's
+                // times, so they are judged by its clock. Rows are taken in key order,
+                // skipping any a push holds: the statements that queue pushes lock pacing rows in
+                // key order too, so the two never wait on each other in a cycle.
+                """
+                DELETE FROM device_pacing WHERE device_token = ANY (ARRAY(
+                    SELECT device_token FROM device_pacing
+                    WHERE updated_at < now() - make_interval(secs => \(refillSeconds)) AND (next_at IS NULL OR next_at <= now())
+                    ORDER BY device_token FOR UPDATE SKIP LOCKED))
+                RETURNING 1
+                """,
                 // Live marks of pubkeys nothing watches: the watcher forgets them as they go, but
                 // a forget can be lost (the database away for longer than its retries, or the
                 // change made while no instance held the pubkey's shard). A row left behind would

@@ -236,6 +236,16 @@ import Testing
                       AND NOT direct AND next_attempt_at > now() + interval '15 seconds'
                     """) == 1, "queued for the window's end")
             #expect(try await gateway.count("SELECT count(*)::int FROM push_queue") == 2, "nothing for Dave")
+            // Each window moved by the coalescing time past when its push is due; Dave's, refused,
+            // did not move.
+            #expect(
+                try await gateway.count(
+                    """
+                    SELECT count(*)::int FROM device_pacing p JOIN devices d USING (device_token)
+                    WHERE (d.pubkey = '\(bob.publicKey.hex)' AND p.next_at BETWEEN now() + interval '29 seconds' AND now() + interval '31 seconds')
+                       OR (d.pubkey = '\(carol.publicKey.hex)' AND p.next_at BETWEEN now() + interval '49 seconds' AND now() + interval '51 seconds')
+                       OR (d.pubkey = '\(dave.publicKey.hex)' AND p.next_at IS NULL AND p.tokens = 0)
+                    """) == 3)
 
             let later = String(repeating: "f0", count: 32)
             let merged = try await store.record([sight(carol, later)], leaseSeconds: 60)
@@ -275,7 +285,7 @@ import Testing
                     SELECT count(*)::int FROM device_pacing p JOIN devices d USING (device_token)
                     WHERE p.next_at BETWEEN now() + interval '25 seconds' AND now() + interval '35 seconds'
                       AND ((d.pubkey = '\(bob.publicKey.hex)' AND p.tokens = 0 AND p.updated_at = 'epoch')
-                        OR (d.pubkey = '\(carol.publicKey.hex)' AND p.tokens = 0 AND p.updated_at < now()))
+                        OR (d.pubkey = '\(carol.publicKey.hex)' AND p.tokens = 0 AND p.updated_at < now() - interval '0.5 seconds'))
                     """) == 2, "both windows moved; bob's new bucket full, carol's tokens untouched")
 
             let second = try await store.record([sight(bob, String(repeating: "f1", count: 32))], leaseSeconds: 60)

@@ -162,8 +162,11 @@ import Testing
                 #expect(history == [.event(stored), .endOfStoredEvents])
                 let live = try RelayWatchTests.wrap(to: bob, "live")
                 #expect(try await Self.publish(live, to: url).accepted)
-                let next = await Self.collect(stream) { if case .event = $0 { true } else { false } }
-                #expect(next == [.event(live)])
+                // A LISTEN connection lost under load is followed by a replay of what was stored
+                // meanwhile, which may send the stored wrap again (a Nostr client ignores a repeat).
+                let next = await Self.collect(stream) { if case .event(let event) = $0 { event.id != stored.id } else { false } }
+                #expect(next.last == .event(live))
+                #expect(next.dropLast().allSatisfy { $0 == .event(stored) }, "\(next)")
             }
         }
     }

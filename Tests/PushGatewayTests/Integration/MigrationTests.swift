@@ -95,7 +95,9 @@ import Testing
 
     /// Migration 0023 folds the coalescing windows into the budgets' rows: an open window moves
     /// over (onto the device's budget row, or a full bucket of its own), a passed one is dropped,
-    /// a budget without a window keeps its tokens, and both old tables are gone.
+    /// a budget without a window keeps its tokens. The release before, during a rolling deploy,
+    /// still charges, reads and prunes budgets under the old name (a view), and keeps its own
+    /// windows in `watch_coalesce`.
     @Test func devicePacingTakesOpenWindowsAndBudgets() async throws {
         try await TestDatabase.with(migrate: false) { (_: DatabaseURL, client: PostgresClient) async throws -> Void in
             let all = try Migrator.load(directory: Migrator.defaultDirectory())
@@ -128,11 +130,28 @@ import Testing
                 pacing.append("\(token) \(tokens) \(charged ? "full" : "charged") \(noWindow ? "none" : open ? "open" : "?")")
             }
             #expect(pacing == ["token-a 3.0 charged open", "token-c 2.0 charged none", "token-d 0.0 full open"])
+
+            // The release before's charge (`PushBudget.chargeSQL` as it was), through the view:
+            // token-a's bucket loses a token and keeps its window, token-b gets a row.
+            let charged = try await client.query(
+                """
+                INSERT INTO device_budgets AS b (device_token, tokens, updated_at)
+                SELECT t, 9, now() FROM unnest(ARRAY['token-a', 'token-b']) AS t ORDER BY t
+                ON CONFLICT (device_token) DO UPDATE SET tokens = least(10, b.tokens) - 1, updated_at = greatest(b.updated_at, now())
+                    WHERE least(10, b.tokens) >= 1
+                RETURNING device_token
+                """, logger: TestDatabase.logger)
+            var tokens: [String] = []
+            for try await token in charged.decode(String.self) { tokens.append(token) }
+            #expect(tokens == ["token-a", "token-b"])
             #expect(
                 try await TestDatabase.count(
                     client,
-                    "SELECT count(*)::int FROM (VALUES (to_regclass('watch_coalesce')), (to_regclass('device_budgets'))) AS t(r) WHERE r IS NOT NULL"
-                ) == 0)
+                    """
+                    SELECT count(*)::int FROM device_pacing
+                    WHERE (device_token = 'token-a' AND tokens = 2 AND next_at > now()) OR (device_token = 'token-b' AND tokens = 9 AND next_at IS NULL)
+                    """) == 2)
+            #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM watch_coalesce") == 3, "kept for the release before")
         }
     }
 
