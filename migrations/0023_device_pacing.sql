@@ -22,3 +22,7 @@ ON CONFLICT (device_token) DO UPDATE SET next_at = EXCLUDED.next_at;
 -- a simple view, `INSERT … ON CONFLICT` included), and it keeps its coalescing windows in
 -- `watch_coalesce`, which this release no longer reads or writes. A later release drops both.
 CREATE VIEW device_budgets AS SELECT device_token, tokens, updated_at FROM device_pacing;
+-- Its prune knows only the budget: a row whose window is still open stays.
+CREATE RULE device_budgets_prune AS ON DELETE TO device_budgets DO INSTEAD
+    DELETE FROM device_pacing p WHERE p.device_token = OLD.device_token AND (p.next_at IS NULL OR p.next_at <= now())
+    RETURNING p.device_token, p.tokens, p.updated_at;

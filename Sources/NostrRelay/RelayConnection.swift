@@ -116,6 +116,8 @@ public actor RelayConnection: Service {
     /// together are one stretch.
     static let recentPause: Int64 = 60
 
+    /// Added, replaced and removed only through `setSubscription` (which keeps the reading
+    /// task's `Reading.buffers` beside it); other fields may change in place.
     private var subscriptions: [String: Subscription] = [:]
     private nonisolated let budget: InboundBudget
     private nonisolated let reading: Locked<Reading>
@@ -278,16 +280,22 @@ public actor RelayConnection: Service {
     public func subscribe(id: String, filters: @escaping @Sendable (SubscriptionRequestContext) -> [Filter]) -> SubscriptionStream {
         let buffer = SubscriptionBuffer<SubscriptionEvent>(budget: budget)
         subscriptions[id]?.buffer.finish()
-        subscriptions[id] = Subscription(filters: filters, buffer: buffer)
-        reading.withLock { $0.buffers[id] = buffer }
+        setSubscription(id, Subscription(filters: filters, buffer: buffer))
         if stopped { buffer.finish() }
         enqueue(ClientMessage.req(subscriptionID: id, filters: filters(SubscriptionRequestContext())).json)
         return SubscriptionStream(buffer: buffer)
     }
 
+    /// Adds, replaces or (nil) removes subscription `id`, and its queue where the reading task
+    /// routes EVENTs (`Reading.buffers`): the one place either changes.
+    private func setSubscription(_ id: String, _ subscription: Subscription?) {
+        subscriptions[id] = subscription
+        reading.withLock { $0.buffers[id] = subscription?.buffer }
+    }
+
     public func unsubscribe(id: String) {
-        guard let subscription = subscriptions.removeValue(forKey: id) else { return }
-        reading.withLock { $0.buffers[id] = nil }
+        guard let subscription = subscriptions[id] else { return }
+        setSubscription(id, nil)
         subscription.buffer.finish()
         if outbound != nil { enqueue(ClientMessage.close(subscriptionID: id).json) }
     }
@@ -352,14 +360,7 @@ public actor RelayConnection: Service {
             inbound = nil
             cost = bytes
         }
-        let unreadable: Bool
-        if case .success = inbound { unreadable = false } else { unreadable = true }
-        let (breach, route) = reading.withLock { reading -> (RelayTraffic.Breach?, Route) in
-            let breach = reading.traffic.record(events: 1, invalid: unreadable ? 1 : 0, at: .now)
-            guard case .success(.event(let id, let event)) = inbound else { return (breach, .actor) }
-            reading.events += 1
-            return (breach, reading.buffers[id].map { .queue($0, event) } ?? .drop)
-        }
+        let (breach, route) = route(inbound)
         if let breach { throw RelayError.limitExceeded(breach) }
         switch route {
         case .queue(let buffer, let event):
@@ -369,6 +370,20 @@ public actor RelayConnection: Service {
         case .actor:
             guard let delivery = await handle(inbound, cost: cost) else { return }
             await deliver(delivery)
+        }
+    }
+
+    /// Counts a message against the limits and says where it goes; under one lock, so that an
+    /// EVENT reaches its subscription's queue without a hop onto the actor and back. A message
+    /// past a broken limit goes nowhere (and is not counted as an event).
+    private nonisolated func route(_ inbound: Result<RelayMessage, RelayMessageError>?) -> (RelayTraffic.Breach?, Route) {
+        let unreadable: Bool
+        if case .success = inbound { unreadable = false } else { unreadable = true }
+        return reading.withLock { reading in
+            if let breach = reading.traffic.record(events: 1, invalid: unreadable ? 1 : 0, at: .now) { return (breach, .drop) }
+            guard case .success(.event(let id, let event)) = inbound else { return (nil, .actor) }
+            reading.events += 1
+            return (nil, reading.buffers[id].map { .queue($0, event) } ?? .drop)
         }
     }
 
@@ -555,9 +570,10 @@ public actor RelayConnection: Service {
         stopped = true
         outbound = nil
         setState(.stopped)
-        for (_, subscription) in subscriptions { subscription.buffer.finish() }
-        subscriptions.removeAll()
-        reading.withLock { $0.buffers.removeAll() }
+        for (id, subscription) in subscriptions {
+            subscription.buffer.finish()
+            setSubscription(id, nil)
+        }
         for (_, waiters) in pendingOKs { for (_, waiter) in waiters { waiter.resume(throwing: RelayError.stopped) } }
         pendingOKs.removeAll()
         for (_, watcher) in stateWatchers { watcher.finish() }
@@ -570,11 +586,16 @@ public actor RelayConnection: Service {
         for (_, watcher) in stateWatchers { watcher.yield(new) }
     }
 
-    /// Parses and handles `text` as if the relay had sent it (tests); what it would queue is
+    /// Parses, counts and routes `text` as if the relay had sent it (tests); what it would queue is
     /// returned, not queued.
     @discardableResult
     package func receive(_ text: String) -> Delivery? {
-        handle(Result { () throws(RelayMessageError) in try RelayMessage(json: text) }, cost: text.utf8.count)
+        let inbound = Result { () throws(RelayMessageError) in try RelayMessage(json: text) }
+        switch route(inbound).1 {
+        case .queue(let buffer, let event): return Delivery(buffer: buffer, event: .event(event), cost: text.utf8.count)
+        case .drop: return nil
+        case .actor: return handle(inbound, cost: text.utf8.count)
+        }
     }
 
     /// Applies a message to the connection's state; returns what goes to a subscription's

@@ -7,6 +7,6 @@ enum SHA256Bytes {
     }
 
     static func hex(_ bytes: [UInt8]) -> String {
-        Hex.encode(SHA256.hash(data: bytes))
+        SHA256.hash(data: bytes).withUnsafeBytes { Hex.encode($0) }
     }
 }

@@ -384,7 +384,8 @@ public struct GatewayStore: Sendable {
     }
 
     /// Deletes expired replay keys and suppressions, dedupe rows and seen wraps past their
-    /// retention, and live marks of pubkeys nothing watches. Returns rows removed.
+    /// retention, live marks of pubkeys nothing watches, and pacing rows that say nothing.
+    /// Returns rows removed.
     @discardableResult
     public func prune(now: Date = Date()) async throws -> Int {
         let dedupeCutoff = now.addingTimeInterval(-Self.dedupeRetention)
@@ -399,18 +400,6 @@ public struct GatewayStore: Sendable {
                 "DELETE FROM push_suppressions WHERE expires_at < \(now) RETURNING 1",
                 "DELETE FROM seen_wraps WHERE seen_at < \(seenCutoff) RETURNING 1",
                 "DELETE FROM watch_instances WHERE heartbeat_at < \(staleInstances) RETURNING 1",
-                // A bucket untouched for its whole refill time is full again, and a window that
-                // has passed holds nothing back: such a row says nothing. Both are the database's
-                // times, so they are judged by its clock. Rows are taken in key order,
-                // skipping any a push holds: the statements that queue pushes lock pacing rows in
-                // key order too, so the two never wait on each other in a cycle.
-                """
-                DELETE FROM device_pacing WHERE device_token = ANY (ARRAY(
-                    SELECT device_token FROM device_pacing
-                    WHERE updated_at < now() - make_interval(secs => \(refillSeconds)) AND (next_at IS NULL OR next_at <= now())
-                    ORDER BY device_token FOR UPDATE SKIP LOCKED))
-                RETURNING 1
-                """,
                 // Live marks of pubkeys nothing watches: the watcher forgets them as they go, but
                 // a forget can be lost (the database away for longer than its retries, or the
                 // change made while no instance held the pubkey's shard). A row left behind would
@@ -435,9 +424,30 @@ public struct GatewayStore: Sendable {
             ] {
                 removed += try await database.query(statement, logger: logger).count
             }
+            // Pacing rows that say nothing: the bucket untouched for its whole refill time (full
+            // again) and the window passed. Both are the database's times, so they are judged by
+            // its clock. A push holding a row keeps it (SKIP LOCKED: a prune never waits for a
+            // push, so the two never wait on each other in a cycle), and at most
+            // `pacingPruneBatch` rows are locked and named at a time.
+            while true {
+                let pruned = try await database.query(
+                    """
+                    DELETE FROM device_pacing WHERE device_token = ANY (ARRAY(
+                        SELECT device_token FROM device_pacing
+                        WHERE updated_at < now() - make_interval(secs => \(refillSeconds)) AND (next_at IS NULL OR next_at <= now())
+                        LIMIT \(Self.pacingPruneBatch) FOR UPDATE SKIP LOCKED))
+                    RETURNING 1
+                    """, logger: logger
+                ).count
+                removed += pruned
+                if pruned < Self.pacingPruneBatch { break }
+            }
             return removed
         }
     }
+
+    /// Pacing rows one prune statement deletes at most.
+    static let pacingPruneBatch = 10_000
 
     static func logStorageFailure(_ error: PSQLError, _ logger: Logger) {
         logger.error("storage failure", metadata: ["db.code": "\(error.serverInfo?[.sqlState] ?? "none")", "db.error": "\(error.code)"])

@@ -247,6 +247,29 @@ import Testing
         }
     }
 
+    /// The reading task routes an EVENT to its subscription's queue without the actor: to the
+    /// queue that holds the id now (a replaced subscription's new one), to none once
+    /// unsubscribed, and each counted.
+    @Test func eventsGoToTheSubscriptionThatHoldsTheIdNow() async throws {
+        let connection = RelayConnection(url: "ws://127.0.0.1:1", configuration: Self.configuration(), logger: Self.logger)
+        let event = Self.note(Keys.generate(), "routed")
+        let message = RelayMessage.event(subscriptionID: "s", event: event).json
+        #expect(await connection.receive(message) == nil, "no such subscription")
+        // The streams are kept: a stream let go ends its queue.
+        let firstStream = await connection.subscribe(id: "s", filters: [Filter(kinds: [1])])
+        let first = await connection.receive(message)
+        #expect(first?.event == .event(event))
+        let secondStream = await connection.subscribe(id: "s", filters: [Filter(kinds: [1, 7])])
+        let second = await connection.receive(message)
+        #expect(second.map { ObjectIdentifier($0.buffer) } != first.map { ObjectIdentifier($0.buffer) }, "the new queue")
+        #expect(second?.buffer.append(.event(event), cost: 1) == true && first?.buffer.append(.event(event), cost: 1) == false)
+        await connection.unsubscribe(id: "s")
+        #expect(await connection.receive(message) == nil, "unsubscribed")
+        #expect(second?.buffer.append(.event(event), cost: 1) == false, "its queue finished")
+        #expect(await connection.statistics.events == 4)
+        withExtendedLifetime((firstStream, secondStream)) {}
+    }
+
     @Test func garbageFromARelayIsCountedAndIgnored() async throws {
         let connection = RelayConnection(url: "ws://127.0.0.1:1", configuration: Self.configuration(), logger: Self.logger)
         await connection.receive("not json")

@@ -152,6 +152,24 @@ import Testing
                     WHERE (device_token = 'token-a' AND tokens = 2 AND next_at > now()) OR (device_token = 'token-b' AND tokens = 9 AND next_at IS NULL)
                     """) == 2)
             #expect(try await TestDatabase.count(client, "SELECT count(*)::int FROM watch_coalesce") == 3, "kept for the release before")
+            // Its read of a device's budget, and its prune, which leaves the open windows (a, d).
+            #expect(
+                try await TestDatabase.count(
+                    client,
+                    """
+                    SELECT count(*)::int FROM unnest(ARRAY['token-a', 'token-e']) AS t(token)
+                    LEFT JOIN LATERAL (SELECT b.tokens FROM device_budgets b WHERE b.device_token = t.token OFFSET 0) b ON true
+                    WHERE b.tokens IS NOT DISTINCT FROM CASE t.token WHEN 'token-a' THEN 2 END
+                    """) == 2)
+            #expect(
+                try await TestDatabase.count(
+                    client,
+                    "WITH gone AS (DELETE FROM device_budgets WHERE updated_at < now() + interval '1 hour' RETURNING 1) SELECT count(*)::int FROM gone"
+                ) == 2)
+            let left = try await client.query("SELECT device_token FROM device_pacing ORDER BY device_token", logger: TestDatabase.logger)
+            var kept: [String] = []
+            for try await token in left.decode(String.self) { kept.append(token) }
+            #expect(kept == ["token-a", "token-d"])
         }
     }
 
