@@ -1,8 +1,8 @@
 -- A device's alert budget and its coalescing window become one row, `device_pacing`: the
 -- statements that queue relay-watch and inbox pushes read the window, charge the budget and move
 -- the window in one upsert of that row, instead of a read of `watch_coalesce`, an upsert of
--- `device_budgets` and an upsert of `watch_coalesce` per push (about a fifth of PostgreSQL's CPU
--- per wrap).
+-- `device_budgets` and an upsert of `watch_coalesce` per push (about 10 of 60 µs of PostgreSQL
+-- CPU a wrap, the record statement measured alone).
 --
 -- The row is unlogged, like both tables before it, and pruned by maintenance once it says
 -- nothing: its bucket is full again and its window has passed.

@@ -71,9 +71,9 @@ public actor RelayConnection: Service {
         var invalidEvents = 0
         /// EVENT messages read.
         var events = 0
-        /// Each subscription's queue, as `subscriptions` has it (kept beside it by `subscribe`,
-        /// `unsubscribe` and `stop`): the reading task routes an EVENT here under the lock it
-        /// counts the message with, instead of hopping onto the actor and back for every event.
+        /// Each subscription's queue, as `subscriptions` has it (kept beside it by
+        /// `setSubscription`): the reading task routes an EVENT here under the lock it counts the
+        /// message with, instead of hopping onto the actor and back for every event.
         var buffers: [String: SubscriptionBuffer<SubscriptionEvent>] = [:]
         /// When reading paused (Unix seconds), while it is paused.
         var pausedSince: Int64?

@@ -133,17 +133,16 @@ import Testing
 
             // The release before's charge (`PushBudget.chargeSQL` as it was), through the view:
             // token-a's bucket loses a token and keeps its window, token-b gets a row.
-            let charged = try await client.query(
+            let charged = try await TestDatabase.strings(
+                client,
                 """
                 INSERT INTO device_budgets AS b (device_token, tokens, updated_at)
                 SELECT t, 9, now() FROM unnest(ARRAY['token-a', 'token-b']) AS t ORDER BY t
                 ON CONFLICT (device_token) DO UPDATE SET tokens = least(10, b.tokens) - 1, updated_at = greatest(b.updated_at, now())
                     WHERE least(10, b.tokens) >= 1
                 RETURNING device_token
-                """, logger: TestDatabase.logger)
-            var tokens: [String] = []
-            for try await token in charged.decode(String.self) { tokens.append(token) }
-            #expect(tokens == ["token-a", "token-b"])
+                """)
+            #expect(charged == ["token-a", "token-b"])
             #expect(
                 try await TestDatabase.count(
                     client,
@@ -166,10 +165,10 @@ import Testing
                     client,
                     "WITH gone AS (DELETE FROM device_budgets WHERE updated_at < now() + interval '1 hour' RETURNING 1) SELECT count(*)::int FROM gone"
                 ) == 2)
-            let left = try await client.query("SELECT device_token FROM device_pacing ORDER BY device_token", logger: TestDatabase.logger)
-            var kept: [String] = []
-            for try await token in left.decode(String.self) { kept.append(token) }
-            #expect(kept == ["token-a", "token-d"])
+            #expect(
+                try await TestDatabase.strings(client, "SELECT device_token FROM device_pacing ORDER BY device_token") == [
+                    "token-a", "token-d",
+                ])
         }
     }
 
@@ -187,10 +186,10 @@ import Testing
                 """, logger: TestDatabase.logger)
             let store = GatewayStore(client: client, logger: TestDatabase.logger, deviceBudget: PushBudget(alerts: 10, perSeconds: 60))
             _ = try await store.prune()
-            let rows = try await client.query("SELECT device_token FROM device_pacing ORDER BY device_token", logger: TestDatabase.logger)
-            var left: [String] = []
-            for try await token in rows.decode(String.self) { left.append(token) }
-            #expect(left == ["full-window-open", "refilling"])
+            #expect(
+                try await TestDatabase.strings(client, "SELECT device_token FROM device_pacing ORDER BY device_token") == [
+                    "full-window-open", "refilling",
+                ])
         }
     }
 

@@ -55,6 +55,15 @@ enum TestDatabase {
         return 0
     }
 
+    /// The first column of each row `sql` returns, as text, in order.
+    static func strings(_ client: PostgresClient, _ sql: String) async throws -> [String] {
+        var values: [String] = []
+        for try await value in try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(String.self) {
+            values.append(value)
+        }
+        return values
+    }
+
     /// The rows of `sql` as JSON text, for failure messages.
     static func rows(_ client: PostgresClient, _ sql: String) async throws -> [String] {
         var rows: [String] = []
