@@ -49,7 +49,7 @@ pg_sql -c "
     SELECT 'aa' || substr(encode(sha256(('token' || pubkey)::bytea), 'hex'), 3), pubkey, 'sandbox', 'app.linkstr.bench', true
     FROM bench_pubkeys" -c "DROP TABLE bench_pubkeys"
 HISTORY="${HISTORY:-1000000}"
-say "steady state: $HISTORY wraps seen over two days, a coalescing row per device, ANALYZE"
+say "steady state: $HISTORY wraps seen over two days, ANALYZE"
 bench_steady_state "$HISTORY"
 # PGSTATS=1: PostgreSQL's per-statement figures, printed at the end.
 if [[ "${PGSTATS:-}" == 1 ]]; then bench_pgstats_enable; fi

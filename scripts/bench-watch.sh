@@ -9,8 +9,8 @@
 # docs/performance.md by hand.
 #
 # The database is brought to a running gateway's steady state first: HISTORY gift wraps already
-# seen over the last two days (the dedupe table a live gateway holds), a coalescing row for every
-# device, and planner statistics. A gateway on a database created seconds before plans its
+# seen over the last two days (the dedupe table a live gateway holds), no pacing rows (see
+# `bench_steady_state`), and planner statistics. A gateway on a database created seconds before plans its
 # statements for empty tables until autovacuum's first ANALYZE (within a minute); COLD=1 measures
 # that state instead. A CHECKPOINT closes the set-up: without it the set-up's half a gigabyte of
 # WAL set off a checkpoint in the middle of the stream (writing out some 14,000 buffers the bulk
@@ -68,7 +68,7 @@ psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr -c "
     FROM generate_series(1, $WATCHED) AS i"
 if [[ "${COLD:-}" != 1 ]]; then
     HISTORY="${HISTORY:-1000000}"
-    say "steady state: $HISTORY wraps seen over two days, a coalescing row per device, ANALYZE"
+    say "steady state: $HISTORY wraps seen over two days, ANALYZE"
     bench_steady_state "$HISTORY"
 fi
 

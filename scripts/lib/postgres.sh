@@ -5,7 +5,8 @@
 #
 #   source scripts/lib/postgres.sh
 #   pg_start_cluster DIR PORT     # initdb (once) + start; exports DATABASE_URL
-#     (PG_EXTRA_OPTIONS: more server settings, as "-c shared_buffers=1GB")
+#     (PG_EXTRA_OPTIONS: more server settings, as "-c shared_buffers=1GB";
+#      PG_LOCALE: the cluster's locale, as "en_US.UTF-8"; unset, the C locale)
 #   pg_stop_cluster DIR
 
 pg_bin_dir() {
@@ -37,7 +38,9 @@ pg_start_cluster() {
     chmod 700 "$dir"
     if [[ ! -f "$dir/PG_VERSION" ]]; then
         say "initdb $dir"
-        pg_as_owner "$bin/initdb" -D "$dir" -U linkstr --auth=trust --encoding=UTF8 --no-locale >/dev/null
+        local locale=(--no-locale)
+        [[ -n "${PG_LOCALE:-}" ]] && locale=(--locale="$PG_LOCALE")
+        pg_as_owner "$bin/initdb" -D "$dir" -U linkstr --auth=trust --encoding=UTF8 "${locale[@]}" >/dev/null
     fi
     say "starting PostgreSQL on 127.0.0.1:$port ($dir)"
     pg_as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \

@@ -172,6 +172,53 @@ import Testing
         }
     }
 
+    /// The gateway's identifiers compare byte by byte even on a database whose default collation
+    /// is linguistic (ICU's en-US here, like en_US.UTF-8 on many installations), where "a" sorts
+    /// before "B": migration 0024 gives every identifier column the C collation. Rows from before
+    /// are still found by their keys, and every text column of the gateway's tables is C but
+    /// free text and secrets, so a column added without it fails here.
+    @Test func identifiersCompareByteByByteOnALinguisticDatabase() async throws {
+        let linguistic = "TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C' LOCALE_PROVIDER icu ICU_LOCALE 'en-US'"
+        try await TestDatabase.with(migrate: false, options: linguistic) { (_: DatabaseURL, client: PostgresClient) async throws -> Void in
+            let all = try Migrator.load(directory: Migrator.defaultDirectory())
+            _ = try await Migrator(migrations: all.migrations.filter { $0.version < 24 }).migrate(
+                client: client, logger: TestDatabase.logger)
+            try await client.query(
+                """
+                INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch)
+                VALUES ('a', 'pubkey-a', 'sandbox', 'app.test', true), ('B', 'pubkey-B', 'sandbox', 'app.test', true)
+                """, logger: TestDatabase.logger)
+            try await client.query("INSERT INTO seen_wraps (wrap_id) VALUES ('a'), ('B')", logger: TestDatabase.logger)
+            let order = "SELECT device_token FROM devices ORDER BY device_token"
+            #expect(try await TestDatabase.strings(client, order) == ["a", "B"], "the database's own collation is linguistic")
+            _ = try await all.migrate(client: client, logger: TestDatabase.logger)
+
+            #expect(try await TestDatabase.strings(client, order) == ["B", "a"])
+            #expect(try await TestDatabase.strings(client, "SELECT wrap_id FROM seen_wraps ORDER BY wrap_id") == ["B", "a"])
+            #expect(
+                try await TestDatabase.count(
+                    client,
+                    """
+                    SELECT (SELECT count(*) FROM devices WHERE device_token = 'a' AND pubkey = 'pubkey-a')
+                         + (SELECT count(*) FROM seen_wraps WHERE wrap_id = ANY (ARRAY['B', 'b']))
+                    """) == 2, "found by their keys as before")
+            let freeText: Set<String> = [
+                "devices.auth_secret", "devices.p256dh", "gateway_identity.secret_key", "inbox_wraps.event", "push_batches.emoji",
+                "push_jobs.emoji", "push_jobs.last_error", "schema_migrations.name", "vapid_key.private_key",
+            ]
+            let notC = try await TestDatabase.strings(
+                client,
+                """
+                SELECT c.table_name || '.' || c.column_name FROM information_schema.columns c
+                JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+                WHERE c.table_schema = 'public' AND t.table_type = 'BASE TABLE' AND c.udt_name IN ('text', '_text')
+                  AND c.collation_name IS DISTINCT FROM 'C'
+                ORDER BY 1
+                """)
+            #expect(Set(notC) == freeText, "\(Set(notC).symmetricDifference(freeText).sorted())")
+        }
+    }
+
     /// Maintenance prunes a pacing row only when it says nothing: its bucket full again (untouched
     /// for the refill time) and its window passed.
     @Test func maintenanceKeepsPacingRowsThatStillHoldSomethingBack() async throws {

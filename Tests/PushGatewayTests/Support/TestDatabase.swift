@@ -22,8 +22,10 @@ enum TestDatabase {
     }
 
     /// Creates a fresh database, runs `body` with its URL and a running client, drops it after.
-    static func with<T: Sendable>(migrate: Bool = true, _ body: @Sendable (DatabaseURL, PostgresClient) async throws -> T) async throws -> T
-    {
+    /// `options` go to `CREATE DATABASE` (as "TEMPLATE template0 LOCALE_PROVIDER icu …").
+    static func with<T: Sendable>(
+        migrate: Bool = true, options: String = "", _ body: @Sendable (DatabaseURL, PostgresClient) async throws -> T
+    ) async throws -> T {
         let admin = try adminURL()
         var url = admin
         url.database = "t_" + Hex.encode(SecureRandom.bytes(8))
@@ -31,7 +33,7 @@ enum TestDatabase {
         let client = GatewayApplication.postgresClient(url, logger: logger)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await adminClient.run() }
-            try await adminClient.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(url.database)"), logger: logger)
+            try await adminClient.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(url.database) \(options)"), logger: logger)
             group.addTask { await client.run() }
             let outcome: Result<T, any Error>
             do {

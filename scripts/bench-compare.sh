@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Two builds, one benchmark, alternated: the way to tell a change from the machine's drift.
+#
+#   scripts/bench-compare.sh BENCH DIR_A DIR_B
+#   ROUNDS=4 RATE=10000 scripts/bench-compare.sh watch /work/before /work/after
+#   scripts/bench-compare.sh gateway "" /work/after          # "" is this checkout, built here
+#   scripts/bench-compare.sh --summary /tmp/bench-compare.XXXXXX   # a finished run's table again
+#
+# BENCH is watch, inbox or gateway (scripts/bench-BENCH.sh). DIR_A and DIR_B are BENCH_BIN
+# folders (each with its own `migrations` when the schema differs; see scripts/lib/bench.sh).
+# Every other setting (RATE, PG_LOCALE, …) goes to both. Each round runs A, B, B, A: the speed
+# of this machine drifts by more than most changes are worth (the same build has measured 80 and
+# 90 µs a wrap a minute apart), and a steady drift within a round then weighs on both builds
+# alike, where A-then-B pairs charge it all to B. Five pairs of A-then-B runs once favoured a
+# setting by 3–4 µs a wrap that three rounds in another order showed to be worth nothing.
+#
+# Prints each run's figures as it ends, then per build the mean and range of each figure and the
+# mean difference B − A over the rounds (each round's B mean against its A mean), with how many
+# rounds had B below A. Every run's full output is kept in $COMPARE_LOGS (default a temporary
+# folder), named by round, position and build, with the figures of all of them (figures.tsv).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# Per build the mean and range of each figure in FIGURES (round, build, name, value a line), and
+# the mean difference B − A over the rounds.
+summary() {
+    awk -F'\t' '
+        { key = $3; seen[key] = 1; v = $4 + 0
+          n[key, $2]++; sum[key, $2] += v
+          if (!((key, $2) in lo) || v < lo[key, $2]) lo[key, $2] = v
+          if (!((key, $2) in hi) || v > hi[key, $2]) hi[key, $2] = v
+          rs[key, $1, $2] += v; rn[key, $1, $2]++; rounds[$1] = 1 }
+        END {
+          printf "%-22s %26s %26s %12s %10s\n", "figure", "A mean (range)", "B mean (range)", "B - A", "B < A"
+          for (key in seen) {
+            d = 0; c = 0; lower = 0
+            for (r in rounds) if (rn[key, r, "A"] && rn[key, r, "B"]) {
+              diff = rs[key, r, "B"] / rn[key, r, "B"] - rs[key, r, "A"] / rn[key, r, "A"]; d += diff; c++; if (diff < 0) lower++ }
+            printf "%-22s %26s %26s %12s %10s\n", key,
+              sprintf("%.1f (%g-%g)", sum[key, "A"] / n[key, "A"], lo[key, "A"], hi[key, "A"]),
+              sprintf("%.1f (%g-%g)", sum[key, "B"] / n[key, "B"], lo[key, "B"], hi[key, "B"]),
+              sprintf("%+.1f", c ? d / c : 0), lower "/" c
+          }
+        }' "$1" | (read -r header; echo "$header"; sort)
+}
+
+if [[ "${1:-}" == --summary && $# -eq 2 ]]; then
+    summary "$2/figures.tsv"
+    exit
+fi
+[[ $# -eq 3 ]] || { sed -n '4,7p' "$0" >&2; exit 2; }
+BENCH="$1"
+DIRS=("$2" "$3")
+case "$BENCH" in
+    watch | inbox | gateway) ;;
+    *) echo "BENCH must be watch, inbox or gateway, not '$BENCH'" >&2; exit 2 ;;
+esac
+ROUNDS="${ROUNDS:-3}"
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a positive integer" >&2; exit 2; }
+for dir in "${DIRS[@]}"; do
+    [[ -z "$dir" || -d "$dir" ]] || { echo "$dir is not a folder" >&2; exit 2; }
+done
+COMPARE_LOGS="${COMPARE_LOGS:-$(mktemp -d /tmp/bench-compare.XXXXXX)}"
+mkdir -p "$COMPARE_LOGS"
+
+# The figures each benchmark's output gives, as `name value` lines; where a figure is printed
+# more than once (the inbox's warm-up stream, then the measured one), the last.
+figures() {
+    local latency=relay-to-APNs
+    [[ "$BENCH" == inbox ]] && latency=publish-to-APNs
+    case "$BENCH" in
+        watch | inbox)
+            sed -nE \
+                -e 's/^CPU per wrap .*gateway ([0-9.]+) .*postgres ([0-9.]+); gateway \+ postgres ([0-9.]+).*/cpu_per_wrap_us \3\ngateway_us \1\npostgres_us \2/p' \
+                -e "s/^$latency latency ms: p50 ([0-9.]+) .*p99 ([0-9.]+).*/p50_ms \\1\\np99_ms \\2/p" \
+                -e 's/^gateway VmHWM:[[:space:]]*([0-9]+) kB/peak_mb \1/p' "$1" |
+                awk '$1 == "peak_mb" { $2 = sprintf("%.1f", $2 / 1024) }
+                     !($1 in last) { names[++count] = $1 } { last[$1] = $2 }
+                     END { for (i = 1; i <= count; i++) print names[i], last[names[i]] }'
+            ;;
+        gateway)
+            sed -nE \
+                -e 's/^registrations: .* = ([0-9]+) registrations\/s.*/registrations_per_s \1/p' \
+                -e 's/^tps = ([0-9.]+).*/pgbench_tps \1/p' \
+                -e 's/^pushes\/s \(notifications to apns\): ([0-9]+)/apns_pushes_per_s \1/p' "$1"
+            sed -nE 's/^CPU per registration .*postgres ([0-9.]+); gateway \+ postgres ([0-9.]+).*/registration_cpu_us \2\nregistration_postgres_us \1/p' "$1"
+            # The first CPU-per-push line is the APNs phase's.
+            sed -nE 's/^CPU per push .*postgres ([0-9.]+); gateway \+ postgres ([0-9.]+).*/apns_cpu_per_push_us \2\napns_postgres_us \1/p' "$1" | head -2
+            ;;
+    esac
+}
+
+results="$COMPARE_LOGS/figures.tsv"
+: >"$results"
+for round in $(seq 1 "$ROUNDS"); do
+    position=0
+    for which in 0 1 1 0; do
+        position=$((position + 1))
+        label=$([[ $which -eq 0 ]] && echo A || echo B)
+        log="$COMPARE_LOGS/round$round-$position-$label.log"
+        if [[ -n "${DIRS[$which]}" ]]; then
+            BENCH_BIN="${DIRS[$which]}" "scripts/bench-$BENCH.sh" >"$log" 2>&1 || { echo "round $round, $label failed: $log" >&2; exit 1; }
+        else
+            env -u BENCH_BIN "scripts/bench-$BENCH.sh" >"$log" 2>&1 || { echo "round $round, $label failed: $log" >&2; exit 1; }
+        fi
+        line="$(figures "$log" | awk -v r="$round" -v b="$label" -v out="$results" '{ printf "%s %s=%s", (NR > 1 ? "," : ""), $1, $2; print r "\t" b "\t" $1 "\t" $2 >> out }')"
+        [[ -n "$line" ]] || { echo "round $round, $label: no figures in $log" >&2; exit 1; }
+        echo "round $round $label ($(date +%T)):$line"
+    done
+done
+
+echo
+echo "A = ${DIRS[0]:-this checkout}, B = ${DIRS[1]:-this checkout}; $ROUNDS rounds of A B B A; logs in $COMPARE_LOGS"
+summary "$results"
