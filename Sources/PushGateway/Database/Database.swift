@@ -59,16 +59,18 @@ public struct Database: Sendable {
     }
 
     /// Retries `body` while it fails with `DatabaseConnectionClosed`, which means nothing was sent
-    /// (or, in a transaction, nothing committed). The pool drops a closed connection within an
-    /// event-loop turn or two; the short pause lets it, after which a fresh lease either gets an open
-    /// connection or waits for one like any other request.
+    /// (or, in a transaction, nothing committed), or with `StalePreparedStatement`, which means
+    /// the statement was refused before it ran and its connection closed (in a transaction, the
+    /// transaction was rolled back). The pool drops a closed connection within an event-loop turn
+    /// or two; the short pause lets it, after which a fresh lease either gets an open connection or
+    /// waits for one like any other request.
     private func retryingClosedConnection<Result>(logger: Logger, _ body: () async throws -> Result) async throws -> Result {
         var attempt = 0
         while true {
             attempt += 1
             do {
                 return try await body()
-            } catch is DatabaseConnectionClosed where attempt < 4 {
+            } catch let error where attempt < 4 && (error is DatabaseConnectionClosed || error is StalePreparedStatement) {
                 logger.debug("leased a database connection that had just closed; leasing another")
                 try await Task.sleep(for: .milliseconds(5 * attempt))
             }

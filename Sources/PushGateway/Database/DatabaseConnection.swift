@@ -32,11 +32,25 @@ public struct DatabaseConnection: Sendable {
     }
 
     /// Runs a prepared statement (prepared on this connection on first use) and returns its rows.
+    ///
+    /// A statement whose result type a migration changed since it was prepared here (a column's
+    /// type or collation) is refused by PostgreSQL, and postgres-nio would send the same prepared
+    /// statement on this connection for as long as it lives. So the connection is closed, to be
+    /// replaced by one that prepares the statement afresh, and `StalePreparedStatement` thrown:
+    /// the statement was refused before it ran.
     public func execute<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws -> [Statement.Row] {
-        try await sentFromEventLoop {
-            var rows: [Statement.Row] = []
-            for try await row in try await underlying.execute(statement, logger: logger) { rows.append(row) }
-            return rows
+        do {
+            return try await sentFromEventLoop {
+                var rows: [Statement.Row] = []
+                for try await row in try await underlying.execute(statement, logger: logger) { rows.append(row) }
+                return rows
+            }
+        } catch let error as PSQLError where StalePreparedStatement.matches(error) {
+            logger.notice(
+                "a prepared statement's result type changed under it (a migration); replacing the connection",
+                metadata: ["db.statement": "\(Statement.self)"])
+            try? await underlying.close()
+            throw StalePreparedStatement()
         }
     }
 
@@ -53,3 +67,14 @@ public struct DatabaseConnection: Sendable {
 
 /// The connection was closed before the statement was sent: nothing of it reached PostgreSQL.
 public struct DatabaseConnectionClosed: Error, Equatable {}
+
+/// PostgreSQL refused a prepared statement whose result type changed since it was prepared on the
+/// connection ("cached plan must not change result type"): it did not run. The connection has
+/// been closed, so the next lease prepares the statement again.
+public struct StalePreparedStatement: Error, Equatable {
+    /// The refusal: SQLSTATE 0A000 from the plan cache's check (matched by routine, which is not
+    /// translated like the message).
+    static func matches(_ error: PSQLError) -> Bool {
+        error.serverInfo?[.sqlState] == "0A000" && error.serverInfo?[.routine] == "RevalidateCachedQuery"
+    }
+}

@@ -82,23 +82,59 @@ public struct Migrator: Sendable {
         }
         var applied: [Int] = []
         for migration in migrations where !done.contains(migration.version) {
-            // One transaction per migration, one statement at a time (see SQLScript).
-            try await connection.query("BEGIN", logger: logger)
-            do {
-                for statement in SQLScript.statements(migration.sql) {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            var attempt = 0
+            while true {
+                attempt += 1
+                do {
+                    try await apply(migration, on: connection, logger: logger)
+                    break
+                } catch let error as PSQLError where attempt < Self.lockAttempts && Self.lostALockRace(error) {
+                    // Rolled back whole, locks released: the traffic it held up goes on, and the
+                    // migration waits its turn again.
+                    logger.notice(
+                        "a migration gave way to running statements; trying again",
+                        metadata: [
+                            "db.migration": "\(migration.version)_\(migration.name)", "db.attempt": "\(attempt)",
+                            "db.sqlstate": "\(error.serverInfo?[.sqlState] ?? "")",
+                        ])
+                    try await Task.sleep(for: Self.lockRetryPause * attempt)
+                } catch {
+                    throw MigrationError.failed(version: migration.version, name: migration.name, reason: String(reflecting: error))
                 }
-                try await connection.query(
-                    "INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))", logger: logger)
-                try await connection.query("COMMIT", logger: logger)
-            } catch {
-                _ = try? await connection.query("ROLLBACK", logger: logger)
-                throw MigrationError.failed(version: migration.version, name: migration.name, reason: String(reflecting: error))
             }
             logger.info("applied migration", metadata: ["db.migration": "\(migration.version)_\(migration.name)"])
             applied.append(migration.version)
         }
         return applied
+    }
+
+    /// Times a migration is tried while it loses a lock race (`lostALockRace`).
+    static let lockAttempts = 5
+    static let lockRetryPause: Duration = .seconds(2)
+
+    /// A migration that takes strong locks on tables the gateway is using can wait past its own
+    /// `lock_timeout` (55P03), or deadlock with a running statement that holds one of its tables
+    /// while waiting for another (40P01). Either way it was rolled back whole and may simply run
+    /// again.
+    static func lostALockRace(_ error: PSQLError) -> Bool {
+        ["55P03", "40P01"].contains(error.serverInfo?[.sqlState] ?? "")
+    }
+
+    /// One migration in one transaction, one statement at a time (see SQLScript), recorded in
+    /// `schema_migrations`; rolled back whole when any statement fails, and the error thrown.
+    private func apply(_ migration: Migration, on connection: DatabaseConnection, logger: Logger) async throws {
+        try await connection.query("BEGIN", logger: logger)
+        do {
+            for statement in SQLScript.statements(migration.sql) {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+            try await connection.query(
+                "INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))", logger: logger)
+            try await connection.query("COMMIT", logger: logger)
+        } catch {
+            _ = try? await connection.query("ROLLBACK", logger: logger)
+            throw error
+        }
     }
 
     /// The highest applied version, or nil when the table does not exist yet.

@@ -6,6 +6,14 @@ import PushGateway
 import Testing
 
 @Suite(.serialized) struct MigrationTests {
+    /// Applies the migrations before `version`; returns all of them, for the rest.
+    static func migrate(_ client: PostgresClient, before version: Int) async throws -> Migrator {
+        let all = try Migrator.load(directory: Migrator.defaultDirectory())
+        let earlier = Migrator(migrations: all.migrations.filter { $0.version < version })
+        _ = try await earlier.migrate(client: client, logger: TestDatabase.logger)
+        return all
+    }
+
     @Test func appliesOnceAndConcurrentStartsAreSafe() async throws {
         try await TestDatabase.with(migrate: false) { (url: DatabaseURL, client: PostgresClient) async throws -> Void in
             let migrator = try Migrator.load(directory: Migrator.defaultDirectory())
@@ -100,9 +108,7 @@ import Testing
     /// windows in `watch_coalesce`.
     @Test func devicePacingTakesOpenWindowsAndBudgets() async throws {
         try await TestDatabase.with(migrate: false) { (_: DatabaseURL, client: PostgresClient) async throws -> Void in
-            let all = try Migrator.load(directory: Migrator.defaultDirectory())
-            _ = try await Migrator(migrations: all.migrations.filter { $0.version < 23 }).migrate(
-                client: client, logger: TestDatabase.logger)
+            let all = try await Self.migrate(client, before: 23)
             try await client.query(
                 """
                 INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch)
@@ -180,9 +186,7 @@ import Testing
     @Test func identifiersCompareByteByByteOnALinguisticDatabase() async throws {
         let linguistic = "TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C' LOCALE_PROVIDER icu ICU_LOCALE 'en-US'"
         try await TestDatabase.with(migrate: false, options: linguistic) { (_: DatabaseURL, client: PostgresClient) async throws -> Void in
-            let all = try Migrator.load(directory: Migrator.defaultDirectory())
-            _ = try await Migrator(migrations: all.migrations.filter { $0.version < 24 }).migrate(
-                client: client, logger: TestDatabase.logger)
+            let all = try await Self.migrate(client, before: 24)
             try await client.query(
                 """
                 INSERT INTO devices (device_token, pubkey, apns_environment, topic, relay_watch)
@@ -216,6 +220,71 @@ import Testing
                 ORDER BY 1
                 """)
             #expect(Set(notC) == freeText, "\(Set(notC).symmetricDifference(freeText).sorted())")
+        }
+    }
+
+    /// An instance that was running while migration 0024 changed the collation of columns its
+    /// prepared statements return keeps working: PostgreSQL refuses such a statement ("cached
+    /// plan must not change result type"), and the connection that had it prepared is replaced,
+    /// so the statement runs on a fresh one. Here the eviction, prepared before on the pool's only
+    /// connection, then run after the migration.
+    @Test func aStatementPreparedBeforeACollationChangeRunsAfterIt() async throws {
+        try await TestDatabase.with(migrate: false) { (url: DatabaseURL, client: PostgresClient) async throws -> Void in
+            let all = try await Self.migrate(client, before: 24)
+            try await client.query(
+                """
+                INSERT INTO devices (device_token, pubkey, apns_environment, topic, updated_at)
+                VALUES ('token-old', 'pubkey-a', 'sandbox', 'app.test', now() - interval '1 hour'),
+                       ('token-new', 'pubkey-a', 'sandbox', 'app.test', now())
+                """, logger: TestDatabase.logger)
+            var configuration = PostgresClient.Configuration(
+                host: url.host, port: url.port, username: url.username, password: url.password, database: url.database, tls: .disable)
+            configuration.options.maximumConnections = 1
+            let running = PostgresClient(configuration: configuration, backgroundLogger: TestDatabase.logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await running.run() }
+                defer { group.cancelAll() }
+                let database = Database(running)
+                let keepAll = EvictExcessDevicesStatement(pubkeys: ["pubkey-a"], maxDevicesPerPubkey: 5)
+                #expect(try await database.execute(keepAll, logger: TestDatabase.logger).isEmpty, "prepared, nothing evicted")
+                _ = try await all.migrate(client: client, logger: TestDatabase.logger)
+                let keepOne = EvictExcessDevicesStatement(pubkeys: ["pubkey-a"], maxDevicesPerPubkey: 1)
+                #expect(try await database.execute(keepOne, logger: TestDatabase.logger) == ["pubkey-a"])
+                #expect(try await TestDatabase.strings(client, "SELECT device_token FROM devices") == ["token-new"])
+            }
+        }
+    }
+
+    /// A migration that cannot have its locks within its `lock_timeout` (a transaction holds a
+    /// table it changes, as a running statement would) is rolled back and tried again, and the
+    /// next try, after the transaction ended, applies it.
+    @Test func aMigrationThatWaitsTooLongForALockIsTriedAgain() async throws {
+        try await TestDatabase.with { (_: DatabaseURL, client: PostgresClient) async throws -> Void in
+            let holding = Task {
+                try await client.withConnection { connection in
+                    try await connection.query("BEGIN", logger: TestDatabase.logger)
+                    try await connection.query("LOCK TABLE devices IN ACCESS SHARE MODE", logger: TestDatabase.logger)
+                    try await Task.sleep(for: .seconds(2))
+                    try await connection.query("COMMIT", logger: TestDatabase.logger)
+                }
+            }
+            let held = "SELECT count(*)::int FROM pg_locks WHERE relation = 'devices'::regclass AND mode = 'AccessShareLock' AND granted"
+            while try await TestDatabase.count(client, held) == 0 { try await Task.sleep(for: .milliseconds(20)) }
+            let waiting = Migrator(migrations: [
+                Migrator.Migration(
+                    version: 10_000, name: "waits",
+                    sql: """
+                        SET LOCAL lock_timeout = '300ms';
+                        LOCK TABLE devices IN ACCESS EXCLUSIVE MODE;
+                        ALTER TABLE devices ADD COLUMN waited bool
+                        """)
+            ])
+            let started = ContinuousClock.now
+            #expect(try await waiting.migrate(client: client, logger: TestDatabase.logger) == [10_000])
+            #expect(ContinuousClock.now - started >= .seconds(1), "applied after the first try gave way")
+            try await holding.value
+            let added = "SELECT count(*)::int FROM information_schema.columns WHERE column_name = 'waited'"
+            #expect(try await TestDatabase.count(client, added) == 1)
         }
     }
 
