@@ -10,13 +10,13 @@
 -- lock on the table until the migration commits (docs/operations.md). The two views and the
 -- trigger that name these columns are made again as they were.
 --
--- Every table is locked first, in one statement, waiting at most 5 s for each. Taken one ALTER
--- at a time, the migration would hold `devices` (its indexes rebuilding) while waiting for
+-- Every table and view is locked first, in one statement, waiting at most 2 s for each. Taken one
+-- ALTER at a time, the migration would hold `devices` (its indexes rebuilding) while waiting for
 -- `push_jobs`, behind a claim that holds `push_jobs` and waits for `devices`: a deadlock. Past
--- the wait, or in a deadlock all the same, the migration is rolled back, the statements it held
--- up go on, and it is tried again (`Migrator`).
-SET LOCAL lock_timeout = '5s';
-LOCK TABLE auth_replays, seen_wraps, push_jobs, push_batches, push_dedupe, archived_conversations, push_suppressions, inbox_wraps,
+-- a wait, or in a deadlock all the same, the migration is rolled back, the statements it held up
+-- go on, and it is tried again (`Migrator`).
+SET LOCAL lock_timeout = '2s';
+LOCK TABLE push_queue, device_budgets, auth_replays, seen_wraps, push_jobs, push_batches, push_dedupe, archived_conversations, push_suppressions, inbox_wraps,
     inbox_relay_lists, device_pacing, watch_coalesce, devices, watch_live, watch_instances, watch_relay_states, watch_shards
     IN ACCESS EXCLUSIVE MODE;
 DROP VIEW push_queue;

@@ -64,18 +64,29 @@ public struct Database: Sendable {
     /// transaction was rolled back). The pool drops a closed connection within an event-loop turn
     /// or two; the short pause lets it, after which a fresh lease either gets an open connection or
     /// waits for one like any other request.
+    ///
+    /// Stale statements have a budget of their own, larger than any pool: after a migration every
+    /// connection that prepared the statement is stale, the pool hands out its idle connections
+    /// first, and each refusal closes one, so a caller may meet as many as the pool holds before
+    /// a fresh one.
     private func retryingClosedConnection<Result>(logger: Logger, _ body: () async throws -> Result) async throws -> Result {
-        var attempt = 0
+        var closed = 0
+        var stale = 0
         while true {
-            attempt += 1
             do {
                 return try await body()
-            } catch let error where attempt < 4 && (error is DatabaseConnectionClosed || error is StalePreparedStatement) {
+            } catch is StalePreparedStatement where stale < Self.staleStatementRetries {
+                stale += 1
+            } catch is DatabaseConnectionClosed where closed < 3 {
+                closed += 1
                 logger.debug("leased a database connection that had just closed; leasing another")
-                try await Task.sleep(for: .milliseconds(5 * attempt))
+                try await Task.sleep(for: .milliseconds(5 * closed))
             }
         }
     }
+
+    /// More than the largest pool the gateway makes (`GatewayApplication`: 40 connections).
+    static let staleStatementRetries = 64
 }
 
 extension Array where Element == PostgresRow {

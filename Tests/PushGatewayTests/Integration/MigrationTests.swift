@@ -226,8 +226,9 @@ import Testing
     /// An instance that was running while migration 0024 changed the collation of columns its
     /// prepared statements return keeps working: PostgreSQL refuses such a statement ("cached
     /// plan must not change result type"), and the connection that had it prepared is replaced,
-    /// so the statement runs on a fresh one. Here the eviction, prepared before on the pool's only
-    /// connection, then run after the migration.
+    /// so the statement runs on a fresh one. Here the eviction, prepared before on each of the
+    /// pool's six connections, then run after the migration: the pool hands out its idle, stale
+    /// connections first, one after the other, before it makes a fresh one.
     @Test func aStatementPreparedBeforeACollationChangeRunsAfterIt() async throws {
         try await TestDatabase.with(migrate: false) { (url: DatabaseURL, client: PostgresClient) async throws -> Void in
             let all = try await Self.migrate(client, before: 24)
@@ -239,14 +240,26 @@ import Testing
                 """, logger: TestDatabase.logger)
             var configuration = PostgresClient.Configuration(
                 host: url.host, port: url.port, username: url.username, password: url.password, database: url.database, tls: .disable)
-            configuration.options.maximumConnections = 1
+            configuration.options.maximumConnections = 6
             let running = PostgresClient(configuration: configuration, backgroundLogger: TestDatabase.logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await running.run() }
                 defer { group.cancelAll() }
                 let database = Database(running)
                 let keepAll = EvictExcessDevicesStatement(pubkeys: ["pubkey-a"], maxDevicesPerPubkey: 5)
-                #expect(try await database.execute(keepAll, logger: TestDatabase.logger).isEmpty, "prepared, nothing evicted")
+                // Six at once, each holding its connection a moment: every connection prepares it.
+                try await withThrowingTaskGroup(of: Int.self) { preparing in
+                    for _ in 0..<6 {
+                        preparing.addTask {
+                            try await database.withConnection { connection in
+                                let evicted = try await connection.execute(keepAll, logger: TestDatabase.logger)
+                                try await Task.sleep(for: .milliseconds(300))
+                                return evicted.count
+                            }
+                        }
+                    }
+                    for try await evicted in preparing { #expect(evicted == 0, "prepared, nothing evicted") }
+                }
                 _ = try await all.migrate(client: client, logger: TestDatabase.logger)
                 let keepOne = EvictExcessDevicesStatement(pubkeys: ["pubkey-a"], maxDevicesPerPubkey: 1)
                 #expect(try await database.execute(keepOne, logger: TestDatabase.logger) == ["pubkey-a"])
@@ -268,7 +281,11 @@ import Testing
                     try await connection.query("COMMIT", logger: TestDatabase.logger)
                 }
             }
-            let held = "SELECT count(*)::int FROM pg_locks WHERE relation = 'devices'::regclass AND mode = 'AccessShareLock' AND granted"
+            let held = """
+                SELECT count(*)::int FROM pg_locks
+                WHERE database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                  AND relation = 'devices'::regclass AND mode = 'AccessShareLock' AND granted
+                """
             while try await TestDatabase.count(client, held) == 0 { try await Task.sleep(for: .milliseconds(20)) }
             let waiting = Migrator(migrations: [
                 Migrator.Migration(
