@@ -4,7 +4,9 @@
 -- every sort, index descent and join on them went through the locale's collation instead, and the
 -- statements that queue pushes sort hundreds of such keys each: PostgreSQL's CPU a push doubled
 -- (docs/performance.md). Equality is the same in both collations, so no row, key or lookup changes
--- meaning; only the order of keys does, and nothing the gateway keeps depends on that order.
+-- meaning; only the order of keys does. Nothing depends on it but a tie in the eviction of
+-- devices past the cap (two devices of a pubkey updated in the same microsecond), which may now
+-- go the other way.
 --
 -- Changing a column's collation rebuilds the indexes on it (not the table), under an exclusive
 -- lock on the table until the migration commits (docs/operations.md). The two views and the
@@ -16,8 +18,9 @@
 -- a wait, or in a deadlock all the same, the migration is rolled back, the statements it held up
 -- go on, and it is tried again (`Migrator`).
 SET LOCAL lock_timeout = '2s';
-LOCK TABLE push_queue, device_budgets, auth_replays, seen_wraps, push_jobs, push_batches, push_dedupe, archived_conversations, push_suppressions, inbox_wraps,
-    inbox_relay_lists, device_pacing, watch_coalesce, devices, watch_live, watch_instances, watch_relay_states, watch_shards
+LOCK TABLE push_queue, device_budgets, auth_replays, seen_wraps, push_jobs, push_batches, push_dedupe, archived_conversations,
+    push_suppressions, inbox_wraps, inbox_relay_lists, device_pacing, watch_coalesce, devices, watch_live, watch_instances,
+    watch_relay_states, watch_shards
     IN ACCESS EXCLUSIVE MODE;
 DROP VIEW push_queue;
 DROP VIEW device_budgets;
