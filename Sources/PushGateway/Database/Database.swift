@@ -25,14 +25,14 @@ public struct Database: Sendable {
     /// before the statement was sent is given back and another one leased.
     @discardableResult
     public func query(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
-        try await retryingClosedConnection(logger: logger) {
+        try await retryingWhatDidNotRun(logger: logger) {
             try await withConnection { try await $0.query(query, logger: logger) }
         }
     }
 
     /// Runs one prepared statement on a leased connection and returns its rows, like `query`.
     public func execute<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws -> [Statement.Row] {
-        try await retryingClosedConnection(logger: logger) {
+        try await retryingWhatDidNotRun(logger: logger) {
             try await withConnection { try await $0.execute(statement, logger: logger) }
         }
     }
@@ -42,7 +42,7 @@ public struct Database: Sendable {
     /// transaction's statements was sent (COMMIT included) committed nothing, so the whole
     /// transaction runs again on another connection.
     public func withTransaction<Result>(logger: Logger, _ body: (DatabaseConnection) async throws -> Result) async throws -> Result {
-        try await retryingClosedConnection(logger: logger) {
+        try await retryingWhatDidNotRun(logger: logger) {
             try await withConnection { connection in
                 try await connection.query("BEGIN", logger: logger)
                 let result: Result
@@ -69,7 +69,7 @@ public struct Database: Sendable {
     /// connection that prepared the statement is stale, the pool hands out its idle connections
     /// first, and each refusal closes one, so a caller may meet as many as the pool holds before
     /// a fresh one.
-    private func retryingClosedConnection<Result>(logger: Logger, _ body: () async throws -> Result) async throws -> Result {
+    private func retryingWhatDidNotRun<Result>(logger: Logger, _ body: () async throws -> Result) async throws -> Result {
         var closed = 0
         var stale = 0
         while true {

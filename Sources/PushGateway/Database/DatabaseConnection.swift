@@ -51,7 +51,7 @@ public struct DatabaseConnection: Sendable {
                 metadata: ["db.statement": "\(Statement.self)"])
             try? await underlying.close()
             throw StalePreparedStatement()
-        } catch let error as PSQLError where Self.failsPreparationForGood(error) {
+        } catch let error as PSQLError where Self.mayEndAPreparation(error) {
             // postgres-nio keeps a statement whose preparation failed as failed for the life of the
             // connection, and these can strike a preparation (one waiting behind a migration's
             // locks): the connection goes, and the error to the caller, who may retry it.
@@ -62,7 +62,7 @@ public struct DatabaseConnection: Sendable {
 
     /// A deadlock (40P01) or a cancelled statement (57014): errors that can end a preparation
     /// that would succeed a moment later.
-    static func failsPreparationForGood(_ error: PSQLError) -> Bool {
+    static func mayEndAPreparation(_ error: PSQLError) -> Bool {
         ["40P01", "57014"].contains(error.serverInfo?[.sqlState] ?? "")
     }
 
