@@ -31,7 +31,7 @@ public enum GatewayApplication {
         return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 
-    private static func postgresConfiguration(_ url: DatabaseURL) -> PostgresClient.Configuration {
+    package static func postgresConfiguration(_ url: DatabaseURL) -> PostgresClient.Configuration {
         var configuration = PostgresClient.Configuration(
             host: url.host, port: url.port, username: url.username, password: url.password, database: url.database,
             tls: url.tls == .disable

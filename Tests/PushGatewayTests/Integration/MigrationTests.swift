@@ -238,8 +238,8 @@ import Testing
                 VALUES ('token-old', 'pubkey-a', 'sandbox', 'app.test', now() - interval '1 hour'),
                        ('token-new', 'pubkey-a', 'sandbox', 'app.test', now())
                 """, logger: TestDatabase.logger)
-            var configuration = PostgresClient.Configuration(
-                host: url.host, port: url.port, username: url.username, password: url.password, database: url.database, tls: .disable)
+            // The gateway's own pool, made small.
+            var configuration = GatewayApplication.postgresConfiguration(url)
             configuration.options.maximumConnections = 6
             let running = PostgresClient(configuration: configuration, backgroundLogger: TestDatabase.logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
