@@ -5,6 +5,7 @@
 #   ROUNDS=4 RATE=10000 scripts/bench-compare.sh watch /work/before /work/after
 #   scripts/bench-compare.sh gateway "" /work/after          # "" is this checkout, built here
 #   scripts/bench-compare.sh --summary /tmp/bench-compare.XXXXXX   # a finished run's table again
+#   scripts/bench-compare.sh --figures gateway run.log   # the figures it reads from one run's output
 #
 # BENCH is watch, inbox or gateway (scripts/bench-BENCH.sh). DIR_A and DIR_B are BENCH_BIN
 # folders (each with its own `migrations` when the schema differs; see scripts/lib/bench.sh).
@@ -19,6 +20,9 @@
 # rounds had B below A. Every run's full output is kept in $COMPARE_LOGS (default a temporary
 # folder), named by round, position and build, with the figures of all of them (figures.tsv).
 set -euo pipefail
+# Paths given are the caller's: relative ones are taken from where it was run, not the repository.
+CALLER_DIR="$PWD"
+from_caller() { if [[ -z "$1" || "$1" == /* ]]; then echo "$1"; else echo "$CALLER_DIR/$1"; fi; }
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # Per build the mean and range of each figure in FIGURES (round, build, name, value a line), and
@@ -44,36 +48,17 @@ summary() {
         }' "$1" | (read -r header; echo "$header"; sort)
 }
 
-if [[ "${1:-}" == --summary && $# -eq 2 ]]; then
-    summary "$2/figures.tsv"
-    exit
-fi
-[[ $# -eq 3 ]] || { sed -n '4,7p' "$0" >&2; exit 2; }
-BENCH="$1"
-DIRS=("$2" "$3")
-case "$BENCH" in
-    watch | inbox | gateway) ;;
-    *) echo "BENCH must be watch, inbox or gateway, not '$BENCH'" >&2; exit 2 ;;
-esac
-ROUNDS="${ROUNDS:-3}"
-[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a positive integer" >&2; exit 2; }
-for dir in "${DIRS[@]}"; do
-    [[ -z "$dir" || -d "$dir" ]] || { echo "$dir is not a folder" >&2; exit 2; }
-done
-COMPARE_LOGS="${COMPARE_LOGS:-$(mktemp -d /tmp/bench-compare.XXXXXX)}"
-mkdir -p "$COMPARE_LOGS"
-
-# The figures each benchmark's output gives, as `name value` lines; where a figure is printed
-# more than once (the inbox's warm-up stream, then the measured one), the last.
+# The figures a benchmark's output gives, as `name value` lines: figures BENCH LOG. Where a figure
+# is printed more than once (the inbox's warm-up stream, then the measured one), the last.
 figures() {
-    local latency=relay-to-APNs
-    [[ "$BENCH" == inbox ]] && latency=publish-to-APNs
-    case "$BENCH" in
+    local bench="$1" log="$2" latency=relay-to-APNs
+    [[ "$bench" == inbox ]] && latency=publish-to-APNs
+    case "$bench" in
         watch | inbox)
             sed -nE \
                 -e 's/^CPU per wrap .*gateway ([0-9.]+) .*postgres ([0-9.]+); gateway \+ postgres ([0-9.]+).*/cpu_per_wrap_us \3\ngateway_us \1\npostgres_us \2/p' \
                 -e "s/^$latency latency ms: p50 ([0-9.]+) .*p99 ([0-9.]+).*/p50_ms \\1\\np99_ms \\2/p" \
-                -e 's/^gateway VmHWM:[[:space:]]*([0-9]+) kB/peak_mb \1/p' "$1" |
+                -e 's/^gateway VmHWM:[[:space:]]*([0-9]+) kB/peak_mb \1/p' "$log" |
                 awk '$1 == "peak_mb" { $2 = sprintf("%.1f", $2 / 1024) }
                      !($1 in last) { names[++count] = $1 } { last[$1] = $2 }
                      END { for (i = 1; i <= count; i++) print names[i], last[names[i]] }'
@@ -82,13 +67,47 @@ figures() {
             sed -nE \
                 -e 's/^registrations: .* = ([0-9]+) registrations\/s.*/registrations_per_s \1/p' \
                 -e 's/^tps = ([0-9.]+).*/pgbench_tps \1/p' \
-                -e 's/^pushes\/s \(notifications to apns\): ([0-9]+)/apns_pushes_per_s \1/p' "$1"
-            sed -nE 's/^CPU per registration .*postgres ([0-9.]+); gateway \+ postgres ([0-9.]+).*/registration_cpu_us \2\nregistration_postgres_us \1/p' "$1"
+                -e 's/^pushes\/s \(notifications to apns\): ([0-9]+)/apns_pushes_per_s \1/p' "$log"
+            sed -nE 's/^CPU per registration .*postgres ([0-9.]+); gateway \+ postgres ([0-9.]+).*/registration_cpu_us \2\nregistration_postgres_us \1/p' "$log"
             # The first CPU-per-push line is the APNs phase's.
-            sed -nE 's/^CPU per push .*postgres ([0-9.]+); gateway \+ postgres ([0-9.]+).*/apns_cpu_per_push_us \2\napns_postgres_us \1/p' "$1" | head -2
+            sed -nE 's/^CPU per push .*postgres ([0-9.]+); gateway \+ postgres ([0-9.]+).*/apns_cpu_per_push_us \2\napns_postgres_us \1/p' "$log" | head -2
             ;;
     esac
 }
+
+check_bench() {
+    case "$1" in
+        watch | inbox | gateway) ;;
+        *) echo "BENCH must be watch, inbox or gateway, not '$1'" >&2; exit 2 ;;
+    esac
+}
+
+if [[ "${1:-}" == --summary && $# -eq 2 ]]; then
+    summary "$(from_caller "$2")/figures.tsv"
+    exit
+fi
+if [[ "${1:-}" == --figures && $# -eq 3 ]]; then
+    check_bench "$2"
+    log="$(from_caller "$3")"
+    [[ -f "$log" ]] || { echo "$3 is not a file" >&2; exit 2; }
+    found="$(figures "$2" "$log")"
+    [[ -n "$found" ]] || { echo "no $2 figures in $3" >&2; exit 1; }
+    echo "$found"
+    exit
+fi
+[[ $# -eq 3 ]] || { sed -n '4,8p' "$0" >&2; exit 2; }
+BENCH="$1"
+DIRS=("$(from_caller "$2")" "$(from_caller "$3")")
+check_bench "$BENCH"
+ROUNDS="${ROUNDS:-3}"
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a positive integer" >&2; exit 2; }
+# This script's rounds: not passed on, where bench-watch.sh would read it as streams per run.
+export -n ROUNDS
+for dir in "${DIRS[@]}"; do
+    [[ -z "$dir" || -d "$dir" ]] || { echo "$dir is not a folder" >&2; exit 2; }
+done
+COMPARE_LOGS="$(from_caller "${COMPARE_LOGS:-$(mktemp -d /tmp/bench-compare.XXXXXX)}")"
+mkdir -p "$COMPARE_LOGS"
 
 results="$COMPARE_LOGS/figures.tsv"
 : >"$results"
@@ -103,7 +122,7 @@ for round in $(seq 1 "$ROUNDS"); do
         else
             env -u BENCH_BIN "scripts/bench-$BENCH.sh" >"$log" 2>&1 || { echo "round $round, $label failed: $log" >&2; exit 1; }
         fi
-        line="$(figures "$log" | awk -v r="$round" -v b="$label" -v out="$results" '{ printf "%s %s=%s", (NR > 1 ? "," : ""), $1, $2; print r "\t" b "\t" $1 "\t" $2 >> out }')"
+        line="$(figures "$BENCH" "$log" | awk -v r="$round" -v b="$label" -v out="$results" '{ printf "%s %s=%s", (NR > 1 ? "," : ""), $1, $2; print r "\t" b "\t" $1 "\t" $2 >> out }')"
         [[ -n "$line" ]] || { echo "round $round, $label: no figures in $log" >&2; exit 1; }
         echo "round $round $label ($(date +%T)):$line"
     done

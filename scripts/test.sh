@@ -80,11 +80,28 @@ if [[ $# -eq 0 && "${LINKSTR_SKIP_EXTRAS:-}" != 1 ]]; then
         say "as expected with this compiler: the split shape is miscompiled (swiftlang/swift#91911), the workaround holds"
     fi
 
-    say "benchmark smoke runs on the $CONFIGURATION executables (tiny sizes; they must run end to end, figures are not checked)"
-    BENCH_BIN="$BIN" REGISTRATIONS=400 DEVICES=200 PUSHES=4 RECIPIENTS=50 SMOKE=1 scripts/bench-gateway.sh
-    BENCH_BIN="$BIN" COLD=1 WATCHED=2000 RATE=200 SECONDS_=3 scripts/bench-watch.sh
-    BENCH_BIN="$BIN" COLD=1 USER_RELAYS=20 WATCHED=400 RATE=100 SECONDS_=2 scripts/bench-watch.sh
-    BENCH_BIN="$BIN" RECIPIENTS=2000 HISTORY=1000 RATE=200 SECONDS_=2 scripts/bench-inbox.sh
+    say "benchmark smoke runs on the $CONFIGURATION executables (tiny sizes; they must run end to end, and print what scripts/bench-compare.sh reads; the values are not checked)"
+    # bench_smoke BENCH "FIGURE …" command…: runs a benchmark and fails unless bench-compare.sh
+    # finds each FIGURE in its output, so a change to what a benchmark prints cannot quietly
+    # leave comparisons without it. (The CPU figures of a phase under a second long are not
+    # measured, so the gateway's smoke run is not asked for them.)
+    bench_smoke() {
+        local bench="$1" wanted="$2" log found name
+        shift 2
+        log="$(mktemp)"
+        "$@" 2>&1 | tee "$log"
+        found="$(scripts/bench-compare.sh --figures "$bench" "$log" | cut -d' ' -f1)"
+        rm -f "$log"
+        for name in $wanted; do
+            grep -qx "$name" <<<"$found" || { echo "scripts/bench-compare.sh found no $name in the $bench benchmark's output" >&2; exit 1; }
+        done
+    }
+    STREAM_FIGURES="p50_ms p99_ms cpu_per_wrap_us gateway_us postgres_us peak_mb"
+    bench_smoke gateway "pgbench_tps registrations_per_s apns_pushes_per_s" \
+        env BENCH_BIN="$BIN" REGISTRATIONS=400 DEVICES=200 PUSHES=4 RECIPIENTS=50 SMOKE=1 scripts/bench-gateway.sh
+    bench_smoke watch "$STREAM_FIGURES" env BENCH_BIN="$BIN" COLD=1 WATCHED=2000 RATE=200 SECONDS_=3 scripts/bench-watch.sh
+    bench_smoke watch "$STREAM_FIGURES" env BENCH_BIN="$BIN" COLD=1 USER_RELAYS=20 WATCHED=400 RATE=100 SECONDS_=2 scripts/bench-watch.sh
+    bench_smoke inbox "$STREAM_FIGURES" env BENCH_BIN="$BIN" RECIPIENTS=2000 HISTORY=1000 RATE=200 SECONDS_=2 scripts/bench-inbox.sh
     EVENTS=500 RUNS=1 BENCH_BIN="$BIN" scripts/bench-ingest.sh
 
     # Every parser of outside input under libFuzzer with AddressSanitizer, from the committed seed

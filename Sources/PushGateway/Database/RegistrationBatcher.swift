@@ -6,8 +6,11 @@ import NostrProtocol
 /// cost, and the gateway's per-query client work, by the group size; an idle gateway writes a
 /// lone registration at once, with no timer in the way.
 ///
-/// At most `maxConcurrentGroups` groups are in flight, so a burst gathers into groups instead of
-/// taking every pool connection one registration at a time.
+/// One group is written at a time while fewer than a full group wait; up to
+/// `maxConcurrentGroups` are in flight only while full groups wait. A burst so gathers into
+/// groups instead of taking every pool connection one registration at a time, and a steady load
+/// gathers into groups as large as it can make: a second group started beside the first would
+/// split what gathers while one group is written into two statements of half the size.
 package final class RegistrationBatcher: Sendable {
     package typealias Outcome = Result<Bool, any Error>
     /// Applies a group and answers each registration: applied (true), replayed (false) or failed.
@@ -24,7 +27,7 @@ package final class RegistrationBatcher: Sendable {
     let maxGroupSize: Int
     let maxConcurrentGroups: Int
 
-    /// Groups in flight by default: one written while the next gathers.
+    /// Groups in flight at most by default: a second one while a full group waits.
     package static let defaultConcurrentGroups = 2
 
     package init(maxGroupSize: Int = 64, maxConcurrentGroups: Int = defaultConcurrentGroups, apply: @escaping Apply) {
@@ -47,7 +50,9 @@ package final class RegistrationBatcher: Sendable {
                     // The cancellation handler may already have run and found nothing to withdraw.
                     if Task.isCancelled { return nil }
                     state.queue.append(registration, id: id, waiter: continuation)
-                    guard state.groupsInFlight < maxConcurrentGroups else { return false }
+                    guard Self.writes(groupsInFlight: state.groupsInFlight + 1, queued: state.queue.count, maxGroupSize: maxGroupSize),
+                        state.groupsInFlight < maxConcurrentGroups
+                    else { return false }
                     state.groupsInFlight += 1
                     return true
                 }
@@ -62,14 +67,24 @@ package final class RegistrationBatcher: Sendable {
         }
     }
 
-    /// Writes groups until the queue is empty. A group that fails as a whole fails everything
-    /// queued behind it too: those would wait only to meet the same database.
+    /// Whether one of `groupsInFlight` writers (itself included) takes a group from `queued`
+    /// waiting registrations: the only writer takes whatever waits, another one only a full group.
+    /// A writer that does not take one stops; the one left in flight takes what it left.
+    package static func writes(groupsInFlight: Int, queued: Int, maxGroupSize: Int) -> Bool {
+        queued > 0 && (groupsInFlight == 1 || queued >= maxGroupSize)
+    }
+
+    /// Writes groups until the queue is empty, or until a group smaller than full is left to
+    /// another writer in flight. A group that fails as a whole fails everything queued behind it
+    /// too: those would wait only to meet the same database.
     private func writeGroups() async {
         while true {
             let group = state.withLock { state in
-                let group = state.queue.takeBatch(limit: maxGroupSize)
-                if group.isEmpty { state.groupsInFlight -= 1 }
-                return group
+                guard Self.writes(groupsInFlight: state.groupsInFlight, queued: state.queue.count, maxGroupSize: maxGroupSize) else {
+                    state.groupsInFlight -= 1
+                    return [RegistrationQueue<CheckedContinuation<Bool, any Error>>.Entry]()
+                }
+                return state.queue.takeBatch(limit: maxGroupSize)
             }
             guard !group.isEmpty else { return }
             do {

@@ -281,12 +281,7 @@ import Testing
                     try await connection.query("COMMIT", logger: TestDatabase.logger)
                 }
             }
-            let held = """
-                SELECT count(*)::int FROM pg_locks
-                WHERE database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                  AND relation = 'devices'::regclass AND mode = 'AccessShareLock' AND granted
-                """
-            while try await TestDatabase.count(client, held) == 0 { try await Task.sleep(for: .milliseconds(20)) }
+            try await TestDatabase.waitUntilLocked(client, table: "devices", mode: "AccessShareLock")
             let waiting = Migrator(migrations: [
                 Migrator.Migration(
                     version: 10_000, name: "waits",

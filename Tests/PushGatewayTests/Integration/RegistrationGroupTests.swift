@@ -101,6 +101,43 @@ import WebPush
         #expect(batcher.queued == 0)
     }
 
+    /// The only writer takes whatever waits; a second one only a full group, and a second writer
+    /// with less than that waiting leaves it to the first.
+    @Test func aSecondWriterTakesOnlyAFullGroup() {
+        #expect(RegistrationBatcher.writes(groupsInFlight: 1, queued: 1, maxGroupSize: 64))
+        #expect(!RegistrationBatcher.writes(groupsInFlight: 1, queued: 0, maxGroupSize: 64))
+        #expect(!RegistrationBatcher.writes(groupsInFlight: 2, queued: 63, maxGroupSize: 64))
+        #expect(RegistrationBatcher.writes(groupsInFlight: 2, queued: 64, maxGroupSize: 64))
+        #expect(!RegistrationBatcher.writes(groupsInFlight: 2, queued: 0, maxGroupSize: 64))
+    }
+
+    /// With two groups allowed in flight, what gathers while one is written waits for it until a
+    /// full group has gathered: a second group is written beside the first only then, whole.
+    @Test func aSecondGroupIsWrittenBesideTheFirstOnlyWhenFull() async throws {
+        let writer = RecordingWriter(holdFirst: true)
+        let batcher = RegistrationBatcher(maxGroupSize: 4, maxConcurrentGroups: 2) { try await writer.apply($0) }
+        try await withThrowingTaskGroup(of: Bool.self) { tasks in
+            tasks.addTask { try await batcher.register(Self.registration("A", "n0", token: "T0")) }
+            #expect(try await GatewayHarness.eventually { writer.groups.withLock { $0.count } == 1 })
+            for index in 1...3 {
+                tasks.addTask { try await batcher.register(Self.registration("A", "n\(index)", token: "T\(index)")) }
+            }
+            #expect(try await GatewayHarness.eventually { batcher.queued == 3 })
+            // Time for a second writer, had one started, to take them.
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(batcher.queued == 3, "three of four wait for the group in flight")
+            #expect(writer.groups.withLock { $0.count } == 1)
+
+            tasks.addTask { try await batcher.register(Self.registration("A", "n4", token: "T4")) }
+            #expect(try await GatewayHarness.eventually { writer.groups.withLock { $0.count } == 2 })
+            #expect(writer.groups.withLock { $0.last } == ["T1", "T2", "T3", "T4"], "written while the first group is held")
+            try await writer.release()
+            for try await applied in tasks { #expect(applied) }
+        }
+        #expect(writer.groups.withLock { $0 } == [["T0"], ["T1", "T2", "T3", "T4"]])
+        #expect(batcher.queued == 0)
+    }
+
     struct WriteFailed: Error {}
 
     @Test func aFailedGroupFailsItselfAndWhatWaitsBehindIt() async throws {

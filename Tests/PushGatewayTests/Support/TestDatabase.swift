@@ -52,6 +52,17 @@ enum TestDatabase {
         }
     }
 
+    /// Waits until some connection holds a `mode` lock (as `pg_locks` names it) on `table` in
+    /// this database.
+    static func waitUntilLocked(_ client: PostgresClient, table: String, mode: String) async throws {
+        let held = """
+            SELECT count(*)::int FROM pg_locks
+            WHERE database = (SELECT oid FROM pg_database WHERE datname = current_database())
+              AND relation = '\(table)'::regclass AND mode = '\(mode)' AND granted
+            """
+        while try await count(client, held) == 0 { try await Task.sleep(for: .milliseconds(10)) }
+    }
+
     static func count(_ client: PostgresClient, _ sql: String) async throws -> Int {
         for try await value in try await client.query(PostgresQuery(unsafeSQL: sql), logger: logger).decode(Int.self) { return value }
         return 0

@@ -1,0 +1,61 @@
+import Foundation
+import PostgresNIO
+import PushGateway
+import Synchronization
+import Testing
+
+/// A statement whose preparation failed for a passing reason runs once the reason has passed.
+/// postgres-nio remembers a failed preparation for the life of its connection and answers every
+/// later use of that statement there with the same error, so `DatabaseConnection` closes a
+/// connection whose statement was cancelled (57014) or lost a deadlock (40P01), the two errors
+/// that can strike a preparation waiting behind a migration's locks.
+@Suite struct FailedPreparationTests {
+    /// Counts the rows of the probe table: parsing it takes a lock on the table.
+    struct CountProbeRows: PostgresPreparedStatement {
+        static let sql = "SELECT count(*)::int FROM preparation_probe"
+        typealias Row = Int
+
+        func makeBindings() throws -> PostgresBindings { PostgresBindings() }
+        func decodeRow(_ row: PostgresRow) throws -> Int { try row.decode(Int.self) }
+    }
+
+    /// The preparation waits for a table a transaction holds, and `statement_timeout` cancels it.
+    /// On the same one-connection pool, the statement runs once the transaction has ended.
+    @Test func aPreparationCancelledBehindALockRunsAfterTheLockIsGone() async throws {
+        try await TestDatabase.with { (url: DatabaseURL, client: PostgresClient) async throws -> Void in
+            try await client.query("CREATE TABLE preparation_probe (x int)", logger: TestDatabase.logger)
+            try await client.query("INSERT INTO preparation_probe VALUES (1), (2)", logger: TestDatabase.logger)
+            let release = Mutex(false)
+            defer { release.withLock { $0 = true } }
+            let holding = Task {
+                try await client.withConnection { connection in
+                    try await connection.query("BEGIN", logger: TestDatabase.logger)
+                    try await connection.query("LOCK TABLE preparation_probe IN ACCESS EXCLUSIVE MODE", logger: TestDatabase.logger)
+                    while !release.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(10)) }
+                    try await connection.query("COMMIT", logger: TestDatabase.logger)
+                }
+            }
+            try await TestDatabase.waitUntilLocked(client, table: "preparation_probe", mode: "AccessExclusiveLock")
+
+            // The gateway's own pool, with one connection, so the second try cannot simply land
+            // on another connection that never saw the failed preparation.
+            var configuration = GatewayApplication.postgresConfiguration(url)
+            configuration.options.maximumConnections = 1
+            configuration.options.additionalStartupParameters.append(("statement_timeout", "300ms"))
+            let pool = PostgresClient(configuration: configuration, backgroundLogger: TestDatabase.logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await pool.run() }
+                defer { group.cancelAll() }
+                let database = Database(pool)
+                let refusal = await #expect(throws: PSQLError.self) {
+                    try await database.execute(CountProbeRows(), logger: TestDatabase.logger)
+                }
+                #expect(refusal?.serverInfo?[.sqlState] == "57014", "cancelled by statement_timeout while waiting for the lock")
+
+                release.withLock { $0 = true }
+                try await holding.value
+                #expect(try await database.execute(CountProbeRows(), logger: TestDatabase.logger) == [2])
+            }
+        }
+    }
+}
