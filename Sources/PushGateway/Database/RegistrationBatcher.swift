@@ -6,11 +6,13 @@ import NostrProtocol
 /// cost, and the gateway's per-query client work, by the group size; an idle gateway writes a
 /// lone registration at once, with no timer in the way.
 ///
-/// One group is written at a time while fewer than a full group wait; up to
-/// `maxConcurrentGroups` are in flight only while full groups wait. A burst so gathers into
-/// groups instead of taking every pool connection one registration at a time, and a steady load
-/// gathers into groups as large as it can make: a second group started beside the first would
-/// split what gathers while one group is written into two statements of half the size.
+/// One group is written at a time while fewer registrations than a full group's worth
+/// (`maxGroupSize`) wait; up to `maxConcurrentGroups` are in flight only while that many wait. A
+/// burst so gathers into groups instead of taking every pool connection one registration at a
+/// time, and a steady load gathers into groups as large as it can make: a second group started
+/// beside the first would split what gathers while one group is written into two statements of
+/// half the size. A group in flight keeps its device tokens out of the others
+/// (`RegistrationQueue`).
 package final class RegistrationBatcher: Sendable {
     package typealias Outcome = Result<Bool, any Error>
     /// Applies a group and answers each registration: applied (true), replayed (false) or failed.
@@ -20,6 +22,8 @@ package final class RegistrationBatcher: Sendable {
     private struct State {
         var queue = RegistrationQueue<CheckedContinuation<Bool, any Error>>()
         var groupsInFlight = 0
+        /// The device tokens of the groups being written.
+        var tokensInFlight = Set<String>()
     }
 
     private let state = Locked(State())
@@ -68,8 +72,9 @@ package final class RegistrationBatcher: Sendable {
     }
 
     /// Whether one of `groupsInFlight` writers (itself included) takes a group from `queued`
-    /// waiting registrations: the only writer takes whatever waits, another one only a full group.
-    /// A writer that does not take one stops; the one left in flight takes what it left.
+    /// waiting registrations: the only writer takes whatever waits, another one only while a full
+    /// group's worth waits. A writer that does not take one stops; the one left in flight takes
+    /// what it left.
     package static func writes(groupsInFlight: Int, queued: Int, maxGroupSize: Int) -> Bool {
         queued > 0 && (groupsInFlight == 1 || queued >= maxGroupSize)
     }
@@ -80,13 +85,20 @@ package final class RegistrationBatcher: Sendable {
     private func writeGroups() async {
         while true {
             let group = state.withLock { state in
-                guard Self.writes(groupsInFlight: state.groupsInFlight, queued: state.queue.count, maxGroupSize: maxGroupSize) else {
+                // Empty when everything waiting is for a token another writer's group holds: that
+                // writer takes it after.
+                let group =
+                    Self.writes(groupsInFlight: state.groupsInFlight, queued: state.queue.count, maxGroupSize: maxGroupSize)
+                    ? state.queue.takeBatch(limit: maxGroupSize, busyTokens: state.tokensInFlight) : []
+                if group.isEmpty {
                     state.groupsInFlight -= 1
-                    return [RegistrationQueue<CheckedContinuation<Bool, any Error>>.Entry]()
+                } else {
+                    for entry in group { state.tokensInFlight.insert(entry.registration.deviceToken) }
                 }
-                return state.queue.takeBatch(limit: maxGroupSize)
+                return group
             }
             guard !group.isEmpty else { return }
+            defer { state.withLock { state in for entry in group { state.tokensInFlight.remove(entry.registration.deviceToken) } } }
             do {
                 let outcomes = try await apply(group.map(\.registration))
                 precondition(outcomes.count == group.count, "one outcome per registration")

@@ -65,7 +65,9 @@ package struct PendingRegistration: Sendable, Equatable {
 /// A batch never holds two registrations of the same device token or the same replay key. One
 /// statement could not apply them in order: `ON CONFLICT DO UPDATE` refuses to touch a row twice,
 /// and both would read the same snapshot. The later one waits for the next batch, so the outcome
-/// is the one sequential statements would give.
+/// is the one sequential statements would give. Nor does a batch take a device token that a
+/// batch still being written holds (`busyTokens`): two statements in flight at once could commit
+/// its two registrations in either order, and the earlier one would then be the one that stays.
 package struct RegistrationQueue<Waiter> {
     package struct Entry {
         var id: UInt64
@@ -93,8 +95,9 @@ package struct RegistrationQueue<Waiter> {
     }
 
     /// Takes the next batch: up to `limit` entries, oldest first, skipping (and keeping queued)
-    /// any whose device token or replay key is already in the batch.
-    package mutating func takeBatch(limit: Int) -> [Entry] {
+    /// any whose device token or replay key is already in the batch, or whose device token is in
+    /// `busyTokens`.
+    package mutating func takeBatch(limit: Int, busyTokens: Set<String> = []) -> [Entry] {
         var batch: [Entry] = []
         var tokens = Set<String>()
         var replayKeys = Set<ReplayIdentity>()
@@ -102,8 +105,9 @@ package struct RegistrationQueue<Waiter> {
         kept.reserveCapacity(entries.count)
         for entry in entries {
             let replay = ReplayIdentity(pubkey: entry.registration.pubkey, key: entry.registration.replayKey)
-            if batch.count < limit, !tokens.contains(entry.registration.deviceToken), !replayKeys.contains(replay) {
-                tokens.insert(entry.registration.deviceToken)
+            let token = entry.registration.deviceToken
+            if batch.count < limit, !tokens.contains(token), !busyTokens.contains(token), !replayKeys.contains(replay) {
+                tokens.insert(token)
                 replayKeys.insert(replay)
                 batch.append(entry)
             } else {

@@ -41,6 +41,14 @@ import WebPush
         #expect(queue.isEmpty)
         #expect(queue.takeBatch(limit: 10).isEmpty)
 
+        // A token a group being written holds waits for it, and so does the token's next
+        // registration behind it; the rest goes.
+        for (index, item) in items.prefix(3).enumerated() { queue.append(item, id: queue.reserveID(), waiter: index) }
+        #expect(queue.takeBatch(limit: 10, busyTokens: ["T1"]).map(\.waiter) == [1])
+        #expect(queue.entries.map(\.waiter) == [0, 2])
+        #expect(queue.takeBatch(limit: 10).map(\.waiter) == [0])
+        #expect(queue.takeBatch(limit: 10).map(\.waiter) == [2])
+
         let id = queue.reserveID()
         queue.append(items[0], id: id, waiter: 9)
         #expect(queue.remove(id: id)?.waiter == 9)
@@ -119,10 +127,11 @@ import WebPush
         try await withThrowingTaskGroup(of: Bool.self) { tasks in
             tasks.addTask { try await batcher.register(Self.registration("A", "n0", token: "T0")) }
             #expect(try await GatewayHarness.eventually { writer.groups.withLock { $0.count } == 1 })
+            // One at a time, so that they queue in this order.
             for index in 1...3 {
                 tasks.addTask { try await batcher.register(Self.registration("A", "n\(index)", token: "T\(index)")) }
+                #expect(try await GatewayHarness.eventually { batcher.queued == index })
             }
-            #expect(try await GatewayHarness.eventually { batcher.queued == 3 })
             // Time for a second writer, had one started, to take them.
             try await Task.sleep(for: .milliseconds(200))
             #expect(batcher.queued == 3, "three of four wait for the group in flight")
@@ -135,6 +144,27 @@ import WebPush
             for try await applied in tasks { #expect(applied) }
         }
         #expect(writer.groups.withLock { $0 } == [["T0"], ["T1", "T2", "T3", "T4"]])
+        #expect(batcher.queued == 0)
+    }
+
+    /// A second group written beside the first leaves out a device token the first holds: the
+    /// token's next registration is written after the first group, as in arrival order.
+    @Test func aSecondGroupLeavesATokenTheFirstHoldsForAfterIt() async throws {
+        let writer = RecordingWriter(holdFirst: true)
+        let batcher = RegistrationBatcher(maxGroupSize: 2, maxConcurrentGroups: 2) { try await writer.apply($0) }
+        try await withThrowingTaskGroup(of: Bool.self) { tasks in
+            tasks.addTask { try await batcher.register(Self.registration("A", "n0", token: "T0")) }
+            #expect(try await GatewayHarness.eventually { writer.groups.withLock { $0.count } == 1 })
+            tasks.addTask { try await batcher.register(Self.registration("B", "n1", token: "T0")) }
+            #expect(try await GatewayHarness.eventually { batcher.queued == 1 })
+            tasks.addTask { try await batcher.register(Self.registration("B", "n2", token: "T5")) }
+            #expect(try await GatewayHarness.eventually { writer.groups.withLock { $0.count } == 2 })
+            #expect(writer.groups.withLock { $0.last } == ["T5"])
+            #expect(batcher.queued == 1, "T0 again waits for the group that holds T0")
+            try await writer.release()
+            for try await applied in tasks { #expect(applied) }
+        }
+        #expect(writer.groups.withLock { $0 } == [["T0"], ["T5"], ["T0"]])
         #expect(batcher.queued == 0)
     }
 
