@@ -53,12 +53,12 @@ enum TestDatabase {
     }
 
     /// Waits until some connection holds a `mode` lock (as `pg_locks` names it) on `table` in
-    /// this database.
-    static func waitUntilLocked(_ client: PostgresClient, table: String, mode: String) async throws {
+    /// this database, or with `granted: false` waits for one.
+    static func waitUntilLocked(_ client: PostgresClient, table: String, mode: String, granted: Bool = true) async throws {
         let held = """
             SELECT count(*)::int FROM pg_locks
             WHERE database = (SELECT oid FROM pg_database WHERE datname = current_database())
-              AND relation = '\(table)'::regclass AND mode = '\(mode)' AND granted
+              AND relation = '\(table)'::regclass AND mode = '\(mode)' AND granted = \(granted)
             """
         while try await count(client, held) == 0 { try await Task.sleep(for: .milliseconds(10)) }
     }
