@@ -99,14 +99,15 @@ package struct RegistrationQueue<Waiter> {
     /// `busyTokens`.
     package mutating func takeBatch(limit: Int, busyTokens: Set<String> = []) -> [Entry] {
         var batch: [Entry] = []
-        var tokens = Set<String>()
+        // The tokens the batch may not take: the busy ones, then its own.
+        var tokens = busyTokens
         var replayKeys = Set<ReplayIdentity>()
         var kept: [Entry] = []
         kept.reserveCapacity(entries.count)
         for entry in entries {
             let replay = ReplayIdentity(pubkey: entry.registration.pubkey, key: entry.registration.replayKey)
             let token = entry.registration.deviceToken
-            if batch.count < limit, !tokens.contains(token), !busyTokens.contains(token), !replayKeys.contains(replay) {
+            if batch.count < limit, !tokens.contains(token), !replayKeys.contains(replay) {
                 tokens.insert(token)
                 replayKeys.insert(replay)
                 batch.append(entry)
