@@ -47,8 +47,10 @@ import Testing
 
     /// The preparation locks one table and waits for another that a transaction holds; the
     /// transaction then asks for the first, and PostgreSQL ends the preparation as the deadlock's
-    /// victim (its `deadlock_timeout` is the shorter, so its check runs first). On the same
-    /// one-connection pool, the statement runs once the transaction has ended.
+    /// victim (its `deadlock_timeout` is the shorter, so its check runs first; PostgreSQL checks
+    /// once, so the transaction's request must come within it: a second leaves room for a loaded
+    /// machine). On the same one-connection pool, the statement runs once the transaction has
+    /// ended.
     @Test func aPreparationThatLosesADeadlockRunsAfterIt() async throws {
         try await TestDatabase.with { (url: DatabaseURL, client: PostgresClient) async throws -> Void in
             for statement: PostgresQuery in [
@@ -57,7 +59,7 @@ import Testing
             ] {
                 try await client.query(statement, logger: TestDatabase.logger)
             }
-            try await Self.withOneConnection(url, setting: ("deadlock_timeout", "100ms")) { database in
+            try await Self.withOneConnection(url, setting: ("deadlock_timeout", "1s")) { database in
                 let holding = Task {
                     try await client.withConnection { connection in
                         try await connection.query("BEGIN", logger: TestDatabase.logger)
