@@ -33,8 +33,10 @@ package final class RegistrationBatcher: Sendable {
 
     /// Groups in flight at most by default: a second one while a full group waits.
     package static let defaultConcurrentGroups = 2
+    /// Registrations in one statement at most by default.
+    package static let defaultMaxGroupSize = 64
 
-    package init(maxGroupSize: Int = 64, maxConcurrentGroups: Int = defaultConcurrentGroups, apply: @escaping Apply) {
+    package init(maxGroupSize: Int = defaultMaxGroupSize, maxConcurrentGroups: Int = defaultConcurrentGroups, apply: @escaping Apply) {
         precondition(maxGroupSize > 0 && maxConcurrentGroups > 0)
         self.maxGroupSize = maxGroupSize
         self.maxConcurrentGroups = maxConcurrentGroups

@@ -42,10 +42,17 @@ package struct StoreInboxWrapsStatement: PostgresPreparedStatement {
             historyRace: "$10", coalesce: "$11", lifetime: "$12", leaseDue: "$13", lease: "$14", budgetOn: "$15", burst: "$16",
             perSecond: "$17", storedBatch: true))
         SELECT (SELECT string_agg(CASE WHEN NOT r.registered THEN 'u'
-                                       WHEN EXISTS (SELECT 1 FROM stored n WHERE n.id = i.id) THEN 's'
+                                       WHEN i.was_stored THEN 's'
                                        WHEN r.room OR EXISTS (SELECT 1 FROM inbox_wraps w WHERE w.id = i.id) THEN 'd'
                                        ELSE 'f' END, '' ORDER BY i.position)
-                FROM arrived i JOIN recipients r ON r.recipient = i.recipient) AS outcomes,
+                -- Whether each arrived wrap was stored, from one sort of both lists by id: a
+                -- look-up in `stored` per arrived wrap read all of it each time, the square of
+                -- the batch.
+                FROM (SELECT u.*, bool_or(u.from_stored) OVER (PARTITION BY u.id) AS was_stored
+                      FROM (SELECT id, recipient, position, false AS from_stored FROM arrived
+                            UNION ALL SELECT id, NULL, NULL, true FROM stored) u) i
+                JOIN recipients r ON r.recipient = i.recipient
+                WHERE NOT i.from_stored) AS outcomes,
                (SELECT count(*) FROM notified)::int AS notices, c.claimed, c.queued, c.merged, c.over_budget,
                NULL::bigint AS id, NULL::uuid AS apns_id, NULL::text AS device_token, NULL::text AS pubkey, NULL::text AS apns_environment,
                NULL::text AS topic, NULL::timestamptz AS updated_at, NULL::text AS event_id, NULL::text AS relay, NULL::int AS wrap_count,
