@@ -11,10 +11,10 @@ import Testing
 /// square of the batch. At the watcher's largest batch (256 wraps) one such join cost 3.4 ms of
 /// a statement.
 ///
-/// Each test runs its statement under the generic plan on a batch (200 wraps, each to its own
-/// registered recipient, or a full group of registrations) and reads the executed plan: every
-/// CTE is read at most once. Against the join each replaced, the wrap tests find `paced` (and
-/// the inbox's `stored`) read 200 times.
+/// Each test runs its statement under the generic plan on a batch (200 wraps or a push to 200
+/// recipients, each recipient registered, or a full group of registrations) and reads the
+/// executed plan: every CTE is read at most once. Against the join each replaced, the wrap tests
+/// find `paced` (and the inbox's `stored`) read 200 times.
 @Suite(.serialized) struct BatchPlanTests {
     static let batchSize = 200
     static let seenBefore = 20_000
@@ -133,5 +133,15 @@ import Testing
                 + "\(Self.literal(tokens)), \(repeated("sandbox")), \(repeated("app.test")), \(repeated("true")), \(repeated("\"\"")), "
                 + "\(repeated("apns")), \(repeated("alert")), \(repeated("\"\"")), \(repeated("\"\""))",
             reaching: ["fresh", "moved"])
+    }
+
+    /// A typed push to `batchSize` recipients, relay-watch devices included.
+    @Test func queueingAPushReadsEachIntermediateResultOnce() async throws {
+        try await Self.expectEachCTEReadOnce(
+            sql: EnqueuePushStatement.sql,
+            types: "text, text, timestamptz, text[], text, text, text, text, text, float8, bool, float8, bool, float8, float8, bool",
+            arguments: "'sender', 'replay', '2030-01-01T00:00:00Z', \(Self.literal(Self.recipients())), 'event', 'new_post', 'c1', "
+                + "NULL, NULL, 900, false, 30, true, 10, 0.1667, false",
+            reaching: ["targets", "members"])
     }
 }
