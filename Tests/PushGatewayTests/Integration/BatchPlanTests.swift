@@ -8,8 +8,8 @@ import Testing
 /// batch. Each is planned once per connection, for an input the generic plan guesses at 10 rows;
 /// a join between two of its intermediate results (CTEs, which have no index) planned on that
 /// guess is a nested loop that reads the inner result once for each row of the outer one: the
-/// square of the batch. At the watcher's largest batch (256 wraps) one such join cost 3.4 ms of
-/// a statement.
+/// square of the batch. At the watcher's largest batch (256 wraps) one such join made the record
+/// statement take 14.8–15.0 ms instead of 12.3–12.5.
 ///
 /// Each test runs its statement under the generic plan on a batch (200 wraps or a push to 200
 /// recipients, each recipient registered, or a full group of registrations) and reads the
