@@ -42,45 +42,25 @@ import Testing
         try await client.query("ANALYZE", logger: TestDatabase.logger)
     }
 
-    static func literal(_ values: [String]) -> String { "'{\(values.joined(separator: ","))}'" }
+    static func literal(_ values: [String]) -> String { QueuePlanTests.QueueStatement.literal(values) }
 
-    /// How many times each CTE was read, at most, by any one node of the executed plan of `sql`
-    /// (a generic plan, as a prepared statement settles on), run in a transaction rolled back.
+    /// How many times each CTE was read, at most, by any one node of the executed generic plan
+    /// of `sql` (the plan a prepared statement settles on).
     static func cteReads(_ client: PostgresClient, sql: String, types: String, arguments: String) async throws -> [String: Int] {
-        try await client.withConnection { connection in
-            try await connection.query("SET plan_cache_mode = force_generic_plan", logger: TestDatabase.logger)
-            try await connection.query(PostgresQuery(unsafeSQL: "PREPARE planned(\(types)) AS \(sql)"), logger: TestDatabase.logger)
-            try await connection.query("BEGIN", logger: TestDatabase.logger)
-            var json = ByteBuffer()
-            do {
-                for try await text in try await connection.query(
-                    PostgresQuery(unsafeSQL: "EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) EXECUTE planned(\(arguments))"),
-                    logger: TestDatabase.logger
-                ).decode(ByteBuffer.self) {
-                    json = text
-                }
-            } catch {
-                _ = try? await connection.query("ROLLBACK", logger: TestDatabase.logger)
-                throw error
+        let plan = try await QueuePlanTests.plan(client, sql, types: types, arguments: arguments, mode: .generic, executed: true)
+        var reads: [String: Int] = [:]
+        func visit(_ value: Any) {
+            if let list = value as? [Any] { list.forEach(visit) }
+            guard let node = value as? [String: Any] else { return }
+            if let inner = node["Plan"] { visit(inner) }
+            if node["Node Type"] as? String == "CTE Scan", let name = node["CTE Name"] as? String, let loops = node["Actual Loops"] as? Int
+            {
+                reads[name] = max(reads[name] ?? 0, loops)
             }
-            try await connection.query("ROLLBACK", logger: TestDatabase.logger)
-            try await connection.query("DEALLOCATE planned", logger: TestDatabase.logger)
-            try await connection.query("RESET plan_cache_mode", logger: TestDatabase.logger)
-            var reads: [String: Int] = [:]
-            func visit(_ value: Any) {
-                if let list = value as? [Any] { list.forEach(visit) }
-                guard let node = value as? [String: Any] else { return }
-                if let inner = node["Plan"] { visit(inner) }
-                if node["Node Type"] as? String == "CTE Scan", let name = node["CTE Name"] as? String,
-                    let loops = node["Actual Loops"] as? Int
-                {
-                    reads[name] = max(reads[name] ?? 0, loops)
-                }
-                (node["Plans"] as? [Any] ?? []).forEach(visit)
-            }
-            visit(try JSONSerialization.jsonObject(with: Data(json.readableBytesView)))
-            return reads
+            (node["Plans"] as? [Any] ?? []).forEach(visit)
         }
+        visit(plan)
+        return reads
     }
 
     /// Runs `sql` on a fresh database whose recipients are registered: the steps named in

@@ -66,25 +66,30 @@ import Testing
 
     /// The plan of `sql` with `arguments` (SQL literals) in `mode`, as EXPLAIN's JSON. With
     /// `nestedLoops` off, the plan PostgreSQL makes when it prefers hash and merge joins (as it
-    /// does when it expects many rows on each side).
+    /// does when it expects many rows on each side). With `executed`, the statement is run (in a
+    /// transaction rolled back after) and the plan carries each node's actual rows and loops.
     static func plan(
-        _ client: PostgresClient, _ sql: String, types: String, arguments: String, mode: PlanMode, nestedLoops: Bool = true
+        _ client: PostgresClient, _ sql: String, types: String, arguments: String, mode: PlanMode, nestedLoops: Bool = true,
+        executed: Bool = false
     ) async throws -> Any {
         try await client.withConnection { connection in
             try await connection.query(PostgresQuery(unsafeSQL: "SET plan_cache_mode = \(mode.rawValue)"), logger: TestDatabase.logger)
             if !nestedLoops { try await connection.query("SET enable_nestloop = off", logger: TestDatabase.logger) }
             try await connection.query(PostgresQuery(unsafeSQL: "PREPARE planned(\(types)) AS \(sql)"), logger: TestDatabase.logger)
+            if executed { try await connection.query("BEGIN", logger: TestDatabase.logger) }
             // The connection goes back to the pool as it came, whatever happens.
             // (Not DISCARD ALL: it would also drop statements PostgresNIO prepared on it.)
             func reset() async throws {
+                if executed { try await connection.query("ROLLBACK", logger: TestDatabase.logger) }
                 try await connection.query("DEALLOCATE planned", logger: TestDatabase.logger)
                 try await connection.query("RESET plan_cache_mode", logger: TestDatabase.logger)
                 try await connection.query("RESET enable_nestloop", logger: TestDatabase.logger)
             }
+            let options = executed ? "ANALYZE, TIMING OFF, FORMAT JSON" : "FORMAT JSON"
             do {
                 var json = ByteBuffer()
                 for try await text in try await connection.query(
-                    PostgresQuery(unsafeSQL: "EXPLAIN (FORMAT JSON) EXECUTE planned(\(arguments))"),
+                    PostgresQuery(unsafeSQL: "EXPLAIN (\(options)) EXECUTE planned(\(arguments))"),
                     logger: TestDatabase.logger
                 ).decode(ByteBuffer.self) {
                     json = text
