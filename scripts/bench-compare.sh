@@ -56,7 +56,7 @@ figures() {
     case "$bench" in
         watch | inbox)
             sed -nE \
-                -e 's/^CPU per wrap .*gateway ([0-9.]+) .*postgres ([0-9.]+); gateway \+ postgres ([0-9.]+).*/cpu_per_wrap_us \3\ngateway_us \1\npostgres_us \2/p' \
+                -e 's/^CPU per wrap .*gateway ([0-9.]+) sandbox ([0-9.]+) postgres ([0-9.]+); gateway \+ postgres ([0-9.]+).*/cpu_per_wrap_us \4\ngateway_us \1\npostgres_us \3\nsandbox_us \2/p' \
                 -e "s/^$latency latency ms: p50 ([0-9.]+) .*p99 ([0-9.]+).*/p50_ms \\1\\np99_ms \\2/p" \
                 -e 's/^gateway VmHWM:[[:space:]]*([0-9]+) kB/peak_mb \1/p' "$log" |
                 awk '$1 == "peak_mb" { $2 = sprintf("%.1f", $2 / 1024) }
@@ -67,10 +67,12 @@ figures() {
             sed -nE \
                 -e 's/^registrations: .* = ([0-9]+) registrations\/s.*/registrations_per_s \1/p' \
                 -e 's/^tps = ([0-9.]+).*/pgbench_tps \1/p' \
-                -e 's/^pushes\/s \(notifications to apns\): ([0-9]+)/apns_pushes_per_s \1/p' "$log"
+                -e 's/^pushes\/s \(notifications to apns\): ([0-9]+)/apns_pushes_per_s \1/p' \
+                -e 's/^finished in .*, ([0-9.]+) req\/s.*/h2load_req_per_s \1/p' \
+                -e 's/^CPU per request under h2load .*: sandbox ([0-9.]+)/h2load_sandbox_us \1/p' "$log"
             sed -nE 's/^CPU per registration .*postgres ([0-9.]+); gateway \+ postgres ([0-9.]+).*/registration_cpu_us \2\nregistration_postgres_us \1/p' "$log"
             # The first CPU-per-push line is the APNs phase's.
-            sed -nE 's/^CPU per push .*postgres ([0-9.]+); gateway \+ postgres ([0-9.]+).*/apns_cpu_per_push_us \2\napns_postgres_us \1/p' "$log" | head -2
+            sed -nE 's/^CPU per push .*sandbox ([0-9.]+) postgres ([0-9.]+); gateway \+ postgres ([0-9.]+).*/apns_cpu_per_push_us \3\napns_postgres_us \2\napns_sandbox_us \1/p' "$log" | head -3
             ;;
     esac
 }

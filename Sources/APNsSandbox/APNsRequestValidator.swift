@@ -20,8 +20,14 @@ public struct APNsRequestValidator: Sendable {
 
     /// nil when the request is well formed; otherwise Apple's answer.
     public func check(_ request: SandboxRequest) -> SandboxReply? {
+        check(request, token: Self.deviceToken(inPath: request.path))
+    }
+
+    /// `check` with the path's token already read (`deviceToken(inPath:)`): the sandbox reads it
+    /// once per push.
+    func check(_ request: SandboxRequest, token: Substring?) -> SandboxReply? {
         guard request.method == "POST" else { return SandboxReply(status: 405, reason: "MethodNotAllowed") }
-        guard let token = Self.deviceToken(inPath: request.path) else { return SandboxReply(status: 404, reason: "BadPath") }
+        guard let token else { return SandboxReply(status: 404, reason: "BadPath") }
         guard !token.isEmpty else { return SandboxReply(status: 400, reason: "MissingDeviceToken") }
         let length = token.utf8.count
         guard length >= 64, length <= 200, length % 2 == 0, token.utf8.allSatisfy(Self.isHexDigit) else {

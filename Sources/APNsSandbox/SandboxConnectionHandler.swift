@@ -148,7 +148,9 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
             default: fields.append((name, value))
             }
         }
-        let mark = path.firstIndex(of: "?")
+        // A byte scan: `String.firstIndex(of: Character)` walks grapheme clusters, 5 % of the
+        // sandbox's CPU per push in a profile of the watch benchmark.
+        let mark = path.utf8.firstIndex(of: UInt8(ascii: "?"))
         let query = mark.map { Self.query(path[$0...].dropFirst()) } ?? [:]
         let plainPath = mark.map { String(path[..<$0]) } ?? path
         if let face = state.face(for: plainPath) {

@@ -59,17 +59,17 @@ public final class SandboxState: Sendable {
     package func answer(_ request: SandboxRequest, on connection: SandboxConnectionState, now: Date = Date()) -> SandboxReply {
         let nowSeconds = Int64(now.timeIntervalSince1970)
         let nowMilliseconds = Int64(now.timeIntervalSince1970 * 1000)
-        let reply = decide(request, connection: connection, nowSeconds: nowSeconds, nowMilliseconds: nowMilliseconds)
-        if let token = APNsRequestValidator.deviceToken(inPath: request.path) {
-            record(request, token: String(token), reply: reply, at: nowMilliseconds)
-        }
+        // Read once: the checks, the scripted failures and the record all need it.
+        let token = APNsRequestValidator.deviceToken(inPath: request.path)
+        let reply = decide(request, token: token, connection: connection, nowSeconds: nowSeconds, nowMilliseconds: nowMilliseconds)
+        if let token { record(request, token: String(token), reply: reply, at: nowMilliseconds) }
         return reply
     }
 
-    private func decide(_ request: SandboxRequest, connection: SandboxConnectionState, nowSeconds: Int64, nowMilliseconds: Int64)
-        -> SandboxReply
-    {
-        if let rejected = validator.check(request) { return rejected }
+    private func decide(
+        _ request: SandboxRequest, token: Substring?, connection: SandboxConnectionState, nowSeconds: Int64, nowMilliseconds: Int64
+    ) -> SandboxReply {
+        if let rejected = validator.check(request, token: token) { return rejected }
         if let verifier {
             let authorization = request.header("authorization")
             switch verifier.verify(authorization: authorization, now: nowSeconds) {
@@ -80,7 +80,7 @@ public final class SandboxState: Sendable {
                 }
             }
         }
-        guard let token = APNsRequestValidator.deviceToken(inPath: request.path), let script = ScriptedFailure(token: token) else {
+        guard let token, let script = ScriptedFailure(token: token) else {
             return .ok
         }
         let fails = scriptedFailuresPlayed.withLock { played -> Bool in

@@ -86,12 +86,13 @@ public struct DeliveryWorker: Service {
         var followUps: [(ClaimedJob, PushSendResult)] = []
         for (job, result) in zip(jobs, results) {
             if result.outcome == .delivered {
-                record(.delivered, result: result, job: job)
                 finished.append(job)
             } else {
                 followUps.append((job, result))
             }
         }
+        // A delivery records nothing but its count: the round's are counted at once.
+        if !finished.isEmpty { metrics?.push(outcome: "delivered", reason: nil, count: finished.count) }
         // Anything but a delivery may need the database (remove the device, reschedule): those
         // run concurrently, the deliveries above needed nothing more than the batch delete.
         var retries: [MemberRetry] = []

@@ -9,7 +9,7 @@ public import Prometheus
 /// factory so library metrics land in the same registry.
 ///
 /// Names and labels:
-/// - `linkstr_http_requests_total{route,method,status}`
+/// - `linkstr_http_requests_total{route,method,status}` (method: one of `countedMethods`, else `other`)
 /// - `linkstr_auth_failures_total{reason}`
 /// - `linkstr_ready` (1 when `/readyz` answers 200, else 0; refreshed at scrape time)
 /// - `linkstr_queue_jobs{state="queued"|"due"}`, `linkstr_queue_oldest_job_age_seconds` (read from
@@ -45,6 +45,25 @@ public final class GatewayMetrics: Sendable {
     /// Pushes by outcome over the last 15 minutes, for the console's sparklines.
     private let pushRates = Locked(PushRateWindow.console)
     private let scrapeHooks = Locked<[@Sendable () async -> Void]>([])
+    /// The handles counted on every push and request, made once per label set.
+    private let requestCounters = MetricHandleCache<RequestLabels, CoreMetrics.Counter>()
+    private let pushCounters = MetricHandleCache<PushLabels, CoreMetrics.Counter>()
+    private let apnsSendTimers = MetricHandleCache<Int, CoreMetrics.Timer>()
+
+    private struct RequestLabels: Hashable, Sendable {
+        var route: String
+        var method: String
+        var status: Int
+    }
+
+    private struct PushLabels: Hashable, Sendable {
+        var outcome: String
+        var reason: String?
+    }
+
+    /// The methods a request is counted under; any other is `other`, so that the label's values
+    /// stay a fixed set whatever a client sends.
+    static let countedMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
@@ -57,10 +76,12 @@ public final class GatewayMetrics: Sendable {
     }
 
     public func request(route: String, method: String, status: Int) {
-        Counter(
-            label: "linkstr_http_requests_total", dimensions: [("route", route), ("method", method), ("status", String(status))],
-            factory: factory
-        )
+        let labels = RequestLabels(route: route, method: Self.countedMethods.contains(method) ? method : "other", status: status)
+        requestCounters.handle(labels) {
+            Counter(
+                label: "linkstr_http_requests_total",
+                dimensions: [("route", labels.route), ("method", labels.method), ("status", String(labels.status))], factory: factory)
+        }
         .increment()
     }
 
@@ -79,8 +100,10 @@ public final class GatewayMetrics: Sendable {
     }
 
     public func push(outcome: String, reason: String?, count: Int = 1) {
-        Counter(label: "linkstr_pushes_total", dimensions: [("outcome", outcome), ("reason", reason ?? "none")], factory: factory)
-            .increment(by: count)
+        pushCounters.handle(PushLabels(outcome: outcome, reason: reason)) {
+            Counter(label: "linkstr_pushes_total", dimensions: [("outcome", outcome), ("reason", reason ?? "none")], factory: factory)
+        }
+        .increment(by: count)
         let now = Date().timeIntervalSince1970
         pushRates.withLock { $0.record(outcome, count: count, at: now) }
     }
@@ -90,8 +113,10 @@ public final class GatewayMetrics: Sendable {
 
     public func apnsSend(status: Int, duration: Duration) {
         let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
-        Timer(label: "linkstr_apns_send_duration_seconds", dimensions: [("status", String(status))], factory: factory)
-            .recordNanoseconds(nanoseconds)
+        apnsSendTimers.handle(status) {
+            Timer(label: "linkstr_apns_send_duration_seconds", dimensions: [("status", String(status))], factory: factory)
+        }
+        .recordNanoseconds(nanoseconds)
     }
 
     /// Requests a GOAWAY refused before APNs processed them, sent again on a fresh connection.
