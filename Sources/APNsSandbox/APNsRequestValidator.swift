@@ -10,9 +10,6 @@ public struct APNsRequestValidator: Sendable {
     ]
     public static let maxPayloadBytes = 4096
     public static let maxVoIPPayloadBytes = 5120
-    static let singleValueHeaders: Set<String> = [
-        "authorization", "apns-topic", "apns-push-type", "apns-priority", "apns-id", "apns-expiration", "apns-collapse-id",
-    ]
 
     public init(allowedTopics: Set<String> = []) {
         self.allowedTopics = allowedTopics
@@ -20,12 +17,12 @@ public struct APNsRequestValidator: Sendable {
 
     /// nil when the request is well formed; otherwise Apple's answer.
     public func check(_ request: SandboxRequest) -> SandboxReply? {
-        check(request, token: Self.deviceToken(inPath: request.path))
+        check(request, token: Self.deviceToken(inPath: request.path), headers: APNsHeaderValues(request.headers))
     }
 
-    /// `check` with the path's token already read (`deviceToken(inPath:)`): the sandbox reads it
-    /// once per push.
-    func check(_ request: SandboxRequest, token: Substring?) -> SandboxReply? {
+    /// `check` with the path's token and the APNs headers already read (`deviceToken(inPath:)`,
+    /// `APNsHeaderValues`): the sandbox reads each once per push.
+    func check(_ request: SandboxRequest, token: Substring?, headers: APNsHeaderValues) -> SandboxReply? {
         guard request.method == "POST" else { return SandboxReply(status: 405, reason: "MethodNotAllowed") }
         guard let token else { return SandboxReply(status: 404, reason: "BadPath") }
         guard !token.isEmpty else { return SandboxReply(status: 400, reason: "MissingDeviceToken") }
@@ -33,28 +30,24 @@ public struct APNsRequestValidator: Sendable {
         guard length >= 64, length <= 200, length % 2 == 0, token.utf8.allSatisfy(Self.isHexDigit) else {
             return SandboxReply(status: 400, reason: "BadDeviceToken")
         }
-        var seen: [String] = []
-        for (name, _) in request.headers where Self.singleValueHeaders.contains(name) {
-            guard !seen.contains(name) else { return SandboxReply(status: 400, reason: "DuplicateHeaders") }
-            seen.append(name)
-        }
-        guard let topic = request.header("apns-topic"), !topic.isEmpty else { return SandboxReply(status: 400, reason: "MissingTopic") }
+        guard !headers.hasDuplicate else { return SandboxReply(status: 400, reason: "DuplicateHeaders") }
+        guard let topic = headers.topic, !topic.isEmpty else { return SandboxReply(status: 400, reason: "MissingTopic") }
         // An app's VoIP pushes go to `<bundle id>.voip`, which its key covers as it does the app.
         let appTopic = topic.hasSuffix(".voip") ? String(topic.dropLast(5)) : topic
         if !allowedTopics.isEmpty, !allowedTopics.contains(topic), !allowedTopics.contains(appTopic) {
             return SandboxReply(status: 400, reason: "TopicDisallowed")
         }
-        let pushType = request.header("apns-push-type") ?? "alert"
+        let pushType = headers.pushType ?? "alert"
         guard Self.pushTypes.contains(pushType) else { return SandboxReply(status: 400, reason: "InvalidPushType") }
-        if let priority = request.header("apns-priority") {
+        if let priority = headers.priority {
             guard priority == "10" || priority == "5" || priority == "1" else { return SandboxReply(status: 400, reason: "BadPriority") }
             if pushType == "background", priority != "5" { return SandboxReply(status: 400, reason: "BadPriority") }
         }
-        if let id = request.header("apns-id"), !Self.isUUID(id) { return SandboxReply(status: 400, reason: "BadMessageId") }
-        if let expiration = request.header("apns-expiration"), Int64(expiration) == nil || expiration.hasPrefix("-") {
+        if let id = headers.id, !Self.isUUID(id) { return SandboxReply(status: 400, reason: "BadMessageId") }
+        if let expiration = headers.expiration, Int64(expiration) == nil || expiration.hasPrefix("-") {
             return SandboxReply(status: 400, reason: "BadExpirationDate")
         }
-        if let collapseID = request.header("apns-collapse-id"), collapseID.utf8.count > 64 {
+        if let collapseID = headers.collapseID, collapseID.utf8.count > 64 {
             return SandboxReply(status: 400, reason: "BadCollapseId")
         }
         guard !request.body.isEmpty else { return SandboxReply(status: 400, reason: "PayloadEmpty") }

@@ -61,17 +61,20 @@ public final class SandboxState: Sendable {
         let nowMilliseconds = Int64(now.timeIntervalSince1970 * 1000)
         // Read once: the checks, the scripted failures and the record all need it.
         let token = APNsRequestValidator.deviceToken(inPath: request.path)
-        let reply = decide(request, token: token, connection: connection, nowSeconds: nowSeconds, nowMilliseconds: nowMilliseconds)
-        if let token { record(request, token: String(token), reply: reply, at: nowMilliseconds) }
+        let headers = APNsHeaderValues(request.headers)
+        let reply = decide(
+            request, token: token, headers: headers, connection: connection, nowSeconds: nowSeconds, nowMilliseconds: nowMilliseconds)
+        if let token { record(request, token: String(token), headers: headers, reply: reply, at: nowMilliseconds) }
         return reply
     }
 
     private func decide(
-        _ request: SandboxRequest, token: Substring?, connection: SandboxConnectionState, nowSeconds: Int64, nowMilliseconds: Int64
+        _ request: SandboxRequest, token: Substring?, headers: APNsHeaderValues, connection: SandboxConnectionState, nowSeconds: Int64,
+        nowMilliseconds: Int64
     ) -> SandboxReply {
-        if let rejected = validator.check(request, token: token) { return rejected }
+        if let rejected = validator.check(request, token: token, headers: headers) { return rejected }
         if let verifier {
-            let authorization = request.header("authorization")
+            let authorization = headers.authorization
             switch verifier.verify(authorization: authorization, now: nowSeconds) {
             case .rejected(let reason): return SandboxReply(status: 403, reason: reason)
             case .valid(let issuedAt):
@@ -92,14 +95,13 @@ public final class SandboxState: Sendable {
         return fails ? script.reply(nowMilliseconds: nowMilliseconds) : .ok
     }
 
-    private func record(_ request: SandboxRequest, token: String, reply: SandboxReply, at milliseconds: Int64) {
+    private func record(_ request: SandboxRequest, token: String, headers: APNsHeaderValues, reply: SandboxReply, at milliseconds: Int64) {
+        let payload = String(decoding: request.body, as: UTF8.self)
         let line: String? = log.withLock { log in
             let record = DeliveryRecord(
                 sequence: log.nextSequence, receivedAtMilliseconds: milliseconds, status: reply.status, reason: reply.reason,
-                deviceToken: token, topic: request.header("apns-topic"), apnsID: request.header("apns-id"),
-                pushType: request.header("apns-push-type"), priority: request.header("apns-priority"),
-                collapseID: request.header("apns-collapse-id"), expiration: request.header("apns-expiration"),
-                payload: String(decoding: request.body, as: UTF8.self))
+                deviceToken: token, topic: headers.topic, apnsID: headers.id, pushType: headers.pushType, priority: headers.priority,
+                collapseID: headers.collapseID, expiration: headers.expiration, payload: payload)
             log.nextSequence += 1
             log.byStatus[reply.status, default: 0] += 1
             log.records.append(record)

@@ -68,6 +68,23 @@ import Testing
         #expect(validator.check(Self.request(body: String(repeating: "x", count: 4096))) == nil, "exactly 4096 bytes is allowed")
     }
 
+    /// Each of Apple's single-value headers given twice is refused, whatever the case of its
+    /// name; another header may repeat.
+    @Test func everySingleValueHeaderTwiceIsADuplicate() {
+        let validator = APNsRequestValidator()
+        let uuid = UUID().uuidString
+        for (name, value) in [
+            ("authorization", "bearer x"), ("apns-topic", "app.test"), ("apns-push-type", "alert"), ("apns-priority", "10"),
+            ("apns-id", uuid), ("apns-expiration", "0"), ("apns-collapse-id", "c"), ("APNS-Topic", "app.test"),
+        ] {
+            let once = Self.request(headers: [(name, value)], dropping: [name.lowercased()])
+            let twice = Self.request(headers: [(name, value), (name, value)], dropping: [name.lowercased()])
+            #expect(validator.check(once) == nil, "\(name) once")
+            #expect(validator.check(twice) == SandboxReply(status: 400, reason: "DuplicateHeaders"), "\(name) twice")
+        }
+        #expect(validator.check(Self.request(headers: [("x-trace", "1"), ("x-trace", "2")])) == nil)
+    }
+
     @Test func scriptedFailuresByTokenPrefix() {
         #expect(ScriptedFailure(token: "0400ab") == .badDeviceToken)
         #expect(ScriptedFailure(token: "0403ab") == .expiredProviderTokenOnce)
