@@ -96,8 +96,8 @@ if [[ $# -eq 0 && "${LINKSTR_SKIP_EXTRAS:-}" != 1 ]]; then
             grep -qx "$name" <<<"$found" || { echo "scripts/bench-compare.sh found no $name in the $bench benchmark's output" >&2; exit 1; }
         done
     }
-    STREAM_FIGURES="p50_ms p99_ms cpu_per_wrap_us gateway_us postgres_us peak_mb"
-    bench_smoke gateway "pgbench_tps registrations_per_s apns_pushes_per_s" \
+    STREAM_FIGURES="p50_ms p99_ms cpu_per_wrap_us gateway_us postgres_us sandbox_us peak_mb"
+    bench_smoke gateway "h2load_req_per_s pgbench_tps registrations_per_s apns_pushes_per_s" \
         env BENCH_BIN="$BIN" REGISTRATIONS=400 DEVICES=200 PUSHES=4 RECIPIENTS=50 SMOKE=1 scripts/bench-gateway.sh
     bench_smoke watch "$STREAM_FIGURES" env BENCH_BIN="$BIN" COLD=1 WATCHED=2000 RATE=200 SECONDS_=3 scripts/bench-watch.sh
     bench_smoke watch "$STREAM_FIGURES" env BENCH_BIN="$BIN" COLD=1 USER_RELAYS=20 WATCHED=400 RATE=100 SECONDS_=2 scripts/bench-watch.sh

@@ -136,6 +136,12 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
         guard var stream = streams[id], stream.receiving else { return }
         stream.receiving = false
         streams[id] = stream
+        // A malformed request (RFC 9113 §8.2, §8.3) gets its stream reset, as NIOHTTP2 resets it
+        // when it checks header blocks (which this server has it skip: `HeaderBlockCheck`).
+        if HeaderBlockCheck.problem(in: stream.headers) != nil {
+            reset(id, context: context)
+            return
+        }
         var method = "", path = "", authority = ""
         var fields: [(name: String, value: String)] = []
         fields.reserveCapacity(stream.headers.count)
@@ -171,7 +177,9 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
         let request = SandboxRequest(method: method, path: path, headers: fields, body: stream.body)
         let reply = state.answer(request, on: connection)
         highestProcessedStreamID = max(highestProcessedStreamID, id)
-        var extra: [(String, String)] = [("apns-id", request.header("apns-id") ?? UUID().uuidString)]
+        // The request's apns-id comes back only when it is one (a refused one could hold anything).
+        let apnsID = request.header("apns-id").flatMap { APNsRequestValidator.isUUID($0) ? $0 : nil } ?? UUID().uuidString
+        var extra: [(String, String)] = [("apns-id", apnsID)]
         var text: String?
         if let reason = reply.reason {
             var fields: [String: JSONValue] = ["reason": .string(reason)]
@@ -210,6 +218,15 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
             promise: nil)
         needsFlush = true
         state.goAwaySent()
+    }
+
+    /// Resets stream `id` (PROTOCOL_ERROR) instead of answering it.
+    private func reset(_ id: HTTP2StreamID, context: ChannelHandlerContext) {
+        guard streams.removeValue(forKey: id) != nil else { return }
+        connection.streamClosed()
+        highestProcessedStreamID = max(highestProcessedStreamID, id)
+        context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.protocolError))), promise: nil)
+        needsFlush = true
     }
 
     private func flushIfNeeded(context: ChannelHandlerContext) {
@@ -289,7 +306,8 @@ final class SandboxConnectionHandler: ChannelInboundHandler {
     static func query(_ text: Substring) -> [String: String] {
         var result: [String: String] = [:]
         for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
+            // Empty parts kept: `=` alone is an empty name, not a missing one.
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             result[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
         }
         return result

@@ -9,8 +9,8 @@ public struct SandboxRequest: Sendable {
     public init(method: String, path: String, headers: [(name: String, value: String)], body: [UInt8]) {
         self.method = method
         self.path = path
-        // HTTP/2 names arrive lower-cased from conforming clients (the server does not have NIOHTTP2
-        // check them: `APNsSandboxServer`); only other names need the work.
+        // HTTP/2 names arrive lower-cased (`HeaderBlockCheck` resets a stream with any other);
+        // only a caller's of its own may need the work.
         let hasUpper = headers.contains { $0.name.utf8.contains { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") } }
         self.headers = hasUpper ? headers.map { ($0.name.lowercased(), $0.value) } : headers
         self.body = body

@@ -1,9 +1,9 @@
 import Foundation
-import NIOCore
+package import NIOCore
 package import NIOHPACK
 import NIOHTTP2
 import NIOPosix
-import NIOSSL
+package import NIOSSL
 import NostrProtocol
 
 /// Long-lived HTTP/2 connections to APNs hosts: `connectionsPerHost` per host, each on its own
@@ -32,7 +32,7 @@ package final class APNsConnectionPool: APNsTransport {
     /// Told how many requests a GOAWAY refused and were sent again on a fresh connection.
     private let onResend: (@Sendable (Int) -> Void)?
 
-    init(
+    package init(
         tls: TLSConfiguration, connectionsPerHost: Int, requestTimeout: TimeAmount = .seconds(30),
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, onResend: (@Sendable (Int) -> Void)? = nil
     ) throws {
@@ -132,7 +132,7 @@ package final class APNsConnectionPool: APNsTransport {
     }
 
     /// Sends one request on connection `slot` (modulo the count) to `endpoint`.
-    func send(_ endpoint: APNsEndpoint, slot: Int, headers: HPACKHeaders, body: ByteBuffer) async throws -> APNsStreamResponse {
+    package func send(_ endpoint: APNsEndpoint, slot: Int, headers: HPACKHeaders, body: ByteBuffer) async throws -> APNsStreamResponse {
         let index = slot % connectionsPerHost
         let channel = try await channel(endpoint, slot: index).get()
         do {
@@ -221,7 +221,7 @@ package final class APNsConnectionPool: APNsTransport {
     }
 
     /// Closes every connection (in-flight requests fail).
-    func shutdown() async {
+    package func shutdown() async {
         let futures = slots.withLock { state in
             defer { state.byEndpoint.removeAll() }
             return state.byEndpoint.values.flatMap { $0.compactMap { $0?.future } }

@@ -1,10 +1,10 @@
 /// An APNs host as the sender connects to it.
-struct APNsEndpoint: Hashable, Sendable {
+package struct APNsEndpoint: Hashable, Sendable {
     var host: String
     var port: Int
 
     /// `https://host[:port]`.
-    init?(url: String) {
+    package init?(url: String) {
         guard url.lowercased().hasPrefix("https://") else { return nil }
         let rest = url.dropFirst(8).prefix { $0 != "/" }
         if let colon = rest.lastIndex(of: ":"), !rest.hasSuffix("]"), let port = Int(rest[rest.index(after: colon)...]) {

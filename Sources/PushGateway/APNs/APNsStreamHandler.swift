@@ -1,4 +1,4 @@
-import NIOCore
+package import NIOCore
 import NIOHPACK
 import NIOHTTP2
 
@@ -9,9 +9,9 @@ struct APNsStreamRequest: Sendable {
     var promise: EventLoopPromise<APNsStreamResponse>
 }
 
-struct APNsStreamResponse: Sendable {
-    var status: Int
-    var body: ByteBuffer
+package struct APNsStreamResponse: Sendable {
+    package var status: Int
+    package var body: ByteBuffer
     /// From the request's frames being written to the answer's last frame (zero when unknown).
     var elapsed: TimeAmount = .zero
 }

@@ -2,6 +2,7 @@ import APNsSandbox
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOHPACK
 import NIOHTTP1
 import NIOSSL
 import NostrProtocol
@@ -91,6 +92,63 @@ import Testing
                 #expect(next.headers.first(name: "apns-unique-id") != uniqueID, "each answer its own")
                 #expect(sandbox.state.records().map(\.status) == [413, 200, 200])
                 #expect(sandbox.delivered().map(\.apnsID).first == apnsID)
+            }
+        }
+    }
+
+    /// The sandbox checks each request's header block itself (RFC 9113 §8.2, §8.3; NIOHTTP2 does
+    /// not check it there): a malformed one has its stream reset, nothing is recorded, and the
+    /// connection goes on answering. The requests go out on the gateway's own HTTP/2 client,
+    /// which sends header blocks as it is given them.
+    @Test func aMalformedHeaderBlockIsResetAndTheConnectionGoesOn() async throws {
+        try await SandboxFixture.with { sandbox in
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.additionalTrustRoots = [.file(sandbox.caFile)]
+            let pool = try APNsConnectionPool(tls: tls, connectionsPerHost: 1)
+            let endpoint = try #require(APNsEndpoint(url: sandbox.url))
+            let regular = [
+                ("authorization", "bearer \(try Self.providerToken(sandbox))"), ("apns-topic", SandboxFixture.topic),
+                ("apns-push-type", "alert"),
+            ]
+            func block(pseudo: [(String, String)]? = nil, _ fields: [(String, String)]) -> HPACKHeaders {
+                let pseudo =
+                    pseudo ?? [
+                        (":method", "POST"), (":scheme", "https"), (":path", "/3/device/\(Self.token)"), (":authority", "localhost"),
+                    ]
+                return HPACKHeaders((pseudo + fields).map { ($0.0, $0.1) })
+            }
+            func send(_ headers: HPACKHeaders) async throws -> APNsStreamResponse {
+                try await pool.send(endpoint, slot: 0, headers: headers, body: ByteBuffer(string: #"{"aps":{}}"#))
+            }
+            let malformed: [(String, HPACKHeaders)] = [
+                ("an upper-case name", block(regular + [("Apns-Priority", "10")])),
+                ("a connection-specific field", block(regular + [("connection", "keep-alive")])),
+                ("te other than trailers", block(regular + [("te", "gzip")])),
+                ("CR LF in a value", block(regular + [("apns-collapse-id", "a\r\nb")])),
+                ("white space at a value's end", block(regular + [("apns-collapse-id", "a ")])),
+                ("two :path", block(pseudo: [(":method", "POST"), (":scheme", "https"), (":path", "/healthz"), (":path", "/x")], regular)),
+                ("a pseudo-header after a field", block(pseudo: [(":method", "POST"), (":scheme", "https")], regular + [(":path", "/x")])),
+                (
+                    "an unknown pseudo-header",
+                    block(pseudo: [(":method", "POST"), (":scheme", "https"), (":path", "/x"), (":protocol", "h")], [])
+                ),
+                ("no :path", block(pseudo: [(":method", "POST"), (":scheme", "https")], regular)),
+            ]
+            for (what, headers) in malformed {
+                await #expect(throws: (any Error).self, "\(what)") { _ = try await send(headers) }
+            }
+            #expect(try await send(block(regular)).status == 200)
+            #expect(sandbox.state.statistics.answered == 1, "only the well-formed push was answered and recorded")
+            await pool.shutdown()
+        }
+    }
+
+    /// A query part of `=` alone is an empty name, not a crash.
+    @Test func anEmptyQueryNameIsNotACrash() async throws {
+        try await SandboxFixture.with { sandbox in
+            try await Self.withClient(sandbox) { http in
+                let response = try await http.execute(HTTPClientRequest(url: sandbox.url + "/healthz?=&a=&=b"), timeout: .seconds(10))
+                #expect(response.status.code == 200)
             }
         }
     }

@@ -1,6 +1,7 @@
 import APNsSandbox
 import Crypto
 import Foundation
+import NIOHPACK
 import NostrProtocol
 import PushGateway
 import Testing
@@ -83,6 +84,42 @@ import Testing
             #expect(validator.check(twice) == SandboxReply(status: 400, reason: "DuplicateHeaders"), "\(name) twice")
         }
         #expect(validator.check(Self.request(headers: [("x-trace", "1"), ("x-trace", "2")])) == nil)
+    }
+
+    /// RFC 9113's rules for a request's header block, as the sandbox checks them in place of
+    /// NIOHTTP2's (`HeaderBlockCheck`).
+    @Test func headerBlockRules() {
+        let pseudo = [(":method", "POST"), (":scheme", "https"), (":authority", "localhost"), (":path", "/3/device/\(Self.token)")]
+        func problem(_ fields: [(String, String)], pseudo: [(String, String)] = pseudo) -> String? {
+            HeaderBlockCheck.problem(in: HPACKHeaders((pseudo + fields).map { ($0.0, $0.1) }))
+        }
+        #expect(problem([("apns-topic", "app.test"), ("te", "trailers"), ("x-value", "a b")]) == nil)
+        #expect(problem([]) == nil)
+        let refused: [(String, String?)] = [
+            ("upper case", problem([("Apns-Topic", "app.test")])),
+            ("a space in a name", problem([("apns topic", "app.test")])),
+            ("an empty name", problem([("", "x")])),
+            ("connection", problem([("connection", "close")])),
+            ("keep-alive", problem([("keep-alive", "5")])),
+            ("transfer-encoding", problem([("transfer-encoding", "chunked")])),
+            ("upgrade", problem([("upgrade", "h2c")])),
+            ("proxy-connection", problem([("proxy-connection", "x")])),
+            ("te gzip", problem([("te", "gzip")])),
+            ("NUL", problem([("x", "a\u{0}b")])),
+            ("LF", problem([("x", "a\nb")])),
+            ("CR", problem([("x", "a\rb")])),
+            ("leading space", problem([("x", " a")])),
+            ("trailing tab", problem([("x", "a\t")])),
+            ("two :method", problem([], pseudo: pseudo + [(":method", "GET")])),
+            ("two :scheme", problem([], pseudo: pseudo + [(":scheme", "http")])),
+            ("two :path", problem([], pseudo: pseudo + [(":path", "/")])),
+            ("empty :path", problem([], pseudo: [(":method", "POST"), (":scheme", "https"), (":path", "")])),
+            ("no :method", problem([], pseudo: [(":scheme", "https"), (":path", "/")])),
+            ("no :scheme", problem([], pseudo: [(":method", "POST"), (":path", "/")])),
+            ("a response's pseudo-header", problem([], pseudo: pseudo + [(":status", "200")])),
+            ("a pseudo-header after a field", problem([("x", "1"), (":path", "/")], pseudo: [(":method", "POST"), (":scheme", "https")])),
+        ]
+        for (what, answer) in refused { #expect(answer != nil, "\(what)") }
     }
 
     @Test func scriptedFailuresByTokenPrefix() {
