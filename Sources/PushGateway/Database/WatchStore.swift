@@ -293,6 +293,9 @@ public struct WatchStore: Sendable {
         public var overBudget: Int = 0
         /// With `leaseSeconds`: the new jobs due now, already claimed for the caller to send.
         public var leased: [ClaimedJob] = []
+        /// Whether the statement leased the jobs due now (it had `leaseSeconds`): then every job
+        /// it queued unleased waits for a later window, which the delivery loops' poll finds.
+        public var leasedDue = false
     }
 
     /// Claims a batch of sightings and queues their pushes (see `RecordWrapsStatement`). With
@@ -307,7 +310,7 @@ public struct WatchStore: Sendable {
             leaseDue: leaseSeconds != nil, leaseSeconds: leaseSeconds ?? 0, budget: deviceBudget)
         // A device removed mid-statement (23503) or a deadlock rolls the statement back as a whole.
         return try await GatewayStore.retryingTransient {
-            var result = RecordResult(claimed: 0, jobs: 0, merged: 0)
+            var result = RecordResult(claimed: 0, jobs: 0, merged: 0, leasedDue: statement.leaseDue)
             for row in try await database.execute(statement, logger: logger) {
                 result.claimed = row.claimed
                 result.jobs = row.queued

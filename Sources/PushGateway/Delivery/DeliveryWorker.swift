@@ -61,6 +61,10 @@ public struct DeliveryWorker: Service {
                 } else {
                     try? await cancelWhenGracefulShutdown { try await Task.sleep(for: idleInterval) }
                 }
+            } else if delivered >= settings.batchSize {
+                // A full claim: more may be due (another instance's, or leases run out). The
+                // idle loops poll one a tick, so the others join here rather than tick by tick.
+                wakeup?.signal()
             }
         }
     }

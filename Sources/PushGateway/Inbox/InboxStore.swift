@@ -77,6 +77,7 @@ package struct InboxStore: Sendable {
                     if let job { record.leased.append(job) }
                 }
             }
+            record.leasedDue = pushing?.leaseSeconds != nil
             guard outcomes.count == wraps.count else {
                 throw InboxStoreError.outcomesMissing(expected: wraps.count, got: outcomes.count)
             }

@@ -2,16 +2,23 @@
 /// statement (`WatchStore.record`), the jobs it leased to direct delivery, the rest to the
 /// delivery loops' wake-up, and the counts to the metrics. The relay watcher's ingest loop and the
 /// inbox relay both record through it, so a wrap is claimed, coalesced and budgeted one way.
-struct SightingRecorder: Sendable {
+package struct SightingRecorder: Sendable {
     let store: WatchStore
     let metrics: GatewayMetrics
     let wakeup: WakeupSignal?
     /// Sends the jobs this instance just queued and leased itself; nil when it does not deliver.
     let directDelivery: DirectDelivery?
 
+    package init(store: WatchStore, metrics: GatewayMetrics, wakeup: WakeupSignal?, directDelivery: DirectDelivery?) {
+        self.store = store
+        self.metrics = metrics
+        self.wakeup = wakeup
+        self.directDelivery = directDelivery
+    }
+
     /// Records `sightings`; nothing of them is committed when it throws.
     @discardableResult
-    func record(_ sightings: [WrapSighting]) async throws -> WatchStore.RecordResult {
+    package func record(_ sightings: [WrapSighting]) async throws -> WatchStore.RecordResult {
         let result = try await store.record(sightings, leaseSeconds: directDelivery?.lease())
         handOn(result, distinctWraps: Set(sightings.map(\.wrapID)).count)
         return result
@@ -24,7 +31,10 @@ struct SightingRecorder: Sendable {
         directDelivery?.start(result.leased)
         metrics.watchRecorded(duplicates: distinctWraps - result.claimed, queued: result.jobs, coalesced: result.merged)
         if result.overBudget > 0 { metrics.push(outcome: "over_budget", reason: nil, count: result.overBudget) }
-        if result.jobs > result.leased.count { wakeup?.signal() }
+        // Jobs due now that could not be leased (direct delivery at its limit) are the loops'
+        // at once. Those that wait for a window are found by the loops' poll when due: waking
+        // every loop for them cost two empty claims a loop each time.
+        if result.jobs > result.leased.count, !result.leasedDue { wakeup?.signal() }
     }
 
     /// How another statement should queue pushes to record as this recorder does, for sightings

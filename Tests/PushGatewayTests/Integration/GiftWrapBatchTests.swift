@@ -257,6 +257,43 @@ import Testing
         }
     }
 
+    /// A push that waits for its device's window wakes no delivery loop: the loops' poll finds
+    /// it once it is due (waking them cost two empty claims a loop). One due now that direct
+    /// delivery had no room for wakes them all at once.
+    @Test func onlyAPushDueNowWakesTheDeliveryLoops() async throws {
+        try await GatewayHarness.run(watch: WatchSettings(relays: [], chunkSize: 500, coalesceSeconds: 30, shards: 8, leaseSeconds: 30)) {
+            gateway in
+            let (bob, carol) = (Keys.generate(), Keys.generate())
+            for (keys, seed) in [(bob, UInt8(0xD1)), (carol, 0xD2)] {
+                try await RelayWatchTests.registerWatching(gateway, keys, HTTP2DeliveryTests.token(seed))
+            }
+            let store = WatchStore(
+                client: gateway.database, settings: gateway.configuration.watch, deviceBudget: nil, logger: TestDatabase.logger)
+            // The ticker's interval is an hour: only the recorder can wake the loop here.
+            let wakeup = WakeupSignal(interval: .seconds(3600))
+            let direct = DirectDelivery(leaseSeconds: 60) { _ in }
+            let recorder = SightingRecorder(store: store, metrics: GatewayMetrics(), wakeup: wakeup, directDelivery: direct)
+            let sight = { (keys: Keys, wrap: String) in
+                WrapSighting(wrapID: wrap, recipient: keys.publicKey.hex, relay: "wss://a.example", phase: .realtime)
+            }
+            let loop = Task { await wakeup.wait() }
+            #expect(try await GatewayHarness.eventually(within: 5) { wakeup.waiting == 1 })
+
+            let first = try await recorder.record([sight(bob, Self.hex(for: bob))])
+            #expect(first.leased.count == 1 && first.jobs == 1 && first.leasedDue, "due now: leased and sent from here")
+            let second = try await recorder.record([sight(bob, String(repeating: "d1", count: 32))])
+            #expect(second.jobs == 1 && second.leased.isEmpty, "inside the window: queued for its end")
+            #expect(wakeup.waiting == 1, "a push that waits for its window woke the loop")
+
+            // Without room in direct delivery (here, none at all) a push due now is the loops'.
+            let full = SightingRecorder(store: store, metrics: GatewayMetrics(), wakeup: wakeup, directDelivery: nil)
+            let third = try await full.record([sight(carol, Self.hex(for: carol))])
+            #expect(third.jobs == 1 && third.leased.isEmpty && !third.leasedDue)
+            #expect(wakeup.waiting == 0, "a push due now left the loop asleep")
+            await loop.value
+        }
+    }
+
     /// Without a budget (`PUSH_DEVICE_BUDGET=0`) the pacing row still holds each device's
     /// coalescing window, and its tokens are left alone: a spent bucket refuses nothing, and a
     /// new row's bucket is full for when a budget is set.
