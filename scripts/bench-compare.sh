@@ -7,7 +7,7 @@
 #   scripts/bench-compare.sh --summary /tmp/bench-compare.XXXXXX   # a finished run's table again
 #   scripts/bench-compare.sh --figures gateway run.log   # the figures it reads from one run's output
 #
-# BENCH is watch, inbox or gateway (scripts/bench-BENCH.sh). DIR_A and DIR_B are BENCH_BIN
+# BENCH is watch, inbox, gateway or idle (scripts/bench-BENCH.sh). DIR_A and DIR_B are BENCH_BIN
 # folders (each with its own `migrations` when the schema differs; see scripts/lib/bench.sh).
 # Every other setting (RATE, PG_LOCALE, …) goes to both. Each round runs A, B, B, A: the speed
 # of this machine drifts by more than most changes are worth (the same build has measured 80 and
@@ -63,6 +63,9 @@ figures() {
                      !($1 in last) { names[++count] = $1 } { last[$1] = $2 }
                      END { for (i = 1; i <= count; i++) print names[i], last[names[i]] }'
             ;;
+        idle)
+            sed -nE 's/^idle CPU \(ms a second\): gateway ([0-9.]+) postgres ([0-9.]+); PostgreSQL alone .*: ([0-9.]+)/idle_gateway_ms_per_s \1\nidle_postgres_ms_per_s \2\npostgres_alone_ms_per_s \3/p' "$log"
+            ;;
         gateway)
             sed -nE \
                 -e 's/^registrations: .* = ([0-9]+) registrations\/s.*/registrations_per_s \1/p' \
@@ -79,8 +82,8 @@ figures() {
 
 check_bench() {
     case "$1" in
-        watch | inbox | gateway) ;;
-        *) echo "BENCH must be watch, inbox or gateway, not '$1'" >&2; exit 2 ;;
+        watch | inbox | gateway | idle) ;;
+        *) echo "BENCH must be watch, inbox, gateway or idle, not '$1'" >&2; exit 2 ;;
     esac
 }
 

@@ -102,6 +102,8 @@ if [[ $# -eq 0 && "${LINKSTR_SKIP_EXTRAS:-}" != 1 ]]; then
     bench_smoke watch "$STREAM_FIGURES" env BENCH_BIN="$BIN" COLD=1 WATCHED=2000 RATE=200 SECONDS_=3 scripts/bench-watch.sh
     bench_smoke watch "$STREAM_FIGURES" env BENCH_BIN="$BIN" COLD=1 USER_RELAYS=20 WATCHED=400 RATE=100 SECONDS_=2 scripts/bench-watch.sh
     bench_smoke inbox "$STREAM_FIGURES" env BENCH_BIN="$BIN" RECIPIENTS=2000 HISTORY=1000 RATE=200 SECONDS_=2 scripts/bench-inbox.sh
+    bench_smoke idle "idle_gateway_ms_per_s idle_postgres_ms_per_s postgres_alone_ms_per_s" \
+        env BENCH_BIN="$BIN" IDLE_SECONDS=1 scripts/bench-idle.sh
     EVENTS=500 RUNS=1 BENCH_BIN="$BIN" scripts/bench-ingest.sh
 
     # Every parser of outside input under libFuzzer with AddressSanitizer, from the committed seed

@@ -138,6 +138,12 @@ public struct DeliveryQueue: Sendable {
         self.logger = logger
     }
 
+    /// Whether a claim could find anything: false only when no batch or job is due
+    /// (`AnythingDueStatement`, one prepared statement read from the heads of the claim indexes).
+    public func anythingDue() async throws -> Bool {
+        try await database.execute(AnythingDueStatement(), logger: logger).first ?? true
+    }
+
     /// Claims due batches (whole, oldest first, up to `limit` devices in all and at least one
     /// batch however large) and up to `limit` due, unexpired jobs, for `leaseSeconds`. A batch
     /// none of whose members can be sent any more is deleted here.

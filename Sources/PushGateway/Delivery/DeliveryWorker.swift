@@ -46,20 +46,27 @@ public struct DeliveryWorker: Service {
     }
 
     private func loop() async {
+        // A poll after an empty round asks first whether anything is due, and claims only then:
+        // an idle instance's polls cost PostgreSQL one prepared index read each instead of two
+        // statements planned afresh. Work queued here (a signal) is claimed at once.
+        var askFirst = false
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
-            let delivered: Int
+            var delivered = 0
             do {
-                delivered = try await runOnce()
+                let due = askFirst ? try await queue.anythingDue() : true
+                if due { delivered = try await runOnce() }
             } catch {
                 // The database may be restarting: keep the worker alive and try again shortly.
                 logger.warning("delivery round failed", metadata: ["error.type": "\(type(of: error))"])
-                delivered = 0
             }
+            // Busy: claim again at once, without asking.
+            askFirst = false
             if delivered == 0 {
                 if let wakeup {
-                    await wakeup.wait()
+                    askFirst = await wakeup.wait() == .tick
                 } else {
                     try? await cancelWhenGracefulShutdown { try await Task.sleep(for: idleInterval) }
+                    askFirst = true
                 }
             } else if delivered >= settings.batchSize {
                 // A full claim: more may be due (another instance's, or leases run out). The

@@ -12,9 +12,17 @@ import NostrProtocol
 /// second, not twenty, and each empty claim is two statements PostgreSQL plans afresh. A loop
 /// that finds more work than one round takes wakes the others itself (`DeliveryWorker`).
 public final class WakeupSignal: Sendable {
+    /// What ended a wait.
+    package enum Wake: Sendable, Equatable {
+        /// `signal()`: work was queued here.
+        case signal
+        /// The ticker: time to poll.
+        case tick
+    }
+
     private struct State {
         /// Oldest first.
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        var waiters: [CheckedContinuation<Wake, Never>] = []
         var tickerStarted = false
     }
 
@@ -31,21 +39,22 @@ public final class WakeupSignal: Sendable {
             defer { state.waiters.removeAll(keepingCapacity: true) }
             return state.waiters
         }
-        for waiter in waiting { waiter.resume() }
+        for waiter in waiting { waiter.resume(returning: .signal) }
     }
 
     /// Wakes the loop that has waited longest, if any: what each tick does.
     package func wakeOldest() {
         let oldest = state.withLock { state in state.waiters.isEmpty ? nil : state.waiters.removeFirst() }
-        oldest?.resume()
+        oldest?.resume(returning: .tick)
     }
 
     /// How many loops wait now.
     package var waiting: Int { state.withLock { $0.waiters.count } }
 
     /// Returns at the next `signal()`, or at a tick once every loop that waited longer has had
-    /// one (with one waiter, within `interval`).
-    package func wait() async {
+    /// one (with one waiter, within `interval`); says which.
+    @discardableResult
+    package func wait() async -> Wake {
         let startTicker = state.withLock { state in
             defer { state.tickerStarted = true }
             return !state.tickerStarted
@@ -61,7 +70,7 @@ public final class WakeupSignal: Sendable {
                 }
             }
         }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Wake, Never>) in
             state.withLock { $0.waiters.append(continuation) }
         }
     }

@@ -99,6 +99,19 @@ struct BenchCompareScriptTests {
             ])
     }
 
+    /// An idle run gives the gateway's and PostgreSQL's CPU a second, and PostgreSQL's alone.
+    @Test func anIdleRunGivesEachProcesssCPUASecond() async throws {
+        let log = """
+            CPU during idle (seconds; 60.2 available on 2 cores): gateway 0.19 postgres 0.02
+            idle CPU (ms a second): gateway 6.3 postgres 0.7; PostgreSQL alone before the gateway started: 0.3
+
+            """
+        #expect(
+            try await Self.figures("idle", log: log) == [
+                "idle_gateway_ms_per_s 6.3", "idle_postgres_ms_per_s 0.7", "postgres_alone_ms_per_s 0.3",
+            ])
+    }
+
     /// Output with none of the figures (a run that failed early) is an error, not an empty row.
     @Test func aRunWithoutFiguresIsAnError() async throws {
         try await Self.withFolder { folder in
@@ -109,7 +122,7 @@ struct BenchCompareScriptTests {
             #expect(output.contains("no gateway figures in \(path)"), "\(output)")
             let (unknown, refusal) = try await Self.run(["--figures", "ingest", path])
             #expect(unknown == 2)
-            #expect(refusal.contains("BENCH must be watch, inbox or gateway"), "\(refusal)")
+            #expect(refusal.contains("BENCH must be watch, inbox, gateway or idle"), "\(refusal)")
         }
     }
 

@@ -1,0 +1,51 @@
+import PostgresNIO
+import PushGateway
+import Testing
+
+/// What an idle delivery loop asks before a claim round: yes whenever a claim could take
+/// something (a job or a batch due), no while everything queued waits for its time or is in
+/// flight under a lease.
+struct AnythingDueTests {
+    static let (token, pubkey) = (GatewayHarness.token(8), String(repeating: "cd", count: 32))
+
+    static func queueJob(_ client: PostgresClient, dueIn seconds: Int) async throws {
+        try await client.query(
+            """
+            INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay, next_attempt_at,
+                                   expires_at, attempts)
+            VALUES (gen_random_uuid(), \(token), \(pubkey), 'gift_wrap', md5(random()::text), '', 'ws://relay',
+                    now() + make_interval(secs => \(Double(seconds))), now() + interval '1 day', 0)
+            """, logger: TestDatabase.logger)
+    }
+
+    static func queueBatch(_ client: PostgresClient, dueIn seconds: Int, attempts: Int) async throws {
+        try await client.query(
+            """
+            INSERT INTO push_batches (notification_type, event_id, conversation_id, device_tokens, pubkeys, apns_ids, size, attempts,
+                                      next_attempt_at, expires_at)
+            VALUES ('new_post', md5(random()::text), 'c1', ARRAY[\(token)], ARRAY[\(pubkey)], ARRAY[gen_random_uuid()], 1, \(attempts),
+                    now() + make_interval(secs => \(Double(seconds))), now() + interval '1 day')
+            """, logger: TestDatabase.logger)
+    }
+
+    @Test func itSaysYesExactlyWhenAJobOrABatchIsDue() async throws {
+        try await TestDatabase.with { _, client in
+            let queue = DeliveryQueue(client: client, logger: TestDatabase.logger)
+            #expect(try await queue.anythingDue() == false, "an empty queue")
+
+            // A job waiting for its coalescing window, a batch in flight under its lease.
+            try await Self.queueJob(client, dueIn: 30)
+            try await Self.queueBatch(client, dueIn: 30, attempts: 1)
+            #expect(try await queue.anythingDue() == false, "nothing due yet")
+            #expect(try await queue.claim(limit: 10).isEmpty, "and a claim agrees")
+
+            try await Self.queueJob(client, dueIn: -1)
+            #expect(try await queue.anythingDue(), "a job due")
+            try await client.query("DELETE FROM push_jobs WHERE next_attempt_at <= now()", logger: TestDatabase.logger)
+            #expect(try await queue.anythingDue() == false)
+
+            try await Self.queueBatch(client, dueIn: -1, attempts: 0)
+            #expect(try await queue.anythingDue(), "a batch due")
+        }
+    }
+}
