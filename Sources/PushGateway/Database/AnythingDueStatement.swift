@@ -1,25 +1,30 @@
 import PostgresNIO
 
-/// Whether any batch or job may be due: the head of each claim index (`push_batches`,
-/// `push_jobs`) read up to now. What an idle delivery loop asks at a tick before a claim round
+/// Whether any batch or job is due: the first of each queue, in its claim index's order, that
+/// the claims' own conditions let through. What an idle delivery loop asks before a claim round
 /// (`DeliveryQueue.anythingDue`).
 ///
 /// An empty claim round is two statements PostgreSQL plans afresh on every call (they are sent
-/// unnamed so that each is planned for the queue as it is: `ClaimJobsQuery`), about 0.3–0.6 ms
-/// of its CPU each. This one is prepared and has no parameters, so it is planned once per
-/// connection. Each read is the first due entry in index order, `ORDER BY … LIMIT 1` in a scalar
-/// subquery, because that is the plan PostgreSQL keeps under any statistics (`QueuePlanTests`):
-/// `min()` over a table the statistics call empty was planned as an aggregate over the whole
-/// index, and `EXISTS` drops its subquery's ordering, leaving a plan free to scan the table.
+/// unnamed so that each is planned for the queue as it is: `ClaimJobsQuery`), about 0.6 ms of
+/// its CPU each on a slow machine. This one is prepared and has no parameters, so it is planned
+/// once per connection. Each read is `ORDER BY … LIMIT 1` in a scalar subquery, because that is
+/// the plan PostgreSQL keeps under any statistics, a walk of the claim index from its head
+/// (`QueuePlanTests`): `min()` over a table the statistics call empty was planned as an
+/// aggregate over the whole index, and `EXISTS` drops its subquery's ordering, leaving a plan
+/// free to scan the table.
 ///
-/// It never misses work: a row the claims take has `next_attempt_at <= now()` (a leased batch's
-/// or job's is its lease's end). It may say yes when a claim finds nothing (an expired row
-/// maintenance has not deleted yet, a job whose device is gone); the claim round then runs as
-/// it would have without it.
+/// The conditions are the claims' (`ClaimBatchesQuery`'s `locked`, `ClaimJobsQuery`'s `due`):
+/// due, unexpired, a job not leased (a leased batch's `next_attempt_at` is its lease's end; a
+/// job's lease is `locked_until`). So it never misses work, and says yes without work for a claim
+/// only when the claim's other checks drop it (a device gone, an archived conversation) or
+/// another loop takes it first.
 package struct AnythingDueStatement: PostgresPreparedStatement {
     package static let sql = """
-        SELECT (SELECT next_attempt_at FROM push_batches WHERE next_attempt_at <= now() ORDER BY next_attempt_at LIMIT 1) IS NOT NULL
-            OR (SELECT next_attempt_at FROM push_jobs WHERE next_attempt_at <= now() ORDER BY next_attempt_at LIMIT 1) IS NOT NULL
+        SELECT (SELECT next_attempt_at FROM push_batches WHERE next_attempt_at <= now() AND expires_at > now()
+                ORDER BY next_attempt_at LIMIT 1) IS NOT NULL
+            OR (SELECT next_attempt_at FROM push_jobs
+                WHERE next_attempt_at <= now() AND (locked_until IS NULL OR locked_until < now()) AND expires_at > now()
+                ORDER BY next_attempt_at LIMIT 1) IS NOT NULL
         """
 
     package init() {}

@@ -37,10 +37,15 @@ public struct DeliveryWorker: Service {
 
     /// `settings.loops` claim-and-send loops until graceful shutdown; each finishes its round.
     public func run() async throws {
-        await withDiscardingTaskGroup { group in
-            for _ in 0..<settings.loops {
-                group.addTask { await loop() }
+        await withGracefulShutdownHandler {
+            await withDiscardingTaskGroup { group in
+                for _ in 0..<settings.loops {
+                    group.addTask { await loop() }
+                }
             }
+        } onGracefulShutdown: { [wakeup] in
+            // Idle loops wake one a tick; shutting down, they all go at once.
+            wakeup?.stop()
         }
         await direct?.drain()
     }
@@ -68,10 +73,11 @@ public struct DeliveryWorker: Service {
                     try? await cancelWhenGracefulShutdown { try await Task.sleep(for: idleInterval) }
                     askFirst = true
                 }
-            } else if delivered >= settings.batchSize {
-                // A full claim: more may be due (another instance's, or leases run out). The
-                // idle loops poll one a tick, so the others join here rather than tick by tick.
-                wakeup?.signal()
+            } else {
+                // Work found: more may be due (another instance's, or leases run out). Idle loops
+                // poll one a tick, so the next one is woken now, and asks first: a backlog gets
+                // its loops one round trip apart rather than one tick apart.
+                wakeup?.wakeOldest()
             }
         }
     }

@@ -8,13 +8,12 @@ import NostrProtocol
 /// Waiting registers a continuation and nothing else: one shared ticker resumes a waiter each
 /// `interval`. (A timer per wait, cancelled or not, cost more than the deliveries themselves once
 /// the relay watcher signalled hundreds of times a second.) A tick resumes only the waiter that
-/// has waited longest, so idle loops poll in turn: four idle delivery loops claim five times a
-/// second, not twenty, and each empty claim is two statements PostgreSQL plans afresh. A loop
-/// that finds more work than one round takes wakes the others itself (`DeliveryWorker`).
+/// has waited longest, so idle loops poll in turn: four idle delivery loops poll five times a
+/// second, not twenty (`DeliveryWorker`). A loop that found work wakes the next one itself.
 public final class WakeupSignal: Sendable {
     /// What ended a wait.
     package enum Wake: Sendable, Equatable {
-        /// `signal()`: work was queued here.
+        /// `signal()` (work was queued here), `stop()`, or the waiting task's cancellation.
         case signal
         /// The ticker: time to poll.
         case tick
@@ -24,6 +23,7 @@ public final class WakeupSignal: Sendable {
         /// Oldest first.
         var waiters: [CheckedContinuation<Wake, Never>] = []
         var tickerStarted = false
+        var stopped = false
     }
 
     private let state = Locked(State())
@@ -42,6 +42,13 @@ public final class WakeupSignal: Sendable {
         for waiter in waiting { waiter.resume(returning: .signal) }
     }
 
+    /// Wakes every waiting loop, and from now on every wait returns at once: on graceful
+    /// shutdown, so that no loop sleeps through it until its turn at a tick.
+    package func stop() {
+        state.withLock { $0.stopped = true }
+        signal()
+    }
+
     /// Wakes the loop that has waited longest, if any: what each tick does.
     package func wakeOldest() {
         let oldest = state.withLock { state in state.waiters.isEmpty ? nil : state.waiters.removeFirst() }
@@ -52,7 +59,8 @@ public final class WakeupSignal: Sendable {
     package var waiting: Int { state.withLock { $0.waiters.count } }
 
     /// Returns at the next `signal()`, or at a tick once every loop that waited longer has had
-    /// one (with one waiter, within `interval`); says which.
+    /// one (with one waiter, within `interval`); says which. Returns at once after `stop()` or
+    /// when the task is cancelled.
     @discardableResult
     package func wait() async -> Wake {
         let startTicker = state.withLock { state in
@@ -70,8 +78,20 @@ public final class WakeupSignal: Sendable {
                 }
             }
         }
-        return await withCheckedContinuation { (continuation: CheckedContinuation<Wake, Never>) in
-            state.withLock { $0.waiters.append(continuation) }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Wake, Never>) in
+                // Checked under the lock that `signal()` (the cancellation handler's) takes, so a
+                // cancellation either finds this waiter registered or is seen here.
+                let resumeNow = state.withLock { state in
+                    if state.stopped || Task.isCancelled { return true }
+                    state.waiters.append(continuation)
+                    return false
+                }
+                if resumeNow { continuation.resume(returning: .signal) }
+            }
+        } onCancel: {
+            // Wakes every waiter, not only this one: the others look again and wait again.
+            self.signal()
         }
     }
 }

@@ -3,8 +3,8 @@ import PushGateway
 import Testing
 
 /// What an idle delivery loop asks before a claim round: yes whenever a claim could take
-/// something (a job or a batch due), no while everything queued waits for its time or is in
-/// flight under a lease.
+/// something (a job or a batch due), no while everything queued waits for its time, is in
+/// flight under a lease or has expired.
 struct AnythingDueTests {
     static let (token, pubkey) = (GatewayHarness.token(8), String(repeating: "cd", count: 32))
 
@@ -39,13 +39,30 @@ struct AnythingDueTests {
             #expect(try await queue.anythingDue() == false, "nothing due yet")
             #expect(try await queue.claim(limit: 10).isEmpty, "and a claim agrees")
 
+            // Due, but leased to a worker (a job's lease is `locked_until`), or expired.
             try await Self.queueJob(client, dueIn: -1)
             #expect(try await queue.anythingDue(), "a job due")
+            try await client.query(
+                "UPDATE push_jobs SET locked_until = now() + interval '30 seconds' WHERE next_attempt_at <= now()",
+                logger: TestDatabase.logger)
+            #expect(try await queue.anythingDue() == false, "a job in flight")
+            try await client.query(
+                "UPDATE push_jobs SET locked_until = NULL, expires_at = now() - interval '1 second' WHERE next_attempt_at <= now()",
+                logger: TestDatabase.logger)
+            #expect(try await queue.anythingDue() == false, "an expired job")
+            try await client.query(
+                "UPDATE push_jobs SET locked_until = now() - interval '1 second', expires_at = now() + interval '1 day' WHERE next_attempt_at <= now()",
+                logger: TestDatabase.logger)
+            #expect(try await queue.anythingDue(), "a job whose lease ran out")
             try await client.query("DELETE FROM push_jobs WHERE next_attempt_at <= now()", logger: TestDatabase.logger)
             #expect(try await queue.anythingDue() == false)
 
             try await Self.queueBatch(client, dueIn: -1, attempts: 0)
             #expect(try await queue.anythingDue(), "a batch due")
+            try await client.query(
+                "UPDATE push_batches SET expires_at = now() - interval '1 second' WHERE next_attempt_at <= now()",
+                logger: TestDatabase.logger)
+            #expect(try await queue.anythingDue() == false, "an expired batch")
         }
     }
 }

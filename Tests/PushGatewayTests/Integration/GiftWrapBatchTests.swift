@@ -290,6 +290,8 @@ import Testing
             let third = try await full.record([sight(carol, Self.hex(for: carol))])
             #expect(third.jobs == 1 && third.leased.isEmpty && !third.leasedDue)
             #expect(wakeup.waiting == 0, "a push due now left the loop asleep")
+            // Should the loop still wait (a regression), the test ends here instead of at the tick.
+            wakeup.signal()
             await loop.value
         }
     }

@@ -56,4 +56,38 @@ struct WakeupSignalTests {
         }
         #expect(woken.withLock { $0 }.sorted() == [0, 1])
     }
+
+    /// On graceful shutdown every loop goes at once, and none sleeps again.
+    @Test func stopWakesEveryWaiterAndLaterWaitsReturnAtOnce() async {
+        let wakeup = WakeupSignal(interval: .seconds(3600))
+        let woken = Locked<[Int]>([])
+        await withDiscardingTaskGroup { group in
+            await Self.startWaiters(3, on: wakeup, into: woken, group: &group)
+            wakeup.stop()
+            #expect(wakeup.waiting == 0)
+        }
+        #expect(woken.withLock { $0 }.sorted() == [0, 1, 2])
+        #expect(await wakeup.wait() == .signal)
+        #expect(wakeup.waiting == 0)
+    }
+
+    /// A waiting task that is cancelled returns at once, and one cancelled before it waits does
+    /// not wait at all.
+    @Test func aCancelledWaiterReturnsAtOnce() async {
+        let wakeup = WakeupSignal(interval: .seconds(3600))
+        let waiter = Task { await wakeup.wait() }
+        #expect(await eventually(within: 5) { wakeup.waiting == 1 })
+        waiter.cancel()
+        #expect(await waiter.value == .signal)
+        #expect(wakeup.waiting == 0)
+
+        let early = Task {
+            // Cancelled before it waits.
+            while !Task.isCancelled { await Task.yield() }
+            return await wakeup.wait()
+        }
+        early.cancel()
+        #expect(await early.value == .signal)
+        #expect(wakeup.waiting == 0)
+    }
 }
