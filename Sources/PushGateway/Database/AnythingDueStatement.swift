@@ -15,9 +15,10 @@ import PostgresNIO
 ///
 /// The conditions are the claims' (`ClaimBatchesQuery`'s `locked`, `ClaimJobsQuery`'s `due`):
 /// due, unexpired, a job not leased (a leased batch's `next_attempt_at` is its lease's end; a
-/// job's lease is `locked_until`). So it never misses work, and says yes without work for a claim
-/// only when the claim's other checks drop it (a device gone, an archived conversation) or
-/// another loop takes it first.
+/// job's lease is `locked_until`). So it never misses work. It says yes without work for a claim
+/// when the claim's other checks drop a row (a device gone, an archived conversation: the claim
+/// deletes it, so the next question says no), when another transaction holds the row locked
+/// (`SKIP LOCKED`), or when another loop takes it first.
 package struct AnythingDueStatement: PostgresPreparedStatement {
     package static let sql = """
         SELECT (SELECT next_attempt_at FROM push_batches WHERE next_attempt_at <= now() AND expires_at > now()

@@ -68,15 +68,20 @@ public struct DeliveryWorker: Service {
             askFirst = false
             if delivered == 0 {
                 if let wakeup {
-                    askFirst = await wakeup.wait() == .tick
+                    let wake = await wakeup.wait()
+                    if wake == .stopped { break }
+                    askFirst = wake == .tick
                 } else {
                     try? await cancelWhenGracefulShutdown { try await Task.sleep(for: idleInterval) }
                     askFirst = true
                 }
+            } else if delivered >= settings.batchSize {
+                // A full round: more is likely due (another instance's, or leases run out), and
+                // every idle loop joins at once.
+                wakeup?.signal()
             } else {
-                // Work found: more may be due (another instance's, or leases run out). Idle loops
-                // poll one a tick, so the next one is woken now, and asks first: a backlog gets
-                // its loops one round trip apart rather than one tick apart.
+                // Work found: more may be due. Idle loops poll one a tick, so the next one is
+                // woken now, and asks first.
                 wakeup?.wakeOldest()
             }
         }

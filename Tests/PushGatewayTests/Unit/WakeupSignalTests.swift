@@ -5,7 +5,8 @@ import Testing
 
 /// Idle delivery loops poll in turn: each tick wakes only the loop that has waited longest, and a
 /// signal (work queued here) wakes every loop. The ticker's interval is an hour here, so every
-/// wake-up below is the test's own.
+/// wake-up below is the test's own; a regression fails at the time limit instead of waiting for it.
+@Suite(.timeLimit(.minutes(1)))
 struct WakeupSignalTests {
     /// Starts `count` waiters one after another (each registered before the next starts), each
     /// noting its number in `woken` when it returns.
@@ -67,19 +68,23 @@ struct WakeupSignalTests {
             #expect(wakeup.waiting == 0)
         }
         #expect(woken.withLock { $0 }.sorted() == [0, 1, 2])
-        #expect(await wakeup.wait() == .signal)
+        #expect(await wakeup.wait() == .stopped)
         #expect(wakeup.waiting == 0)
     }
 
-    /// A waiting task that is cancelled returns at once, and one cancelled before it waits does
-    /// not wait at all.
+    /// A waiting task that is cancelled returns at once, and leaves the other waiters waiting;
+    /// one cancelled before it waits does not wait at all.
     @Test func aCancelledWaiterReturnsAtOnce() async {
         let wakeup = WakeupSignal(interval: .seconds(3600))
-        let waiter = Task { await wakeup.wait() }
+        let other = Task { await wakeup.wait() }
         #expect(await eventually(within: 5) { wakeup.waiting == 1 })
+        let waiter = Task { await wakeup.wait() }
+        #expect(await eventually(within: 5) { wakeup.waiting == 2 })
         waiter.cancel()
-        #expect(await waiter.value == .signal)
-        #expect(wakeup.waiting == 0)
+        #expect(await waiter.value == .stopped)
+        #expect(wakeup.waiting == 1, "the other waiter was woken too")
+        wakeup.signal()
+        #expect(await other.value == .signal)
 
         let early = Task {
             // Cancelled before it waits.
@@ -87,7 +92,7 @@ struct WakeupSignalTests {
             return await wakeup.wait()
         }
         early.cancel()
-        #expect(await early.value == .signal)
+        #expect(await early.value == .stopped)
         #expect(wakeup.waiting == 0)
     }
 }
