@@ -292,7 +292,7 @@ import Testing
             #expect(wakeup.waiting == 0, "a push due now left the loop asleep")
             // Should the loop still wait (a regression), the test ends here instead of at the tick.
             wakeup.signal()
-            await loop.value
+            _ = await loop.value
         }
     }
 
