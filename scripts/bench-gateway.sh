@@ -47,7 +47,6 @@ kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true; unset 'PIDS[-1]'
 say "2. registration SQL alone (pgbench, prepared, 32 clients, $PGBENCH_SECONDS s)"
 export MIGRATIONS_DIR="$(bench_migrations)"
 APNS_DISABLE=1 "$BIN/linkstr-push" migrate >/dev/null
-PG_PORT_USED="$(sed -E 's#.*:([0-9]+)/.*#\1#' <<<"$DATABASE_URL")"
 if [[ "${PGSTATS:-}" == 1 ]]; then bench_pgstats_enable; fi
 /usr/lib/postgresql/*/bin/pgbench -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr -n -M prepared -c 32 -j 2 -T "$PGBENCH_SECONDS" -f scripts/bench/register.pgbench linkstr \
     | grep -E "^tps|latency average"

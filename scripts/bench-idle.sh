@@ -21,7 +21,6 @@ IDLE="${IDLE_SECONDS:-30}"
 bench_start bench-idle
 export MIGRATIONS_DIR="$(bench_migrations)"
 APNS_DISABLE=1 "$BIN/linkstr-push" migrate >/dev/null
-PG_PORT_USED="$(sed -E 's#.*:([0-9]+)/.*#\1#' <<<"$DATABASE_URL")"
 if [[ "${PGSTATS:-}" == 1 ]]; then bench_pgstats_enable; fi
 bench_token_sandbox sandbox
 

@@ -40,7 +40,6 @@ APNS_DISABLE=1 "$BIN/linkstr-push" migrate >/dev/null
 say "registering $RECIPIENTS recipients (SQL, one device each)"
 # The inbox checks that a wrap's recipient is a valid public key: the load tool makes them.
 "$BIN/linkstr-load" pubkeys --count "$RECIPIENTS" >"$WORK/pubkeys.txt"
-PG_PORT_USED="$(sed -E 's#.*:([0-9]+)/.*#\1#' <<<"$DATABASE_URL")"
 pg_sql() { psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr "$@"; }
 pg_sql -c "CREATE TABLE bench_pubkeys (pubkey text)"
 pg_sql -c "\copy bench_pubkeys FROM '$WORK/pubkeys.txt'"

@@ -53,7 +53,6 @@ APNS_DISABLE=1 "$BIN/linkstr-push" migrate >/dev/null
 # One port for every round's relay (the load tool), so that the user relays registered below
 # stay where the devices say they are.
 RELAY_PORT="$(pg_free_port)"
-PG_PORT_USED="$(sed -E 's#.*:([0-9]+)/.*#\1#' <<<"$DATABASE_URL")"
 if [[ "$USER_RELAYS" -gt 0 ]]; then
     say "registering $WATCHED watched devices (SQL, one pubkey each), each naming one of $USER_RELAYS user relays"
     USER_RELAY_SQL="ARRAY['ws://127.0.0.1:$RELAY_PORT/u' || (i % $USER_RELAYS)]"

@@ -1,6 +1,6 @@
 # Shared by the benchmark scripts: release builds of the three executables, a work directory, a
 # throwaway PostgreSQL cluster in it, and cleanup of everything started (append pids to PIDS).
-#   source scripts/lib/bench.sh; bench_start NAME   # sets BIN, WORK, DATABASE_URL
+#   source scripts/lib/bench.sh; bench_start NAME   # sets BIN, WORK, DATABASE_URL, PG_PORT_USED
 # BENCH_BIN=DIR runs the executables already in DIR instead (no build): to alternate two builds
 # in one sitting, copy each build's three executables to a folder of its own, and with them its
 # `migrations` folder when the schema differs (see bench_migrations).
@@ -30,7 +30,8 @@ bench_start() {
     chmod 755 "$WORK"
     PIDS=()
     trap bench_cleanup EXIT
-    pg_start_cluster "$WORK/pg" "$(pg_free_port)"
+    PG_PORT_USED="$(pg_free_port)"
+    pg_start_cluster "$WORK/pg" "$PG_PORT_USED"
 }
 
 # The migrations the executables run: BENCH_BIN's own `migrations` folder when it has one (a
@@ -229,7 +230,7 @@ bench_stop_gateway() {
 
 # PostgreSQL's per-statement figures (pg_stat_statements, planning counted): bench_pgstats_enable
 # restarts the cluster with the extension loaded; bench_pgstats_reset starts counting afresh;
-# bench_pgstats_print prints the 8 statements that took longest in all. PG_PORT_USED must be set.
+# bench_pgstats_print prints the 8 statements that took longest in all (on bench_start's cluster).
 # With PGPLANS=1 as well, auto_explain logs the measured plan of one statement in 200 taking
 # over 1 ms, node by node (EXPLAIN ANALYZE, buffers), to $PGPLANS_LOG (default
 # /tmp/bench-plans.log) at the end: where a statement's time goes inside it.
@@ -270,7 +271,7 @@ bench_pgstats_print() {
 # database created seconds before plans its statements for empty tables until autovacuum's first
 # ANALYZE (within a minute). Without the CHECKPOINT, the set-up's WAL sets off a checkpoint in the
 # middle of the stream, which a gateway that has been running does not carry.
-# bench_steady_state HISTORY; PG_PORT_USED must be set.
+# bench_steady_state HISTORY (on bench_start's cluster).
 bench_steady_state() {
     psql -q -h 127.0.0.1 -p "$PG_PORT_USED" -U linkstr linkstr \
         -c "INSERT INTO seen_wraps (wrap_id, seen_at)

@@ -8,23 +8,27 @@ import Testing
 struct AnythingDueTests {
     static let (token, pubkey) = (GatewayHarness.token(8), String(repeating: "cd", count: 32))
 
-    static func queueJob(_ client: PostgresClient, dueIn seconds: Int) async throws {
+    /// `count` gift-wrap jobs, unleased, due in `seconds` (negative: overdue).
+    static func queueJob(_ client: PostgresClient, dueIn seconds: Int, count: Int = 1) async throws {
         try await client.query(
             """
             INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay, next_attempt_at,
                                    expires_at, attempts)
-            VALUES (gen_random_uuid(), \(token), \(pubkey), 'gift_wrap', md5(random()::text), '', 'ws://relay',
-                    now() + make_interval(secs => \(Double(seconds))), now() + interval '1 day', 0)
+            SELECT gen_random_uuid(), \(token), \(pubkey), 'gift_wrap', md5(random()::text), '', 'ws://relay',
+                   now() + make_interval(secs => \(Double(seconds))), now() + interval '1 day', 0
+            FROM generate_series(1, \(count))
             """, logger: TestDatabase.logger)
     }
 
-    static func queueBatch(_ client: PostgresClient, dueIn seconds: Int, attempts: Int) async throws {
+    /// `count` typed-push batches of one device, each with `attempts`, due in `seconds`.
+    static func queueBatch(_ client: PostgresClient, dueIn seconds: Int, attempts: Int, count: Int = 1) async throws {
         try await client.query(
             """
             INSERT INTO push_batches (notification_type, event_id, conversation_id, device_tokens, pubkeys, apns_ids, size, attempts,
                                       next_attempt_at, expires_at)
-            VALUES ('new_post', md5(random()::text), 'c1', ARRAY[\(token)], ARRAY[\(pubkey)], ARRAY[gen_random_uuid()], 1, \(attempts),
-                    now() + make_interval(secs => \(Double(seconds))), now() + interval '1 day')
+            SELECT 'new_post', md5(random()::text), 'c1', ARRAY[\(token)], ARRAY[\(pubkey)], ARRAY[gen_random_uuid()], 1, \(attempts),
+                   now() + make_interval(secs => \(Double(seconds))), now() + interval '1 day'
+            FROM generate_series(1, \(count))
             """, logger: TestDatabase.logger)
     }
 

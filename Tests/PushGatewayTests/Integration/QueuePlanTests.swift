@@ -357,22 +357,8 @@ import Testing
             case "push_jobs drained": _ = try await Self.drainedThenBusy(client)
             case "push_batches drained": _ = try await Self.drainedBatchesThenBusy(client)
             default:
-                try await client.query(
-                    """
-                    INSERT INTO push_jobs (apns_id, device_token, pubkey, notification_type, event_id, conversation_id, relay,
-                                           next_attempt_at, expires_at, attempts)
-                    SELECT gen_random_uuid(), \(Self.token), \(Self.pubkey), 'gift_wrap', md5(i::text), '', 'ws://relay',
-                           now() + interval '30 seconds', now() + interval '1 day', 0
-                    FROM generate_series(1, 20000) AS i
-                    """, logger: TestDatabase.logger)
-                try await client.query(
-                    """
-                    INSERT INTO push_batches (notification_type, event_id, conversation_id, device_tokens, pubkeys, apns_ids, size,
-                                              attempts, next_attempt_at, expires_at)
-                    SELECT 'new_post', md5(i::text), 'c1', ARRAY[\(Self.token)], ARRAY[\(Self.pubkey)], ARRAY[gen_random_uuid()], 1, 1,
-                           now() + interval '30 seconds', now() + interval '1 day'
-                    FROM generate_series(1, 5000) AS i
-                    """, logger: TestDatabase.logger)
+                try await AnythingDueTests.queueJob(client, dueIn: 30, count: 20_000)
+                try await AnythingDueTests.queueBatch(client, dueIn: 30, attempts: 1, count: 5_000)
                 try await client.query("ANALYZE push_jobs, push_batches", logger: TestDatabase.logger)
             }
             var json = ByteBuffer()
