@@ -101,6 +101,53 @@ import Testing
         }
     }
 
+    /// The arrays that are offered to compression are compressed with lz4 (migration 0025), and a
+    /// batch written that way reads back whole: a typed push's repeated pubkey and one relay per
+    /// member shrink, and a gift-wrap batch's random pubkeys are stored as they are.
+    @Test func batchArraysThatRepeatAreCompressedWithLZ4() async throws {
+        try await TestDatabase.with { (_: DatabaseURL, client: PostgresClient) async throws -> Void in
+            let methods = try await client.query(
+                """
+                SELECT attname::text, attcompression::text FROM pg_attribute
+                WHERE attrelid = 'push_batches'::regclass AND attname IN ('pubkeys', 'relays', 'device_tokens')
+                """, logger: TestDatabase.logger)
+            var methodByColumn: [String: String] = [:]
+            for try await (name, method) in methods.decode((String, String).self) { methodByColumn[name] = method }
+            // "l" is lz4; an empty method is the server's default (pglz), which EXTERNAL never uses.
+            #expect(methodByColumn == ["pubkeys": "l", "relays": "l", "device_tokens": ""])
+
+            // 200 members: one pubkey repeated (a typed push), then 200 different ones (gift wraps).
+            for (id, pubkey) in [(1, "'ab' || repeat('0', 62)"), (2, "encode(sha256(('p' || i)::bytea), 'hex')")] {
+                try await client.query(
+                    """
+                    INSERT INTO push_batches (id, notification_type, event_id, conversation_id, device_tokens, pubkeys, apns_ids, event_ids,
+                                              relays, wrap_counts, size, expires_at)
+                    SELECT \(id), 'gift_wrap', '', '', array_agg(encode(sha256(('t' || i)::bytea), 'hex')), array_agg(\(unescaped: pubkey)),
+                           array_agg(gen_random_uuid()), array_agg(encode(sha256(('w' || i)::bytea), 'hex')),
+                           array_agg('wss://relay.example'::text), array_agg(1), 200, now() + interval '1 hour'
+                    FROM generate_series(1, 200) AS i
+                    """, logger: TestDatabase.logger)
+            }
+            let stored = try await client.query(
+                """
+                SELECT id::int, coalesce(pg_column_compression(pubkeys), 'none'), coalesce(pg_column_compression(relays), 'none'),
+                       pg_column_size(pubkeys)::int, cardinality(pubkeys)::int, pubkeys[200], relays[200]
+                FROM push_batches ORDER BY id
+                """, logger: TestDatabase.logger)
+            var rows: [(Int, String, String, Int, Int, String, String)] = []
+            for try await row in stored.decode((Int, String, String, Int, Int, String, String).self) { rows.append(row) }
+            try #require(rows.count == 2)
+            let repeated = rows[0]
+            #expect(repeated.1 == "lz4" && repeated.2 == "lz4")
+            #expect(repeated.3 < 200 * 65 / 4, "a repeated pubkey shrinks: \(repeated.3) bytes")
+            #expect(repeated.4 == 200 && repeated.5 == "ab" + String(repeating: "0", count: 62) && repeated.6 == "wss://relay.example")
+            let random = rows[1]
+            #expect(random.2 == "lz4")
+            #expect(random.3 > 200 * 64 * 9 / 10, "random hex hardly shrinks: \(random.3) bytes")
+            #expect(random.4 == 200 && random.5.count == 64)
+        }
+    }
+
     /// Migration 0023 folds the coalescing windows into the budgets' rows: an open window moves
     /// over (onto the device's budget row, or a full bucket of its own), a passed one is dropped,
     /// a budget without a window keeps its tokens. The release before, during a rolling deploy,
