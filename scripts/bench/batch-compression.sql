@@ -18,16 +18,15 @@ SELECT b, array_agg(encode(sha256(('t' || b || '.' || i)::bytea), 'hex')) AS tok
        array_agg(gen_random_uuid()) AS apns_ids, array_agg(encode(sha256(('w' || b || '.' || i)::bytea), 'hex')) AS wraps,
        array_agg('wss://relay.example.com'::text) AS relays, array_agg(1) AS counts
 FROM generate_series(1, 400) AS b, generate_series(1, 254) AS i GROUP BY b;
+-- The same columns and rows for every write; only the table differs.
+\set columns '(notification_type, event_id, conversation_id, device_tokens, pubkeys, apns_ids, event_ids, relays, wrap_counts, size, expires_at)'
+\set rows 'SELECT ''gift_wrap'', '''', '''', tokens, pubkeys, apns_ids, wraps, relays, counts, 254, now() + interval ''1 hour'' FROM bench_members'
 \timing on
 \echo pglz, then lz4, twice:
-INSERT INTO bench_batches_pglz (notification_type, event_id, conversation_id, device_tokens, pubkeys, apns_ids, event_ids, relays, wrap_counts, size, expires_at)
-SELECT 'gift_wrap', '', '', tokens, pubkeys, apns_ids, wraps, relays, counts, 254, now() + interval '1 hour' FROM bench_members;
-INSERT INTO bench_batches_lz4 (notification_type, event_id, conversation_id, device_tokens, pubkeys, apns_ids, event_ids, relays, wrap_counts, size, expires_at)
-SELECT 'gift_wrap', '', '', tokens, pubkeys, apns_ids, wraps, relays, counts, 254, now() + interval '1 hour' FROM bench_members;
-INSERT INTO bench_batches_pglz (notification_type, event_id, conversation_id, device_tokens, pubkeys, apns_ids, event_ids, relays, wrap_counts, size, expires_at)
-SELECT 'gift_wrap', '', '', tokens, pubkeys, apns_ids, wraps, relays, counts, 254, now() + interval '1 hour' FROM bench_members;
-INSERT INTO bench_batches_lz4 (notification_type, event_id, conversation_id, device_tokens, pubkeys, apns_ids, event_ids, relays, wrap_counts, size, expires_at)
-SELECT 'gift_wrap', '', '', tokens, pubkeys, apns_ids, wraps, relays, counts, 254, now() + interval '1 hour' FROM bench_members;
+INSERT INTO bench_batches_pglz :columns :rows;
+INSERT INTO bench_batches_lz4 :columns :rows;
+INSERT INTO bench_batches_pglz :columns :rows;
+INSERT INTO bench_batches_lz4 :columns :rows;
 \timing off
 SELECT 'pglz' AS method, pg_size_pretty(pg_total_relation_size('bench_batches_pglz')) AS stored
 UNION ALL SELECT 'lz4', pg_size_pretty(pg_total_relation_size('bench_batches_lz4'));

@@ -14,6 +14,23 @@ import Testing
         return all
     }
 
+    /// One gift-wrap batch of `members`, its arrays made in SQL: random hex tokens and wrap ids, one
+    /// relay, and each member's pubkey from `pubkey` (SQL over `i`, the member's number; by
+    /// default random hex too).
+    static func insertGiftWrapBatch(
+        _ client: PostgresClient, members: Int, pubkey: String = "encode(sha256(('p' || i)::bytea), 'hex')"
+    ) async throws {
+        try await client.query(
+            """
+            INSERT INTO push_batches (notification_type, event_id, conversation_id, device_tokens, pubkeys, apns_ids, event_ids,
+                                      relays, wrap_counts, size, expires_at)
+            SELECT 'gift_wrap', '', '', array_agg(encode(sha256(('t' || i)::bytea), 'hex')), array_agg(\(unescaped: pubkey)),
+                   array_agg(gen_random_uuid()), array_agg(encode(sha256(('w' || i)::bytea), 'hex')),
+                   array_agg('wss://relay.example'::text), array_agg(1), \(members), now() + interval '1 hour'
+            FROM generate_series(1, \(members)) AS i
+            """, logger: TestDatabase.logger)
+    }
+
     @Test func appliesOnceAndConcurrentStartsAreSafe() async throws {
         try await TestDatabase.with(migrate: false) { (url: DatabaseURL, client: PostgresClient) async throws -> Void in
             let migrator = try Migrator.load(directory: Migrator.defaultDirectory())
@@ -70,23 +87,11 @@ import Testing
     /// uncompressed.
     @Test func aBatchOfThirtyPushesStaysInItsRow() async throws {
         try await TestDatabase.with { (_: DatabaseURL, client: PostgresClient) async throws -> Void in
-            func insertBatch(_ size: Int) async throws {
-                try await client.query(
-                    """
-                    INSERT INTO push_batches (notification_type, event_id, conversation_id, device_tokens, pubkeys, apns_ids, event_ids,
-                                              relays, wrap_counts, size, expires_at)
-                    SELECT 'gift_wrap', '', '', array_agg(encode(sha256(('t' || i)::bytea), 'hex')),
-                           array_agg(encode(sha256(('p' || i)::bytea), 'hex')), array_agg(gen_random_uuid()),
-                           array_agg(encode(sha256(('w' || i)::bytea), 'hex')), array_agg('wss://relay.example'::text), array_agg(1),
-                           \(size), now() + interval '1 hour'
-                    FROM generate_series(1, \(size)) AS i
-                    """, logger: TestDatabase.logger)
-            }
             // The TOAST table's size in bytes: it has no page until a row moves anything there.
             let toastBytes = "SELECT pg_relation_size(reltoastrelid)::int FROM pg_class WHERE relname = 'push_batches'"
-            try await insertBatch(30)
+            try await Self.insertGiftWrapBatch(client, members: 30)
             #expect(try await TestDatabase.count(client, toastBytes) == 0, "30 pushes: the row holds its arrays")
-            try await insertBatch(200)
+            try await Self.insertGiftWrapBatch(client, members: 200)
             #expect(try await TestDatabase.count(client, toastBytes) > 0, "200 pushes: arrays moved out of the row")
             // The random arrays are never offered to compression (EXTERNAL); pubkeys, which repeat
             // in a typed push's batch, are.
@@ -117,17 +122,8 @@ import Testing
             #expect(methodByColumn == ["pubkeys": "l", "relays": "l", "device_tokens": ""])
 
             // 200 members: one pubkey repeated (a typed push), then 200 different ones (gift wraps).
-            for (id, pubkey) in [(1, "'ab' || repeat('0', 62)"), (2, "encode(sha256(('p' || i)::bytea), 'hex')")] {
-                try await client.query(
-                    """
-                    INSERT INTO push_batches (id, notification_type, event_id, conversation_id, device_tokens, pubkeys, apns_ids, event_ids,
-                                              relays, wrap_counts, size, expires_at)
-                    SELECT \(id), 'gift_wrap', '', '', array_agg(encode(sha256(('t' || i)::bytea), 'hex')), array_agg(\(unescaped: pubkey)),
-                           array_agg(gen_random_uuid()), array_agg(encode(sha256(('w' || i)::bytea), 'hex')),
-                           array_agg('wss://relay.example'::text), array_agg(1), 200, now() + interval '1 hour'
-                    FROM generate_series(1, 200) AS i
-                    """, logger: TestDatabase.logger)
-            }
+            try await Self.insertGiftWrapBatch(client, members: 200, pubkey: "'ab' || repeat('0', 62)")
+            try await Self.insertGiftWrapBatch(client, members: 200)
             let stored = try await client.query(
                 """
                 SELECT id::int, coalesce(pg_column_compression(pubkeys), 'none'), coalesce(pg_column_compression(relays), 'none'),
