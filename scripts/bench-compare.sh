@@ -70,12 +70,14 @@ figures() {
             sed -nE \
                 -e 's/^registrations: .* = ([0-9]+) registrations\/s.*/registrations_per_s \1/p' \
                 -e 's/^tps = ([0-9.]+).*/pgbench_tps \1/p' \
-                -e 's/^pushes\/s \(notifications to apns\): ([0-9]+)/apns_pushes_per_s \1/p' \
+                -e 's/^pushes\/s \(notifications to (apns|fcm|webpush)\): ([0-9]+)/\1_pushes_per_s \2/p' \
                 -e 's/^finished in .*, ([0-9.]+) req\/s.*/h2load_req_per_s \1/p' \
                 -e 's/^CPU per request under h2load .*: sandbox ([0-9.]+)/h2load_sandbox_us \1/p' "$log"
             sed -nE 's/^CPU per registration .*postgres ([0-9.]+); gateway \+ postgres ([0-9.]+).*/registration_cpu_us \2\nregistration_postgres_us \1/p' "$log"
-            # The first CPU-per-push line is the APNs phase's.
-            sed -nE 's/^CPU per push .*sandbox ([0-9.]+) postgres ([0-9.]+); gateway \+ postgres ([0-9.]+).*/apns_cpu_per_push_us \3\napns_postgres_us \2\napns_sandbox_us \1/p' "$log" | head -3
+            # The CPU-per-push lines come in the phases' order: APNs, FCM, Web Push.
+            sed -nE 's/^CPU per push .*sandbox ([0-9.]+) postgres ([0-9.]+); gateway \+ postgres ([0-9.]+).*/\3 \2 \1/p' "$log" |
+                awk 'NR == 1 { print "apns_cpu_per_push_us", $1; print "apns_postgres_us", $2; print "apns_sandbox_us", $3 }
+                     NR == 2 { print "fcm_cpu_per_push_us", $1 } NR == 3 { print "webpush_cpu_per_push_us", $1 }'
             ;;
     esac
 }

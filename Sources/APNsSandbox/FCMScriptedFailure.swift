@@ -11,6 +11,7 @@
 /// | `quotaN` | 429 `RESOURCE_EXHAUSTED`, errorCode `QUOTA_EXCEEDED`, `Retry-After: 3`, the first N times |
 /// | `unavailableN` | 503 `UNAVAILABLE` the first N times |
 /// | `internalN` | 500 `INTERNAL`, errorCode `INTERNAL`, the first N times |
+/// | `stall` | no answer: the request is recorded and its stream left open |
 package enum FCMScriptedFailure: Sendable, Equatable {
     case unregistered
     case invalidToken
@@ -20,6 +21,7 @@ package enum FCMScriptedFailure: Sendable, Equatable {
     case quotaExceeded(times: Int)
     case unavailable(times: Int)
     case internalError(times: Int)
+    case stall
 
     package init?(token: String) {
         func count(after prefix: String) -> Int? {
@@ -42,6 +44,8 @@ package enum FCMScriptedFailure: Sendable, Equatable {
             self = .unavailable(times: times)
         } else if let times = count(after: "internal") {
             self = .internalError(times: times)
+        } else if token.hasPrefix("stall") {
+            self = .stall
         } else {
             return nil
         }
@@ -50,12 +54,13 @@ package enum FCMScriptedFailure: Sendable, Equatable {
     /// How many times it fails before the token behaves normally (nil: every time).
     var failures: Int? {
         switch self {
-        case .unregistered, .invalidToken, .invalidMessage, .senderIDMismatch, .thirdPartyAuthError: nil
+        case .unregistered, .invalidToken, .invalidMessage, .senderIDMismatch, .thirdPartyAuthError, .stall: nil
         case .quotaExceeded(let times), .unavailable(let times), .internalError(let times): times
         }
     }
 
-    /// The HTTP status, Google's canonical status, FCM's errorCode (when it sends one) and message.
+    /// The HTTP status, Google's canonical status, FCM's errorCode (when it sends one) and message;
+    /// for a stall, `SandboxFaces.noAnswer`.
     var answer: (status: Int, canonical: String, errorCode: String?, message: String) {
         switch self {
         case .unregistered: (404, "NOT_FOUND", "UNREGISTERED", "Requested entity was not found.")
@@ -66,6 +71,7 @@ package enum FCMScriptedFailure: Sendable, Equatable {
         case .quotaExceeded: (429, "RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED", "Quota exceeded for message sending.")
         case .unavailable: (503, "UNAVAILABLE", nil, "The service is currently unavailable.")
         case .internalError: (500, "INTERNAL", "INTERNAL", "Internal error encountered.")
+        case .stall: (SandboxFaces.noAnswer, "", nil, "")
         }
     }
 }

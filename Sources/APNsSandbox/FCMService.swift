@@ -216,6 +216,11 @@ package final class FCMService: SandboxFace {
             }
             if fails {
                 let answer = script.answer
+                // A scripted stall: recorded, and the stream left unanswered.
+                if answer.status == SandboxFaces.noAnswer {
+                    delivery.status = answer.status
+                    return (answer.status, nil, [])
+                }
                 return refuse(
                     answer.status, answer.canonical, answer.message, errorCode: answer.errorCode,
                     field: script == .invalidMessage ? "message.android.ttl" : nil,

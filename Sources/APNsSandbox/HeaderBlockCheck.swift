@@ -5,7 +5,7 @@ package import NIOHPACK
 /// (PROTOCOL_ERROR) as NIOHTTP2 would. NIOHTTP2's own check of every header block received and
 /// sent was 14 % of the sandbox's CPU per push; this one reads each name and value once and
 /// allocates nothing. The gateway sends its APNs requests unchecked
-/// (`APNsConnectionPool`), so in the tests this is where a malformed request shows.
+/// (`HTTP2ConnectionPool`), so in the tests this is where a malformed request shows.
 package enum HeaderBlockCheck {
     /// nil when `headers` form a well-formed request; otherwise what is wrong.
     package static func problem(in headers: HPACKHeaders) -> String? {

@@ -23,7 +23,7 @@ struct APNsSandboxCommand: AsyncParsableCommand {
             N-th push from now opens, its connection sends GOAWAY and drops the streams it has not answered). \
             FCM face under /fcm/: POST /fcm/token (JWT-bearer exchange), POST /fcm/v1/projects/<project>/messages:send, \
             GET|DELETE /fcm/deliveries, GET /fcm/stats, POST /fcm/control/revoke-tokens, GET /fcm/service-account; \
-            scripted by token prefix: unregistered, invalid, mismatch, thirdparty, quotaN, unavailableN, internalN. \
+            scripted by token prefix: unregistered, invalid, mismatch, thirdparty, quotaN, unavailableN, internalN, stall. \
             Web Push face under /webpush/: POST /webpush/subscriptions[?answer=S&times=N&retry_after=S&plain=1&stall=1], \
             POST /webpush/push/<id>, GET|DELETE /webpush/deliveries.
             """)

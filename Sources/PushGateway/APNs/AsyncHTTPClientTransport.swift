@@ -24,7 +24,7 @@ struct AsyncHTTPClientTransport: APNsTransport {
         self.logger = logger
     }
 
-    func send(_ request: APNsRequest) async throws -> APNsStreamResponse {
+    func send(_ request: HTTP2Request) async throws -> HTTP2Response {
         var http = HTTPClientRequest(url: "https://" + request.endpoint.authority + request.path)
         http.method = .POST
         for (name, value) in request.headers { http.headers.add(name: name, value: value) }
@@ -33,7 +33,7 @@ struct AsyncHTTPClientTransport: APNsTransport {
         let started = NIODeadline.now()
         let response = try await client.execute(http, deadline: .now() + requestTimeout, logger: logger)
         let body = try await response.body.collect(upTo: 16 * 1024)
-        return APNsStreamResponse(status: Int(response.status.code), body: body, elapsed: .now() - started)
+        return HTTP2Response(status: Int(response.status.code), body: body, elapsed: .now() - started)
     }
 
     func shutdown() async {

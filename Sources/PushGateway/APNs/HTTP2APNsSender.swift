@@ -7,8 +7,8 @@ import NostrProtocol
 
 /// Sends notifications to APNs over HTTP/2 (SwiftNIO, TLS with ALPN `h2`).
 ///
-/// - Connections stay open and are reused (`APNsConnectionPool`); requests are written as frames
-///   on them (`APNsStreamHandler`), never more streams at once than the server's
+/// - Connections stay open and are reused (`HTTP2ConnectionPool`); requests are written as frames
+///   on them (`HTTP2StreamHandler`), never more streams at once than the server's
 ///   `SETTINGS_MAX_CONCURRENT_STREAMS` (NIOHTTP2 holds the rest until a stream frees up).
 /// - `APNS_CONNECTIONS` connections per host share the load (a job always uses the same one): one
 ///   connection's TLS and HTTP/2 work runs on one event-loop thread, so a single connection caps
@@ -19,8 +19,8 @@ import NostrProtocol
 ///   new one was issued, retries once at once; otherwise the worker backs off as usual.
 public final class HTTP2APNsSender: PushSender {
     private let transport: any APNsTransport
-    private let production: APNsEndpoint
-    private let sandbox: APNsEndpoint
+    private let production: HTTPSEndpoint
+    private let sandbox: HTTPSEndpoint
     private let configuration: APNsConfiguration
     private let appsByTopic: [String: App]
     private let metrics: GatewayMetrics?
@@ -54,10 +54,10 @@ public final class HTTP2APNsSender: PushSender {
         if let caFile = configuration.caFile {
             tls.additionalTrustRoots = [.file(caFile)]
         }
-        guard let production = APNsEndpoint(url: configuration.productionURL) else {
+        guard let production = HTTPSEndpoint(url: configuration.productionURL) else {
             throw ConfigurationError(key: "APNS_PRODUCTION_URL", "an https:// URL")
         }
-        guard let sandbox = APNsEndpoint(url: configuration.sandboxURL) else {
+        guard let sandbox = HTTPSEndpoint(url: configuration.sandboxURL) else {
             throw ConfigurationError(key: "APNS_SANDBOX_URL", "an https:// URL")
         }
         self.production = production
@@ -68,7 +68,7 @@ public final class HTTP2APNsSender: PushSender {
         case .nio:
             var onResend: (@Sendable (Int) -> Void)?
             if let metrics { onResend = { count in metrics.apnsResentAfterGoAway(count) } }
-            transport = try APNsConnectionPool(
+            transport = try HTTP2ConnectionPool(
                 tls: tls, connectionsPerHost: configuration.connections, requestTimeout: Self.requestTimeout,
                 onResend: onResend)
         case .asyncHTTPClient:
@@ -92,7 +92,7 @@ public final class HTTP2APNsSender: PushSender {
     }
 
     /// A delivery round: one token look-up per app, then every request through the transport at
-    /// once (`APNsConnectionPool` writes each connection's share in one event-loop hop and one
+    /// once (`HTTP2ConnectionPool` writes each connection's share in one event-loop hop and one
     /// flush). A job whose topic has no key or whose payload is too large is refused before
     /// sending; an `ExpiredProviderToken` answer refreshes the token (rules permitting) and that
     /// job is sent once more at once.
@@ -104,7 +104,7 @@ public final class HTTP2APNsSender: PushSender {
         var results = [APNsAnswer?](repeating: nil, count: jobs.count)
         // Per app: its provider token and the header made of it, once per round, not per push.
         var tokens: [ObjectIdentifier: (token: String, authorization: String)] = [:]
-        var requests: [APNsRequest] = []
+        var requests: [HTTP2Request] = []
         var sent: [(index: Int, token: String)] = []
         // The last request's shared parts: the devices of a typed push come together and share them.
         var shape: RequestShape?
@@ -184,7 +184,7 @@ public final class HTTP2APNsSender: PushSender {
         } catch {
             return APNsAnswer(status: 0, reason: "ProviderTokenSigningFailed")
         }
-        let response: Result<APNsStreamResponse, any Error>
+        let response: Result<HTTP2Response, any Error>
         do {
             response = .success(try await transport.send(request(job, payload: payload, authorization: Self.authorization(token))))
         } catch {
@@ -205,17 +205,17 @@ public final class HTTP2APNsSender: PushSender {
     }
 
     /// `authorization` is the header's whole value (`authorization(_:)`).
-    package func request(_ job: ClaimedJob, payload: String, authorization: String) -> APNsRequest {
+    package func request(_ job: ClaimedJob, payload: String, authorization: String) -> HTTP2Request {
         request(job, shape: RequestShape(job: job, payload: payload), authorization: authorization)
     }
 
-    func request(_ job: ClaimedJob, shape: RequestShape, authorization: String) -> APNsRequest {
+    func request(_ job: ClaimedJob, shape: RequestShape, authorization: String) -> HTTP2Request {
         var headers: [(String, String)] = []
         headers.reserveCapacity(2 + shape.headers.count)
         headers.append(("authorization", authorization))
         headers.append(("apns-id", job.apnsID.uuidString.lowercased()))
         headers += shape.headers
-        return APNsRequest(
+        return HTTP2Request(
             endpoint: job.environment == .production ? production : sandbox, slot: Int(job.id.magnitude % UInt64(Int.max)),
             path: "/3/device/" + job.deviceToken, headers: headers, body: shape.body,
             uniqueHeaders: job.notification.type == .giftWrap ? Self.giftWrapUniqueHeaders : Self.typedUniqueHeaders)
@@ -268,7 +268,7 @@ public final class HTTP2APNsSender: PushSender {
     private static let typedUniqueHeaders = ["apns-id"]
     private static let giftWrapUniqueHeaders = ["apns-id", "apns-collapse-id"]
 
-    private func outcome(_ response: Result<APNsStreamResponse, any Error>, job: ClaimedJob) -> APNsAnswer {
+    private func outcome(_ response: Result<HTTP2Response, any Error>, job: ClaimedJob) -> APNsAnswer {
         switch response {
         case .success(let answer):
             return Self.result(status: answer.status, body: answer.body)

@@ -12,14 +12,23 @@ public struct FCMSettings: Sendable, Equatable {
     public var apiURL: String
     /// `FCM_CA_FILE`: extra trust roots for the token endpoint and FCM (the sandbox's certificate).
     public var caFile: String?
+    /// `FCM_CONNECTIONS` (default 2): HTTP/2 connections to FCM's host. One connection's TLS and
+    /// HTTP/2 work runs on one event-loop thread.
+    public var connections: Int
+
+    public static let defaultConnections = 2
 
     public static let googleAPIURL = "https://fcm.googleapis.com"
 
-    public init(serviceAccount: FCMServiceAccount? = nil, tokenURL: String? = nil, apiURL: String = googleAPIURL, caFile: String? = nil) {
+    public init(
+        serviceAccount: FCMServiceAccount? = nil, tokenURL: String? = nil, apiURL: String = googleAPIURL, caFile: String? = nil,
+        connections: Int = defaultConnections
+    ) {
         self.serviceAccount = serviceAccount
         self.tokenURL = tokenURL
         self.apiURL = apiURL
         self.caFile = caFile
+        self.connections = connections
     }
 
     public var enabled: Bool { serviceAccount != nil }
@@ -44,6 +53,7 @@ public struct FCMSettings: Sendable, Equatable {
         settings.tokenURL = try httpsURL(env, "FCM_TOKEN_URL")
         if let apiURL = try httpsURL(env, "FCM_API_URL") { settings.apiURL = apiURL }
         settings.caFile = env["FCM_CA_FILE"].flatMap { $0.isEmpty ? nil : $0 }
+        settings.connections = try ConfigurationError.integer(env, "FCM_CONNECTIONS", 1...64, default: defaultConnections)
         if let path = env["FCM_SERVICE_ACCOUNT_FILE"], !path.isEmpty {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
                 throw ConfigurationError(key: "FCM_SERVICE_ACCOUNT_FILE", "cannot read \(path)")

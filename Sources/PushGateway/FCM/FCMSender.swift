@@ -3,31 +3,33 @@ public import Foundation
 import GatewayWire
 public import Logging
 import NIOCore
-import NIOHTTP1
 import NIOSSL
 import NostrProtocol
 
-/// Delivers to Android devices through FCM HTTP v1 (`messages:send`), over HTTP/2 connections
-/// AsyncHTTPClient keeps to FCM, with one OAuth access token shared by every send
-/// (`FCMAccessTokenProvider`).
+/// Delivers to Android devices through FCM HTTP v1 (`messages:send`): each message a request
+/// written as frames on `FCM_CONNECTIONS` long-lived HTTP/2 connections (`HTTP2ConnectionPool`,
+/// as for APNs), with one OAuth access token shared by every send (`FCMAccessTokenProvider`,
+/// whose hourly exchange goes through AsyncHTTPClient).
 ///
+/// - A delivery round is sent at once: one token look-up, one hop onto each connection's event
+///   loop and one flush, and the caller waits once per connection. A stream channel per request
+///   (AsyncHTTPClient's HTTP/2 path) cost several times the gateway's CPU per message.
 /// - A 401 means the token was refused before it expired (revoked, rotated key): it is dropped,
-///   a new one exchanged, and the message sent once more at once. A 401 for a token under a
-///   minute old is a configuration error instead: exchanging again would only repeat it.
+///   a new one exchanged, and the refused messages sent once more at once. A 401 for a token
+///   under a minute old is a configuration error instead: exchanging again would only repeat it.
 /// - A token exchange the endpoint refuses is a configuration error for every job until it
 ///   succeeds (the device is kept); one that fails otherwise is retried with backoff.
-/// - Each send, the wait for one of the `maxConcurrentSends` permits included, is cut at
-///   `sendLimit`, inside the job's lease.
+/// - A round, the token exchange included, is cut at `sendLimit`, inside the jobs' lease; a
+///   request unanswered that long also closes its connection.
 public final class FCMSender: PushSender {
     let client: HTTPClient
     public let tokens: FCMAccessTokenProvider
-    let sendURL: String
+    private let transport: HTTP2ConnectionPool
+    private let endpoint: HTTPSEndpoint
+    private let path: String
     let logger: Logger
     let now: @Sendable () -> Date
     let sendLimit: Duration
-    private let gate = ConcurrencyGate(limit: FCMSender.maxConcurrentSends)
-    /// FCM takes many streams per connection; this bounds tasks and memory, not FCM.
-    static let maxConcurrentSends = 512
     public static let defaultSendLimit: Duration = .seconds(10)
 
     public init(
@@ -36,10 +38,17 @@ public final class FCMSender: PushSender {
         guard let account = settings.serviceAccount, let sendURL = settings.sendURL, let tokenURL = settings.effectiveTokenURL else {
             throw FCMServiceAccountError("FCM needs a service account")
         }
-        // The signer first: an HTTPClient made before a throw would never be shut down.
+        guard let (endpoint, path) = HTTPSEndpoint.split(url: sendURL) else {
+            throw ConfigurationError(key: "FCM_API_URL", "an https URL")
+        }
+        // The signer and the pool first: an HTTPClient made before a throw would never be shut down.
         let signer = try FCMAssertionSigner(account: account)
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile = settings.caFile { tls.additionalTrustRoots = [.file(caFile)] }
+        let limit = sendLimit.components
+        transport = try HTTP2ConnectionPool(
+            tls: tls, connectionsPerHost: settings.connections,
+            requestTimeout: .nanoseconds(limit.seconds * 1_000_000_000 + limit.attoseconds / 1_000_000_000))
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls, redirectConfiguration: .disallow, timeout: .init(connect: .seconds(5), read: .seconds(10)))
         configuration.httpVersion = .automatic
@@ -47,95 +56,134 @@ public final class FCMSender: PushSender {
         tokens = FCMAccessTokenProvider(
             signer: signer, client: client, tokenURL: tokenURL, logger: logger,
             now: now)
-        self.sendURL = sendURL
+        self.endpoint = endpoint
+        self.path = path
         self.logger = logger
         self.now = now
         self.sendLimit = sendLimit
     }
 
+    /// One job is a round of one.
     public func send(_ job: ClaimedJob) async -> PushSendResult {
-        guard case .fcm(let token) = job.destination else {
-            return PushSendResult(status: 0, reason: "NotAnFCMDevice", outcome: .drop(reason: "NotAnFCMDevice"))
-        }
-        let started = ContinuousClock.now
+        await send([job])[0]
+    }
+
+    public func send(_ jobs: [ClaimedJob]) async -> [PushSendResult] {
         do {
-            // The limit covers the wait for a permit too: a job must be answered inside its lease
-            // however many others queue for sends, or it would be claimed again and sent twice.
-            return try await withDeadline(sendLimit) {
-                await self.gate.withPermit {
-                    // Given up while waiting: nothing is sent.
-                    guard !Task.isCancelled else { return Self.timedOut }
-                    return await self.attempt(job, token: token, until: started + self.sendLimit)
-                }
-            }
+            // Each request is cut at the limit on its own (a stalled one does not take the answers
+            // of the rest with it); this only catches what hangs past it, such as a connect or a
+            // token exchange. Every job must be answered inside its lease, or it would be claimed
+            // again and sent twice.
+            return try await withDeadline(sendLimit + Self.connectAllowance) { await self.round(jobs, until: .now + self.sendLimit) }
         } catch is DeadlineExceeded {
-            logger.warning("push request timed out", metadata: ["push.id": "\(job.apnsID)", "push.platform": "fcm"])
-            return Self.timedOut
+            logger.warning("push requests timed out", metadata: ["push.platform": "fcm", "push.count": "\(jobs.count)"])
+            return Array(repeating: Self.timedOut, count: jobs.count)
         } catch {
-            // The worker is stopping: the job stays leased and is claimed again.
-            return PushSendResult(status: 0, reason: "Cancelled", outcome: .retry(reason: "Cancelled"))
+            // The worker is stopping: the jobs stay leased and are claimed again.
+            return Array(repeating: PushSendResult(status: 0, reason: "Cancelled", outcome: .retry(reason: "Cancelled")), count: jobs.count)
         }
     }
 
     static let timedOut = PushSendResult(status: 0, reason: "Timeout", outcome: .retry(reason: "Timeout"))
+    /// Past `sendLimit`, how long a round may still take to give up on a connect or a token
+    /// exchange that hangs (both have limits of their own).
+    static let connectAllowance: Duration = .seconds(2)
 
     /// A token younger than this that FCM refuses was not revoked in the meantime: the account
     /// lacks the right to send, and exchanging again would only repeat it.
     static let freshTokenAge: TimeInterval = 60
 
-    private func attempt(_ job: ClaimedJob, token: String, until deadline: ContinuousClock.Instant) async -> PushSendResult {
-        let body = FCMMessage(job, token: token, now: now()).body.serialized
-        var result = await post(body, job: job, until: deadline)
-        // The access token was refused: exchange a new one and try once more.
-        if case .refreshTokenAndRetry = result.outcome {
-            result = await post(body, job: job, until: deadline)
+    /// Every FCM message of `jobs` at once; those whose token FCM refused once more with a new one.
+    private func round(_ jobs: [ClaimedJob], until deadline: ContinuousClock.Instant) async -> [PushSendResult] {
+        var results = [PushSendResult?](repeating: nil, count: jobs.count)
+        var bodies = [ByteBuffer?](repeating: nil, count: jobs.count)
+        var pending: [Int] = []
+        pending.reserveCapacity(jobs.count)
+        let sentAt = now()
+        for (index, job) in jobs.enumerated() {
+            guard case .fcm(let token) = job.destination else {
+                results[index] = PushSendResult(status: 0, reason: "NotAnFCMDevice", outcome: .drop(reason: "NotAnFCMDevice"))
+                continue
+            }
+            bodies[index] = ByteBuffer(string: FCMMessage(job, token: token, now: sentAt).body.serialized)
+            pending.append(index)
         }
-        return result
+        for sending in 1...2 where !pending.isEmpty {
+            let accessToken: FCMAccessTokenProvider.AccessToken
+            do {
+                accessToken = try await withDeadline(ContinuousClock.now.duration(to: deadline)) { try await self.tokens.token() }
+            } catch {
+                let result =
+                    switch error as? FCMTokenError {
+                    case .rejected(let reason)?:
+                        PushSendResult(status: 0, reason: reason, outcome: .configurationError(reason: "FCMTokenRefused"))
+                    case .unavailable(let reason)?:
+                        PushSendResult(status: 0, reason: reason, outcome: .retry(reason: "FCMTokenUnavailable"))
+                    // The exchange outlasted the round's limit.
+                    case nil: Self.timedOut
+                    }
+                for index in pending { results[index] = result }
+                break
+            }
+            let authorization = "Bearer " + accessToken.value
+            let requests = pending.map { index in
+                HTTP2Request(
+                    endpoint: endpoint, slot: Int(jobs[index].id.magnitude % UInt64(Int.max)), path: path,
+                    headers: [
+                        ("authorization", authorization), ("content-type", "application/json"),
+                        // What firebase-admin sends: v2 error format (the `details` the classifier reads).
+                        ("x-goog-api-format-version", "2"), ("content-length", String(bodies[index]!.readableBytes)),
+                    ],
+                    body: bodies[index]!, uniqueHeaders: Self.uniqueHeaders)
+            }
+            let left = ContinuousClock.now.duration(to: deadline).components
+            let responses = await transport.send(
+                requests, answeredBy: .now() + .nanoseconds(left.seconds * 1_000_000_000 + left.attoseconds / 1_000_000_000))
+            var refused: [Int] = []
+            var invalidated = false
+            for (index, response) in zip(pending, responses) {
+                var result = outcome(response, job: jobs[index])
+                if case .refreshTokenAndRetry(let reason) = result.outcome {
+                    if now().timeIntervalSince(accessToken.issuedAt) < Self.freshTokenAge {
+                        result.outcome = .configurationError(reason: reason)
+                    } else {
+                        if !invalidated {
+                            await tokens.invalidate(accessToken)
+                            invalidated = true
+                        }
+                        // Sent once more, at once, with the next token.
+                        if sending == 1 { refused.append(index) }
+                    }
+                }
+                results[index] = result
+            }
+            pending = refused
+        }
+        return results.map { $0 ?? Self.timedOut }
     }
 
-    private func post(_ body: String, job: ClaimedJob, until deadline: ContinuousClock.Instant) async -> PushSendResult {
-        let accessToken: FCMAccessTokenProvider.AccessToken
-        do {
-            accessToken = try await tokens.token()
-        } catch {
-            switch error {
-            case .rejected(let reason):
-                return PushSendResult(status: 0, reason: reason, outcome: .configurationError(reason: "FCMTokenRefused"))
-            case .unavailable(let reason):
-                return PushSendResult(status: 0, reason: reason, outcome: .retry(reason: "FCMTokenUnavailable"))
-            }
-        }
-        var request = HTTPClientRequest(url: sendURL)
-        request.method = .POST
-        request.headers.add(name: "authorization", value: "Bearer \(accessToken.value)")
-        request.headers.add(name: "content-type", value: "application/json")
-        // What firebase-admin sends: v2 error format (the `details` the classifier reads).
-        request.headers.add(name: "x-goog-api-format-version", value: "2")
-        request.body = .bytes(ByteBuffer(string: body))
-        do {
-            // What is left of the send's limit (a resend after a 401 gets the rest, not a fresh 10 s).
-            let remaining = max(0, Int64((ContinuousClock.now.duration(to: deadline) / .milliseconds(1)).rounded(.down)))
-            let response = try await client.execute(request, deadline: .now() + .milliseconds(remaining), logger: logger)
-            let status = Int(response.status.code)
-            let answer = (try? await response.body.collect(upTo: 16 * 1024)).map { Array(buffer: $0) } ?? []
-            let error = status == 200 ? FCMResponseClassifier.ErrorBody() : FCMResponseClassifier.ErrorBody(parsing: answer)
-            let retryAfter = WebPushResponseClassifier.retryAfter(
-                response.headers.first(name: "retry-after"), now: now().timeIntervalSince1970)
-            var outcome = FCMResponseClassifier.classify(status: status, error: error, retryAfterSeconds: retryAfter)
-            if case .refreshTokenAndRetry(let reason) = outcome {
-                if now().timeIntervalSince(accessToken.issuedAt) < Self.freshTokenAge {
-                    outcome = .configurationError(reason: reason)
-                } else {
-                    await tokens.invalidate(accessToken)
-                }
-            }
+    /// A message's length is its own (the path and the other headers are the same for every one).
+    private static let uniqueHeaders = ["content-length"]
+
+    private func outcome(_ response: Result<HTTP2Response, any Error>, job: ClaimedJob) -> PushSendResult {
+        switch response {
+        case .success(let answer):
+            let error =
+                answer.status == 200
+                ? FCMResponseClassifier.ErrorBody() : FCMResponseClassifier.ErrorBody(parsing: Array(answer.body.readableBytesView))
+            let retryAfter = WebPushResponseClassifier.retryAfter(answer.retryAfter, now: now().timeIntervalSince1970)
+            let outcome = FCMResponseClassifier.classify(status: answer.status, error: error, retryAfterSeconds: retryAfter)
             if case .drop = outcome {
                 logger.warning(
                     "FCM refused a message the gateway built",
                     metadata: ["push.id": "\(job.apnsID)", "push.reason": "\(error.reason ?? "")"])
             }
-            return PushSendResult(status: status, reason: error.reason, outcome: outcome)
-        } catch {
+            return PushSendResult(status: answer.status, reason: error.reason, outcome: outcome)
+        case .failure(HTTP2ConnectionError.timedOut):
+            logger.warning("push request timed out", metadata: ["push.id": "\(job.apnsID)", "push.platform": "fcm"])
+            return Self.timedOut
+        case .failure(let error):
+            // No answer (connect, TLS, reset): retried with backoff.
             logger.warning(
                 "push request failed", metadata: ["push.id": "\(job.apnsID)", "push.platform": "fcm", "error.type": "\(type(of: error))"])
             return PushSendResult(status: 0, reason: "ConnectionError", outcome: .retry(reason: "ConnectionError"))
@@ -143,5 +191,8 @@ public final class FCMSender: PushSender {
     }
 
     /// Closes the connections (after the delivery worker stopped).
-    public func shutdown() async { try? await client.shutdown() }
+    public func shutdown() async {
+        await transport.shutdown()
+        try? await client.shutdown()
+    }
 }

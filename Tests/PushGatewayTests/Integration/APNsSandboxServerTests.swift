@@ -104,8 +104,8 @@ import Testing
         try await SandboxFixture.with { sandbox in
             var tls = TLSConfiguration.makeClientConfiguration()
             tls.additionalTrustRoots = [.file(sandbox.caFile)]
-            let pool = try APNsConnectionPool(tls: tls, connectionsPerHost: 1)
-            let endpoint = try #require(APNsEndpoint(url: sandbox.url))
+            let pool = try HTTP2ConnectionPool(tls: tls, connectionsPerHost: 1)
+            let endpoint = try #require(HTTPSEndpoint(url: sandbox.url))
             let regular = [
                 ("authorization", "bearer \(try Self.providerToken(sandbox))"), ("apns-topic", SandboxFixture.topic),
                 ("apns-push-type", "alert"),
@@ -117,7 +117,7 @@ import Testing
                     ]
                 return HPACKHeaders((pseudo + fields).map { ($0.0, $0.1) })
             }
-            func send(_ headers: HPACKHeaders) async throws -> APNsStreamResponse {
+            func send(_ headers: HPACKHeaders) async throws -> HTTP2Response {
                 try await pool.send(endpoint, slot: 0, headers: headers, body: ByteBuffer(string: #"{"aps":{}}"#))
             }
             let malformed: [(String, HPACKHeaders)] = [

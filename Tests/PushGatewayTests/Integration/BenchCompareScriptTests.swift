@@ -32,10 +32,10 @@ struct BenchCompareScriptTests {
         }
     }
 
-    /// Lines as `scripts/bench-gateway.sh` prints them. Four phases print CPU per push; only the
-    /// first, APNs's, is a figure. The sandbox's own cost comes from the h2load phase and the APNs
-    /// phase.
-    @Test func aGatewayRunGivesItsRegistrationAndAPNsFigures() async throws {
+    /// Lines as `scripts/bench-gateway.sh` prints them. Each transport's phase prints its pushes/s
+    /// and CPU per push, in the order APNs, FCM, Web Push. The sandbox's own cost comes from the
+    /// h2load phase and the APNs phase.
+    @Test func aGatewayRunGivesItsRegistrationAndEachTransportsFigures() async throws {
         let log = """
             ==> 1. APNs sandbox capacity (h2load: 2 connections x 100 streams, 100000 pushes, no provider-token check)
             finished in 1.18s, 84790.32 req/s, 6.90MB/s
@@ -58,8 +58,9 @@ struct BenchCompareScriptTests {
         #expect(
             try await Self.figures("gateway", log: log) == [
                 "h2load_req_per_s 84790.32", "h2load_sandbox_us 11.4", "pgbench_tps 12931.024997", "registrations_per_s 7926",
-                "apns_pushes_per_s 23518", "registration_cpu_us 200", "registration_postgres_us 55", "apns_cpu_per_push_us 52",
-                "apns_postgres_us 24", "apns_sandbox_us 18",
+                "apns_pushes_per_s 23518", "fcm_pushes_per_s 7171", "webpush_pushes_per_s 3623", "registration_cpu_us 200",
+                "registration_postgres_us 55", "apns_cpu_per_push_us 52", "apns_postgres_us 24", "apns_sandbox_us 18",
+                "fcm_cpu_per_push_us 196", "webpush_cpu_per_push_us 346",
             ])
     }
 

@@ -170,7 +170,8 @@ import Testing
     }
 
     /// Twenty devices, one exchange: the access token is shared by every send.
-    /// The twenty are sent at once over one HTTP/2 connection, the token exchange on it too.
+    /// The twenty are sent at once over the sender's HTTP/2 connections (`FCM_CONNECTIONS`), the
+    /// hourly token exchange on one of its own.
     @Test func oneTokenExchangeServesManySends() async throws {
         try await Self.withGateway { (gateway: GatewayHarness, sandbox: SandboxFixture) async throws in
             let owners = (0..<20).map { _ in Keys.generate() }
@@ -184,7 +185,9 @@ import Testing
             #expect(try await GatewayHarness.eventually { sandbox.state.fcm.recorded.filter { $0.status == 200 }.count == 20 })
             #expect(sandbox.state.fcm.exchanges == 1)
             let opened = sandbox.state.statistics.openConnections - connectionsBefore
-            #expect(opened == 1, "one connection for the exchange and the twenty sends, not one a request: \(opened)")
+            #expect(
+                opened <= 1 + FCMSettings.defaultConnections,
+                "one connection for the exchange and at most FCM_CONNECTIONS for the twenty sends, not one a request: \(opened)")
         }
     }
 
@@ -225,6 +228,46 @@ import Testing
             #expect(sandbox.state.fcm.exchanges == 2)
             #expect(Self.deliveries(sandbox, to: android).map(\.status) == [200, 401, 401, 200])
             #expect(Self.deliveries(sandbox, to: android).last?.message?["data"]?["event_id"] == "e3")
+            await sender.shutdown()
+        }
+    }
+
+    /// Five messages of one round refused with a revoked token: one new exchange for all five,
+    /// and each sent once more at once and delivered.
+    @Test func aRoundRefusedForItsTokenIsSentAgainWithOneNewToken() async throws {
+        try await SandboxFixture.with { sandbox in
+            let clock = Mutex(Date())
+            let sender = try Self.sender(sandbox) { clock.withLock { $0 } }
+            #expect(await sender.send(Self.job(1, token: Self.token("round-first"))).outcome == .delivered)
+            let answer = sandbox.state.fcm.answer(
+                method: "POST", path: "/fcm/control/revoke-tokens", query: [:], headers: [], body: [], authority: "")
+            #expect(answer.status == 200)
+            clock.withLock { $0 = $0.addingTimeInterval(120) }
+            let tokens = (0..<5).map { Self.token("round", $0) }
+            let results = await sender.send(tokens.enumerated().map { Self.job(Int64(10 + $0), token: $1) })
+            #expect(results.map(\.outcome) == Array(repeating: .delivered, count: 5), "\(results)")
+            #expect(sandbox.state.fcm.exchanges == 2, "one exchange for the five refused, not one each")
+            for token in tokens {
+                #expect(Self.deliveries(sandbox, to: token).map(\.status) == [401, 200], "\(token)")
+            }
+            await sender.shutdown()
+        }
+    }
+
+    /// A message FCM never answers is cut at the send limit and retried later, and takes nothing
+    /// else with it: the other message of the round, on the same connection, is delivered.
+    @Test func aMessageNeverAnsweredIsCutAtTheSendLimitAlone() async throws {
+        try await SandboxFixture.with { sandbox in
+            let sender = try FCMSender(settings: try sandbox.fcm, logger: TestDatabase.logger, sendLimit: .seconds(3))
+            let stalled = Self.token("stall"), healthy = Self.token("healthy")
+            let started = ContinuousClock.now
+            // Ids 2 and 4: the same one of the sender's connections.
+            let results = await sender.send([Self.job(2, token: stalled), Self.job(4, token: healthy)])
+            let elapsed = ContinuousClock.now - started
+            #expect(results.map(\.outcome) == [.retry(reason: "Timeout"), .delivered], "\(results)")
+            #expect(elapsed >= .seconds(3) && elapsed < .seconds(10), "cut at the limit, not left to the service: \(elapsed)")
+            #expect(Self.deliveries(sandbox, to: stalled).count == 1, "the request did reach FCM")
+            #expect(Self.deliveries(sandbox, to: healthy).map(\.status) == [200])
             await sender.shutdown()
         }
     }

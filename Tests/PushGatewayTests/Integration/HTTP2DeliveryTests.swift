@@ -182,7 +182,7 @@ import Testing
                     id: 1, apnsID: UUID(), deviceToken: Self.token(prefix: "0405", 0xD2), pubkey: "p", environment: .sandbox,
                     topic: SandboxFixture.topic, deviceUpdatedAt: Date(), notification: notification, attempts: 1,
                     expiresAt: Date().addingTimeInterval(900))
-                let headers = APNsConnectionPool.headers(
+                let headers = HTTP2ConnectionPool.headers(
                     sender.request(job, payload: "{}", authorization: HTTP2APNsSender.authorization("token")))
                 return Dictionary(headers.map { ($0.name, $0.indexable) }, uniquingKeysWith: { first, _ in first })
             }

@@ -194,6 +194,10 @@ struct FCMTransportTests {
         #expect(on.platforms.contains(.fcm))
         #expect(on.fcm.sendURL == "https://fcm.example/v1/projects/unit-project/messages:send")
         #expect(on.fcm.effectiveTokenURL == "https://token.example/t")
+        #expect(on.fcm.connections == FCMSettings.defaultConnections)
+        let four = try GatewayConfiguration.fromEnvironment(
+            base.merging(["FCM_SERVICE_ACCOUNT_FILE": good, "FCM_CONNECTIONS": "4"]) { $1 })
+        #expect(four.fcm.connections == 4)
         let refusals: [([String: String], ConfigurationError)] = [
             (
                 ["FCM_SERVICE_ACCOUNT_FILE": "/nonexistent/account.json"],
@@ -206,6 +210,8 @@ struct FCMTransportTests {
             ),
             (["FCM_API_URL": "http://fcm.example"], ConfigurationError(key: "FCM_API_URL", "an https URL")),
             (["FCM_TOKEN_URL": "token.example"], ConfigurationError(key: "FCM_TOKEN_URL", "an https URL")),
+            (["FCM_CONNECTIONS": "0"], ConfigurationError(key: "FCM_CONNECTIONS", "an integer in 1...64")),
+            (["FCM_CONNECTIONS": "two"], ConfigurationError(key: "FCM_CONNECTIONS", "an integer in 1...64")),
         ]
         for (extra, error) in refusals {
             #expect(throws: error) { try GatewayConfiguration.fromEnvironment(base.merging(extra) { $1 }) }
@@ -221,6 +227,7 @@ struct FCMTransportTests {
         #expect(FCMScriptedFailure(token: "quota3-x") == .quotaExceeded(times: 3))
         #expect(FCMScriptedFailure(token: "unavailable1") == .unavailable(times: 1))
         #expect(FCMScriptedFailure(token: "internal9") == .internalError(times: 9))
+        #expect(FCMScriptedFailure(token: "stall-x") == .stall)
         #expect(FCMScriptedFailure(token: "quota-x") == nil, "a count is required")
         #expect(FCMScriptedFailure(token: "cZ1q2-Xy_3:APA91bH") == nil)
     }

@@ -1,28 +1,12 @@
-package import NIOCore
+import NIOCore
 import NIOHPACK
 import NIOHTTP2
 
-/// One APNs request as written into an `APNsHTTP2Connection`'s pipeline.
-struct APNsStreamRequest: Sendable {
+/// One request as written into a `HTTP2ConnectionPool` connection's pipeline.
+struct HTTP2StreamRequest: Sendable {
     var headers: HPACKHeaders
     var body: ByteBuffer
-    var promise: EventLoopPromise<APNsStreamResponse>
-}
-
-package struct APNsStreamResponse: Sendable {
-    package var status: Int
-    package var body: ByteBuffer
-    /// From the request's frames being written to the answer's last frame (zero when unknown).
-    var elapsed: TimeAmount = .zero
-}
-
-/// Why a request got no answer; the sender treats every case as a connection failure (retried).
-enum APNsConnectionError: Error, Equatable {
-    case closed
-    case goingAway
-    case streamReset(HTTP2ErrorCode)
-    case malformedResponse
-    case timedOut
+    var promise: EventLoopPromise<HTTP2Response>
 }
 
 /// HTTP/2 requests straight on `NIOHTTP2Handler` frames, with no channel per stream: each request
@@ -31,7 +15,7 @@ enum APNsConnectionError: Error, Equatable {
 /// `SETTINGS_MAX_CONCURRENT_STREAMS` and applies outbound flow control. Without a multiplexer
 /// nobody refills the connection's receive window, so this handler does: every error answer
 /// carries a small JSON body, and after 64 KB of them the server could send no more. Stream-level
-/// windows never run out (one answer is at most a few hundred bytes).
+/// windows never run out (one answer is at most a few KB).
 ///
 /// Requests also wait here, in order, for a free stream under the server's
 /// `SETTINGS_MAX_CONCURRENT_STREAMS` and for its connection-level send window (RFC 9113 §6.9.1)
@@ -46,15 +30,16 @@ enum APNsConnectionError: Error, Equatable {
 ///
 /// This is what a stream channel per request (AsyncHTTPClient's HTTP/2 path) cost most of the
 /// CPU of a push for.
-final class APNsStreamHandler: ChannelDuplexHandler {
+final class HTTP2StreamHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTP2Frame
-    typealias OutboundIn = APNsStreamRequest
+    typealias OutboundIn = HTTP2StreamRequest
     typealias OutboundOut = HTTP2Frame
 
     private struct Stream {
-        var promise: EventLoopPromise<APNsStreamResponse>
+        var promise: EventLoopPromise<HTTP2Response>
         var status: Int?
         var body: ByteBuffer?
+        var retryAfter: String?
         let startedAt: NIODeadline
     }
 
@@ -67,7 +52,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     private var context: ChannelHandlerContext?
     /// Until the server's first SETTINGS frame its stream limit is unknown (RFC 9113 treats it as
     /// unlimited), so requests wait here instead of overrunning it.
-    private var waitingForSettings: [(APNsStreamRequest, EventLoopPromise<Void>?)]? = []
+    private var waitingForSettings: [(HTTP2StreamRequest, EventLoopPromise<Void>?)]? = []
     /// What the server lets this side send on the connection before its next WINDOW_UPDATE on
     /// stream 0 (RFC 9113 §6.9.1: 65,535 at first; SETTINGS do not change it; only DATA counts).
     /// Counted here, exactly, as long as NIOHTTP2 sends every DATA frame it is given. NIOHTTP2's
@@ -78,7 +63,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     private var maxConcurrentStreams = Int.max
     /// Requests waiting for a free stream or for `connectionWindow` to hold their body, oldest
     /// first, with when they came.
-    private var waitingForWindow = CircularBuffer<(request: APNsStreamRequest, promise: EventLoopPromise<Void>?, since: NIODeadline)>()
+    private var waitingForWindow = CircularBuffer<(request: HTTP2StreamRequest, promise: EventLoopPromise<Void>?, since: NIODeadline)>()
 
     init(requestTimeout: TimeAmount) {
         self.requestTimeout = requestTimeout
@@ -126,7 +111,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     }
 
     /// Sends `request` now if nothing older waits and it may go (`mayGo`); otherwise queues it.
-    private func submit(_ request: APNsStreamRequest, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
+    private func submit(_ request: HTTP2StreamRequest, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
         if waitingForWindow.isEmpty, mayGo(request) {
             send(request, context: context, promise: promise)
         } else {
@@ -138,7 +123,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     /// open, regardless (only an answer or the server's WINDOW_UPDATE could free anything, and if
     /// the counts were ever short, waiting for one that is not coming would stall the connection);
     /// on an unusable connection at once, where `send` fails it as going away.
-    private func mayGo(_ request: APNsStreamRequest) -> Bool {
+    private func mayGo(_ request: HTTP2StreamRequest) -> Bool {
         !isUsable || streams.isEmpty || (streams.count < maxConcurrentStreams && request.body.readableBytes <= connectionWindow)
     }
 
@@ -150,9 +135,9 @@ final class APNsStreamHandler: ChannelDuplexHandler {
         }
     }
 
-    private func send(_ request: APNsStreamRequest, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
+    private func send(_ request: HTTP2StreamRequest, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
         guard isUsable else {
-            request.promise.fail(APNsConnectionError.goingAway)
+            request.promise.fail(HTTP2ConnectionError.goingAway)
             promise?.succeed()
             return
         }
@@ -182,6 +167,10 @@ final class APNsStreamHandler: ChannelDuplexHandler {
         case .headers(let headers):
             if let status = headers.headers.first(name: ":status").flatMap({ Int($0) }) {
                 streams[frame.streamID]?.status = status
+                // Only a refusal is looked at for it: a 200's headers are not searched again.
+                if status != 200, let retryAfter = headers.headers.first(name: "retry-after") {
+                    streams[frame.streamID]?.retryAfter = retryAfter
+                }
             }
             if headers.endStream { finish(frame.streamID) }
         case .data(let data):
@@ -215,12 +204,12 @@ final class APNsStreamHandler: ChannelDuplexHandler {
             connectionWindow += increment
             if !waitingForWindow.isEmpty { sendWaiting(context: context) }
         case .rstStream(let code):
-            fail(frame.streamID, APNsConnectionError.streamReset(code))
+            fail(frame.streamID, HTTP2ConnectionError.streamReset(code))
         case .goAway(let lastStreamID, _, _):
             // Streams above lastStreamID were not processed: they fail as `goingAway` and the pool
             // sends them again on a new connection. The rest finish; then the connection closes.
             isUsable = false
-            for id in streams.keys where id > lastStreamID { fail(id, APNsConnectionError.goingAway) }
+            for id in streams.keys where id > lastStreamID { fail(id, HTTP2ConnectionError.goingAway) }
             // Not sent yet: `send` fails each as going away, and the pool sends it again elsewhere.
             sendWaiting(context: context)
             closeIfDrained()
@@ -244,10 +233,12 @@ final class APNsStreamHandler: ChannelDuplexHandler {
     private func finish(_ id: HTTP2StreamID) {
         guard let stream = streams.removeValue(forKey: id) else { return }
         guard let status = stream.status else {
-            stream.promise.fail(APNsConnectionError.malformedResponse)
+            stream.promise.fail(HTTP2ConnectionError.malformedResponse)
             return
         }
-        stream.promise.succeed(APNsStreamResponse(status: status, body: stream.body ?? ByteBuffer(), elapsed: .now() - stream.startedAt))
+        stream.promise.succeed(
+            HTTP2Response(
+                status: status, body: stream.body ?? ByteBuffer(), retryAfter: stream.retryAfter, elapsed: .now() - stream.startedAt))
         if !waitingForWindow.isEmpty, let context { sendWaiting(context: context) }
         closeIfDrained()
     }
@@ -262,7 +253,7 @@ final class APNsStreamHandler: ChannelDuplexHandler {
         closeIfDrained()
     }
 
-    private func failAll(_ error: APNsConnectionError) {
+    private func failAll(_ error: HTTP2ConnectionError) {
         let waiting = waitingForSettings ?? []
         waitingForSettings = nil
         for (request, promise) in waiting {

@@ -1,5 +1,5 @@
-/// An APNs host as the sender connects to it.
-package struct APNsEndpoint: Hashable, Sendable {
+/// A push service's host as `HTTP2ConnectionPool` connects to it.
+package struct HTTPSEndpoint: Hashable, Sendable {
     var host: String
     var port: Int
 
@@ -16,6 +16,13 @@ package struct APNsEndpoint: Hashable, Sendable {
         }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         guard !host.isEmpty else { return nil }
+    }
+
+    /// An `https://` URL's endpoint and its path (`/` when it has none), as a request is sent to it.
+    package static func split(url: String) -> (endpoint: HTTPSEndpoint, path: String)? {
+        guard let endpoint = HTTPSEndpoint(url: url) else { return nil }
+        let rest = url.dropFirst(8).drop { $0 != "/" }
+        return (endpoint, rest.isEmpty ? "/" : String(rest))
     }
 
     /// `:authority`: the host, with the port when it is not 443.

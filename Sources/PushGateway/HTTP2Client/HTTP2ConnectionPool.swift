@@ -6,12 +6,12 @@ import NIOPosix
 package import NIOSSL
 import NostrProtocol
 
-/// Long-lived HTTP/2 connections to APNs hosts: `connectionsPerHost` per host, each on its own
+/// Long-lived HTTP/2 connections to push services' hosts (APNs, FCM): `connectionsPerHost` per host, each on its own
 /// event loop (one connection's TLS and HTTP/2 work runs on one thread), a request always on the
 /// slot its caller picks. A connection that closed, received GOAWAY or failed is replaced at the
 /// next request; a request refused before it was sent (the connection was going away) is moved
 /// to a fresh connection once.
-package final class APNsConnectionPool: APNsTransport {
+package final class HTTP2ConnectionPool: APNsTransport {
     private enum Slot {
         case connecting(id: Int, EventLoopFuture<any Channel>)
         case connected(id: Int, any Channel)
@@ -28,7 +28,7 @@ package final class APNsConnectionPool: APNsTransport {
     private let group: any EventLoopGroup
     private let connectionsPerHost: Int
     private let requestTimeout: TimeAmount
-    private let slots = Locked<(attempts: Int, byEndpoint: [APNsEndpoint: [Slot?]])>((0, [:]))
+    private let slots = Locked<(attempts: Int, byEndpoint: [HTTPSEndpoint: [Slot?]])>((0, [:]))
     /// Told how many requests a GOAWAY refused and were sent again on a fresh connection.
     private let onResend: (@Sendable (Int) -> Void)?
 
@@ -45,7 +45,7 @@ package final class APNsConnectionPool: APNsTransport {
         self.requestTimeout = requestTimeout
     }
 
-    func send(_ request: APNsRequest) async throws -> APNsStreamResponse {
+    func send(_ request: HTTP2Request) async throws -> HTTP2Response {
         try await send(request.endpoint, slot: request.slot, headers: Self.headers(request), body: request.body)
     }
 
@@ -53,13 +53,20 @@ package final class APNsConnectionPool: APNsTransport {
     /// loop and flushed once (one TLS record write for many streams, instead of a cross-thread
     /// wake-up and a write per request), and the caller waits once per connection. A request
     /// refused because its connection was going away is sent again on a fresh one.
-    func send(_ requests: [APNsRequest]) async -> [Result<APNsStreamResponse, any Error>] {
-        var results = [Result<APNsStreamResponse, any Error>](repeating: .failure(APNsConnectionError.closed), count: requests.count)
+    func send(_ requests: [HTTP2Request]) async -> [Result<HTTP2Response, any Error>] {
+        await send(requests, answeredBy: nil)
+    }
+
+    /// The same, with each request unanswered at `deadline` failing then as `timedOut`, alone:
+    /// the requests answered before it keep their answers. (Its stream stays open until the
+    /// answer or the connection's own `requestTimeout`.)
+    package func send(_ requests: [HTTP2Request], answeredBy deadline: NIODeadline?) async -> [Result<HTTP2Response, any Error>] {
+        var results = [Result<HTTP2Response, any Error>](repeating: .failure(HTTP2ConnectionError.closed), count: requests.count)
         var groups: [ConnectionKey: [Int]] = [:]
         for (index, request) in requests.enumerated() {
             groups[ConnectionKey(endpoint: request.endpoint, slot: request.slot % connectionsPerHost), default: []].append(index)
         }
-        var pending: [(key: ConnectionKey, channel: any Channel, indexes: [Int], futures: [EventLoopFuture<APNsStreamResponse>])] = []
+        var pending: [(key: ConnectionKey, channel: any Channel, indexes: [Int], futures: [EventLoopFuture<HTTP2Response>])] = []
         for (key, indexes) in groups {
             let channel: any Channel
             do {
@@ -69,11 +76,20 @@ package final class APNsConnectionPool: APNsTransport {
                 continue
             }
             let batch = indexes.map { index in
-                APNsStreamRequest(
+                HTTP2StreamRequest(
                     headers: Self.headers(requests[index]), body: requests[index].body,
-                    promise: channel.eventLoop.makePromise(of: APNsStreamResponse.self))
+                    promise: channel.eventLoop.makePromise(of: HTTP2Response.self))
             }
             channel.eventLoop.execute {
+                if let deadline {
+                    // Failing a promise already answered does nothing.
+                    let late = channel.eventLoop.scheduleTask(deadline: deadline) {
+                        for request in batch { request.promise.fail(HTTP2ConnectionError.timedOut) }
+                    }
+                    EventLoopFuture.andAllComplete(batch.map(\.promise.futureResult), on: channel.eventLoop).whenComplete { _ in
+                        late.cancel()
+                    }
+                }
                 for request in batch {
                     // A write that never reaches the handler (the channel closed) still answers.
                     let promise = request.promise
@@ -89,7 +105,7 @@ package final class APNsConnectionPool: APNsTransport {
         for (key, channel, indexes, futures) in pending {
             let outcomes = (try? await EventLoopFuture.whenAllComplete(futures, on: channel.eventLoop).get()) ?? []
             for (index, outcome) in zip(indexes, outcomes) {
-                if case .failure(APNsConnectionError.goingAway) = outcome {
+                if case .failure(HTTP2ConnectionError.goingAway) = outcome {
                     refused.append(index)
                 } else {
                     results[index] = outcome
@@ -111,11 +127,11 @@ package final class APNsConnectionPool: APNsTransport {
     }
 
     private struct ConnectionKey: Hashable {
-        var endpoint: APNsEndpoint
+        var endpoint: HTTPSEndpoint
         var slot: Int
     }
 
-    package static func headers(_ request: APNsRequest) -> HPACKHeaders {
+    package static func headers(_ request: HTTP2Request) -> HPACKHeaders {
         var headers = HPACKHeaders()
         headers.reserveCapacity(request.headers.count + 4)
         headers.add(name: ":method", value: "POST")
@@ -132,12 +148,12 @@ package final class APNsConnectionPool: APNsTransport {
     }
 
     /// Sends one request on connection `slot` (modulo the count) to `endpoint`.
-    package func send(_ endpoint: APNsEndpoint, slot: Int, headers: HPACKHeaders, body: ByteBuffer) async throws -> APNsStreamResponse {
+    package func send(_ endpoint: HTTPSEndpoint, slot: Int, headers: HPACKHeaders, body: ByteBuffer) async throws -> HTTP2Response {
         let index = slot % connectionsPerHost
         let channel = try await channel(endpoint, slot: index).get()
         do {
             return try await attempt(on: channel, headers: headers, body: body)
-        } catch APNsConnectionError.goingAway {
+        } catch HTTP2ConnectionError.goingAway {
             // Refused before sending: the connection had received GOAWAY and is draining. It
             // leaves the slot, and a fresh connection takes the request.
             discard(endpoint, index, channel)
@@ -146,18 +162,18 @@ package final class APNsConnectionPool: APNsTransport {
         }
     }
 
-    private func attempt(on channel: any Channel, headers: HPACKHeaders, body: ByteBuffer) async throws -> APNsStreamResponse {
-        let promise = channel.eventLoop.makePromise(of: APNsStreamResponse.self)
+    private func attempt(on channel: any Channel, headers: HPACKHeaders, body: ByteBuffer) async throws -> HTTP2Response {
+        let promise = channel.eventLoop.makePromise(of: HTTP2Response.self)
         // A write that never reaches the handler (the channel closed in between) must still
         // answer the request.
         let written = channel.eventLoop.makePromise(of: Void.self)
         written.futureResult.whenFailure { promise.fail($0) }
-        channel.writeAndFlush(APNsStreamRequest(headers: headers, body: body, promise: promise), promise: written)
+        channel.writeAndFlush(HTTP2StreamRequest(headers: headers, body: body, promise: promise), promise: written)
         return try await promise.futureResult.get()
     }
 
     /// Takes `channel` out of its slot (if it is still there), so the next request connects anew.
-    private func discard(_ endpoint: APNsEndpoint, _ index: Int, _ channel: any Channel) {
+    private func discard(_ endpoint: HTTPSEndpoint, _ index: Int, _ channel: any Channel) {
         slots.withLock { state in
             guard let slot = state.byEndpoint[endpoint]?[index], case .connected(_, let current) = slot else { return }
             if ObjectIdentifier(current) == ObjectIdentifier(channel) {
@@ -166,7 +182,7 @@ package final class APNsConnectionPool: APNsTransport {
         }
     }
 
-    private func channel(_ endpoint: APNsEndpoint, slot index: Int) -> EventLoopFuture<any Channel> {
+    private func channel(_ endpoint: HTTPSEndpoint, slot index: Int) -> EventLoopFuture<any Channel> {
         slots.withLock { state in
             var list = state.byEndpoint[endpoint] ?? Array(repeating: nil, count: connectionsPerHost)
             switch list[index] {
@@ -190,7 +206,7 @@ package final class APNsConnectionPool: APNsTransport {
 
     /// A connect finished: keep the channel (so later requests need no future), or forget the
     /// failed attempt so the next request connects again.
-    private func settle(_ endpoint: APNsEndpoint, _ index: Int, _ id: Int, _ result: Result<any Channel, any Error>) {
+    private func settle(_ endpoint: HTTPSEndpoint, _ index: Int, _ id: Int, _ result: Result<any Channel, any Error>) {
         slots.withLock { state in
             guard case .connecting(let current, _)? = state.byEndpoint[endpoint]?[index], current == id else { return }
             switch result {
@@ -200,7 +216,7 @@ package final class APNsConnectionPool: APNsTransport {
         }
     }
 
-    private func connect(_ endpoint: APNsEndpoint) -> EventLoopFuture<any Channel> {
+    private func connect(_ endpoint: HTTPSEndpoint) -> EventLoopFuture<any Channel> {
         let sslContext = self.sslContext
         let timeout = requestTimeout
         return ClientBootstrap(group: group.next())
@@ -214,7 +230,7 @@ package final class APNsConnectionPool: APNsTransport {
                     // Header validation is off: the request headers are built here from validated parts,
                     // and checking every name and value again cost ~2 % of the gateway's CPU per push.
                     try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client, headerBlockValidation: .disabled))
-                    try channel.pipeline.syncOperations.addHandler(APNsStreamHandler(requestTimeout: timeout))
+                    try channel.pipeline.syncOperations.addHandler(HTTP2StreamHandler(requestTimeout: timeout))
                 }
             }
             .connect(host: endpoint.host, port: endpoint.port)

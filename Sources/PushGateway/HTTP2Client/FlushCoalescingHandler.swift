@@ -3,10 +3,10 @@ import NIOCore
 /// Passes on at most one flush per event-loop tick: the first flush of a tick is held until the
 /// tasks already queued on the loop have run, and the flushes after it join it.
 ///
-/// It sits between TLS and `NIOHTTP2Handler` so that `APNsStreamHandler` can flush after every
+/// It sits between TLS and `NIOHTTP2Handler` so that `HTTP2StreamHandler` can flush after every
 /// request. NIOHTTP2 collects the DATA frames written between two flushes in a set and sends them
 /// in that set's order, not the order written; the server then finishes the streams out of
-/// order, and each close shifts NIOHTTP2's per-stream lists on both ends (see `APNsStreamHandler`).
+/// order, and each close shifts NIOHTTP2's per-stream lists on both ends (see `HTTP2StreamHandler`).
 /// Flushed one by one, the frames keep their order; held here, a round of requests still goes out
 /// in one TLS write and one system call.
 final class FlushCoalescingHandler: ChannelOutboundHandler {
