@@ -19,8 +19,8 @@ import NostrProtocol
 ///   under a minute old is a configuration error instead: exchanging again would only repeat it.
 /// - A token exchange the endpoint refuses is a configuration error for every job until it
 ///   succeeds (the device is kept); one that fails otherwise is retried with backoff.
-/// - A round, the token exchange included, is cut at `sendLimit`, inside the jobs' lease; a
-///   request unanswered that long also closes its connection.
+/// - Each request of a round, the wait for a stream and the token exchange included, is cut at
+///   `sendLimit` on its own (its stream reset, or never sent); the others keep their answers.
 public final class FCMSender: PushSender {
     let client: HTTPClient
     public let tokens: FCMAccessTokenProvider
@@ -45,10 +45,7 @@ public final class FCMSender: PushSender {
         let signer = try FCMAssertionSigner(account: account)
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile = settings.caFile { tls.additionalTrustRoots = [.file(caFile)] }
-        let limit = sendLimit.components
-        transport = try HTTP2ConnectionPool(
-            tls: tls, connectionsPerHost: settings.connections,
-            requestTimeout: .nanoseconds(limit.seconds * 1_000_000_000 + limit.attoseconds / 1_000_000_000))
+        transport = try HTTP2ConnectionPool(tls: tls, connectionsPerHost: settings.connections, requestTimeout: TimeAmount(sendLimit))
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls, redirectConfiguration: .disallow, timeout: .init(connect: .seconds(5), read: .seconds(10)))
         configuration.httpVersion = .automatic
@@ -69,46 +66,58 @@ public final class FCMSender: PushSender {
     }
 
     public func send(_ jobs: [ClaimedJob]) async -> [PushSendResult] {
+        // What the round has learnt so far: what a cancelled or overrun round still returns.
+        let answers = Locked([PushSendResult?](repeating: nil, count: jobs.count))
         do {
             // Each request is cut at the limit on its own (a stalled one does not take the answers
-            // of the rest with it); this only catches what hangs past it, such as a connect or a
-            // token exchange. Every job must be answered inside its lease, or it would be claimed
-            // again and sent twice.
-            return try await withDeadline(sendLimit + Self.connectAllowance) { await self.round(jobs, until: .now + self.sendLimit) }
+            // of the rest with it), and a new connection gives up within its connect timeout; this
+            // limit is a net under both. Every job must be answered inside its lease, or it would
+            // be claimed again and sent twice.
+            try await withDeadline(max(sendLimit, Self.connectTimeout) + Self.allowance) {
+                await self.round(jobs, until: .now + self.sendLimit, into: answers)
+            }
+            return answers.withLock { $0.map { $0 ?? Self.timedOut } }
         } catch is DeadlineExceeded {
             logger.warning("push requests timed out", metadata: ["push.platform": "fcm", "push.count": "\(jobs.count)"])
-            return Array(repeating: Self.timedOut, count: jobs.count)
+            return answers.withLock { $0.map { $0 ?? Self.timedOut } }
         } catch {
-            // The worker is stopping: the jobs stay leased and are claimed again.
-            return Array(repeating: PushSendResult(status: 0, reason: "Cancelled", outcome: .retry(reason: "Cancelled")), count: jobs.count)
+            // The worker is stopping: the jobs not answered yet stay leased and are claimed again.
+            let cancelled = PushSendResult(status: 0, reason: "Cancelled", outcome: .retry(reason: "Cancelled"))
+            return answers.withLock { $0.map { $0 ?? cancelled } }
         }
     }
 
     static let timedOut = PushSendResult(status: 0, reason: "Timeout", outcome: .retry(reason: "Timeout"))
-    /// Past `sendLimit`, how long a round may still take to give up on a connect or a token
-    /// exchange that hangs (both have limits of their own).
-    static let connectAllowance: Duration = .seconds(2)
+    /// `HTTP2ConnectionPool`'s connect timeout, which a round may take before its first request.
+    static let connectTimeout: Duration = .nanoseconds(HTTP2ConnectionPool.connectTimeout.nanoseconds)
+    /// What the net gives a round beyond its limits.
+    static let allowance: Duration = .seconds(2)
 
     /// A token younger than this that FCM refuses was not revoked in the meantime: the account
     /// lacks the right to send, and exchanging again would only repeat it.
     static let freshTokenAge: TimeInterval = 60
 
-    /// Every FCM message of `jobs` at once; those whose token FCM refused once more with a new one.
-    private func round(_ jobs: [ClaimedJob], until deadline: ContinuousClock.Instant) async -> [PushSendResult] {
-        var results = [PushSendResult?](repeating: nil, count: jobs.count)
+    /// Every FCM message of `jobs` at once, each result written to `answers` as it is known; those
+    /// whose token FCM refused once more with a new one, while the limit and the worker allow.
+    private func round(_ jobs: [ClaimedJob], until deadline: ContinuousClock.Instant, into answers: Locked<[PushSendResult?]>) async {
         var bodies = [ByteBuffer?](repeating: nil, count: jobs.count)
         var pending: [Int] = []
         pending.reserveCapacity(jobs.count)
         let sentAt = now()
         for (index, job) in jobs.enumerated() {
             guard case .fcm(let token) = job.destination else {
-                results[index] = PushSendResult(status: 0, reason: "NotAnFCMDevice", outcome: .drop(reason: "NotAnFCMDevice"))
+                answers.withLock {
+                    $0[index] = PushSendResult(status: 0, reason: "NotAnFCMDevice", outcome: .drop(reason: "NotAnFCMDevice"))
+                }
                 continue
             }
             bodies[index] = ByteBuffer(string: FCMMessage(job, token: token, now: sentAt).body.serialized)
             pending.append(index)
         }
         for sending in 1...2 where !pending.isEmpty {
+            // A resend only while the round has time left and the worker is not stopping: a
+            // refused message otherwise keeps its answer, and is retried later.
+            if sending > 1, Task.isCancelled || ContinuousClock.now >= deadline { break }
             let accessToken: FCMAccessTokenProvider.AccessToken
             do {
                 accessToken = try await withDeadline(ContinuousClock.now.duration(to: deadline)) { try await self.tokens.token() }
@@ -122,7 +131,9 @@ public final class FCMSender: PushSender {
                     // The exchange outlasted the round's limit.
                     case nil: Self.timedOut
                     }
-                for index in pending { results[index] = result }
+                answers.withLock { answers in
+                    for index in pending { answers[index] = result }
+                }
                 break
             }
             let authorization = "Bearer " + accessToken.value
@@ -136,9 +147,9 @@ public final class FCMSender: PushSender {
                     ],
                     body: bodies[index]!, uniqueHeaders: Self.uniqueHeaders)
             }
-            let left = ContinuousClock.now.duration(to: deadline).components
-            let responses = await transport.send(
-                requests, answeredBy: .now() + .nanoseconds(left.seconds * 1_000_000_000 + left.attoseconds / 1_000_000_000))
+            let responses = await transport.send(requests, answeredBy: .now() + TimeAmount(ContinuousClock.now.duration(to: deadline)))
+            var results: [PushSendResult] = []
+            results.reserveCapacity(pending.count)
             var refused: [Int] = []
             var invalidated = false
             for (index, response) in zip(pending, responses) {
@@ -155,11 +166,13 @@ public final class FCMSender: PushSender {
                         if sending == 1 { refused.append(index) }
                     }
                 }
-                results[index] = result
+                results.append(result)
+            }
+            answers.withLock { answers in
+                for (index, result) in zip(pending, results) { answers[index] = result }
             }
             pending = refused
         }
-        return results.map { $0 ?? Self.timedOut }
     }
 
     /// A message's length is its own (the path and the other headers are the same for every one).

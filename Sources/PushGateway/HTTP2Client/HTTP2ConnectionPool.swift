@@ -29,6 +29,8 @@ package final class HTTP2ConnectionPool: APNsTransport {
     private let connectionsPerHost: Int
     private let requestTimeout: TimeAmount
     private let slots = Locked<(attempts: Int, byEndpoint: [HTTPSEndpoint: [Slot?]])>((0, [:]))
+    /// How long a new connection may take to connect (TCP) before its requests fail.
+    package static let connectTimeout: TimeAmount = .seconds(10)
     /// Told how many requests a GOAWAY refused and were sent again on a fresh connection.
     private let onResend: (@Sendable (Int) -> Void)?
 
@@ -51,26 +53,45 @@ package final class HTTP2ConnectionPool: APNsTransport {
 
     /// A delivery round: the requests for each connection are written in one hop onto its event
     /// loop and flushed once (one TLS record write for many streams, instead of a cross-thread
-    /// wake-up and a write per request), and the caller waits once per connection. A request
-    /// refused because its connection was going away is sent again on a fresh one.
+    /// wake-up and a write per request), and the caller waits once per connection. Requests
+    /// refused because their connection was going away are sent again, together, on fresh ones.
     func send(_ requests: [HTTP2Request]) async -> [Result<HTTP2Response, any Error>] {
         await send(requests, answeredBy: nil)
     }
 
-    /// The same, with each request unanswered at `deadline` failing then as `timedOut`, alone:
-    /// the requests answered before it keep their answers. (Its stream stays open until the
-    /// answer or the connection's own `requestTimeout`.)
+    /// The same, with each request still unanswered at `deadline` failing then as `timedOut`, on
+    /// its own: its stream is reset (RST_STREAM CANCEL) or, not sent yet, it never is; the
+    /// requests answered before it keep their answers, and the connection goes on.
     package func send(_ requests: [HTTP2Request], answeredBy deadline: NIODeadline?) async -> [Result<HTTP2Response, any Error>] {
         var results = [Result<HTTP2Response, any Error>](repeating: .failure(HTTP2ConnectionError.closed), count: requests.count)
+        let refused = await round(requests, Array(requests.indices), deadline: deadline, into: &results)
+        guard !refused.isEmpty else { return results }
+        onResend?(refused.count)
+        // Refused again on a fresh connection: given up (retried later, like any connection failure).
+        for index in await round(requests, refused, deadline: deadline, into: &results) {
+            results[index] = .failure(HTTP2ConnectionError.goingAway)
+        }
+        return results
+    }
+
+    /// Sends `requests[indexes]` in one round, each connection's share in one hop, and returns
+    /// the indexes refused as going away (their connections leave their slots).
+    private func round(
+        _ requests: [HTTP2Request], _ indexes: [Int], deadline: NIODeadline?, into results: inout [Result<HTTP2Response, any Error>]
+    ) async -> [Int] {
         var groups: [ConnectionKey: [Int]] = [:]
-        for (index, request) in requests.enumerated() {
+        for index in indexes {
+            let request = requests[index]
             groups[ConnectionKey(endpoint: request.endpoint, slot: request.slot % connectionsPerHost), default: []].append(index)
         }
+        // Every connection this round needs is asked for first, so that new ones connect at once,
+        // not one after the other.
+        let connecting = groups.map { key, indexes in (key, indexes, channel(key.endpoint, slot: key.slot)) }
         var pending: [(key: ConnectionKey, channel: any Channel, indexes: [Int], futures: [EventLoopFuture<HTTP2Response>])] = []
-        for (key, indexes) in groups {
+        for (key, indexes, future) in connecting {
             let channel: any Channel
             do {
-                channel = try await self.channel(key.endpoint, slot: key.slot).get()
+                channel = try await future.get()
             } catch {
                 for index in indexes { results[index] = .failure(error) }
                 continue
@@ -78,16 +99,17 @@ package final class HTTP2ConnectionPool: APNsTransport {
             let batch = indexes.map { index in
                 HTTP2StreamRequest(
                     headers: Self.headers(requests[index]), body: requests[index].body,
-                    promise: channel.eventLoop.makePromise(of: HTTP2Response.self))
+                    promise: channel.eventLoop.makePromise(of: HTTP2Response.self), deadline: deadline)
             }
             channel.eventLoop.execute {
                 if let deadline {
-                    // Failing a promise already answered does nothing.
-                    let late = channel.eventLoop.scheduleTask(deadline: deadline) {
-                        for request in batch { request.promise.fail(HTTP2ConnectionError.timedOut) }
+                    // One timer for the round's share of this connection: at the deadline the
+                    // handler cuts whatever is still unanswered.
+                    let cut = channel.eventLoop.scheduleTask(deadline: deadline) {
+                        channel.triggerUserOutboundEvent(HTTP2StreamHandler.CutExpiredRequests(), promise: nil)
                     }
                     EventLoopFuture.andAllComplete(batch.map(\.promise.futureResult), on: channel.eventLoop).whenComplete { _ in
-                        late.cancel()
+                        cut.cancel()
                     }
                 }
                 for request in batch {
@@ -104,26 +126,18 @@ package final class HTTP2ConnectionPool: APNsTransport {
         var refused: [Int] = []
         for (key, channel, indexes, futures) in pending {
             let outcomes = (try? await EventLoopFuture.whenAllComplete(futures, on: channel.eventLoop).get()) ?? []
+            var goingAway = false
             for (index, outcome) in zip(indexes, outcomes) {
                 if case .failure(HTTP2ConnectionError.goingAway) = outcome {
                     refused.append(index)
+                    goingAway = true
                 } else {
                     results[index] = outcome
                 }
             }
-            if indexes.contains(where: refused.contains) { discard(key.endpoint, key.slot, channel) }
+            if goingAway { discard(key.endpoint, key.slot, channel) }
         }
-        if !refused.isEmpty { onResend?(refused.count) }
-        for index in refused {
-            let request = requests[index]
-            do {
-                let channel = try await self.channel(request.endpoint, slot: request.slot % connectionsPerHost).get()
-                results[index] = .success(try await attempt(on: channel, headers: Self.headers(request), body: request.body))
-            } catch {
-                results[index] = .failure(error)
-            }
-        }
-        return results
+        return refused
     }
 
     private struct ConnectionKey: Hashable {
@@ -221,7 +235,7 @@ package final class HTTP2ConnectionPool: APNsTransport {
         let timeout = requestTimeout
         return ClientBootstrap(group: group.next())
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .connectTimeout(.seconds(10))
+            .connectTimeout(Self.connectTimeout)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let tls = try NIOSSLClientHandler(context: sslContext, serverHostname: endpoint.serverName)

@@ -7,6 +7,9 @@ struct HTTP2StreamRequest: Sendable {
     var headers: HPACKHeaders
     var body: ByteBuffer
     var promise: EventLoopPromise<HTTP2Response>
+    /// When the caller stops waiting (`HTTP2ConnectionPool.send(_:answeredBy:)`): past it the
+    /// request is never sent, and `CutExpiredRequests` resets its stream.
+    var deadline: NIODeadline? = nil
 }
 
 /// HTTP/2 requests straight on `NIOHTTP2Handler` frames, with no channel per stream: each request
@@ -41,7 +44,13 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
         var body: ByteBuffer?
         var retryAfter: String?
         let startedAt: NIODeadline
+        let deadline: NIODeadline?
     }
+
+    /// An outbound event: every request whose deadline has passed fails as `timedOut`; one sent
+    /// has its stream reset (RST_STREAM CANCEL), one waiting leaves the queue. The connection
+    /// goes on, and the watchdog never counts a cut request as one the server left unanswered.
+    struct CutExpiredRequests {}
 
     private var streams: [HTTP2StreamID: Stream] = [:]
     private var nextStreamID = HTTP2StreamID(1)
@@ -141,11 +150,17 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
             promise?.succeed()
             return
         }
+        // Its caller gave up while it waited for a stream or the window: it must not go out now.
+        if let deadline = request.deadline, deadline <= .now() {
+            request.promise.fail(HTTP2ConnectionError.timedOut)
+            promise?.succeed()
+            return
+        }
         connectionWindow -= request.body.readableBytes
         let id = nextStreamID
         nextStreamID = HTTP2StreamID(Int32(id) + 2)
         if Int32(nextStreamID) > Int32.max - 2 { isUsable = false }
-        streams[id] = Stream(promise: request.promise, startedAt: .now())
+        streams[id] = Stream(promise: request.promise, startedAt: .now(), deadline: request.deadline)
         context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: request.headers)))), promise: nil)
         let written = context.eventLoop.makePromise(of: Void.self)
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -159,6 +174,45 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
         // (`FlushCoalescingHandler` below it turns these flushes into one write per tick).
         context.flush()
         promise?.succeed()
+    }
+
+    func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        guard event is CutExpiredRequests else {
+            context.triggerUserOutboundEvent(event, promise: promise)
+            return
+        }
+        promise?.succeed()
+        let now = NIODeadline.now()
+        func expired(_ request: HTTP2StreamRequest) -> Bool { request.deadline.map { $0 <= now } ?? false }
+        if let waiting = waitingForSettings, waiting.contains(where: { expired($0.0) }) {
+            waitingForSettings = waiting.filter { request, promise in
+                guard expired(request) else { return true }
+                request.promise.fail(HTTP2ConnectionError.timedOut)
+                promise?.succeed()
+                return false
+            }
+        }
+        if waitingForWindow.contains(where: { expired($0.request) }) {
+            var kept = CircularBuffer<(request: HTTP2StreamRequest, promise: EventLoopPromise<Void>?, since: NIODeadline)>()
+            for entry in waitingForWindow {
+                if expired(entry.request) {
+                    entry.request.promise.fail(HTTP2ConnectionError.timedOut)
+                    entry.promise?.succeed()
+                } else {
+                    kept.append(entry)
+                }
+            }
+            waitingForWindow = kept
+        }
+        let cut = streams.filter { $0.value.deadline.map { $0 <= now } ?? false }
+        for (id, stream) in cut {
+            streams.removeValue(forKey: id)
+            stream.promise.fail(HTTP2ConnectionError.timedOut)
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.cancel))), promise: nil)
+        }
+        if !cut.isEmpty { context.flush() }
+        if !waitingForWindow.isEmpty { sendWaiting(context: context) }
+        closeIfDrained()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

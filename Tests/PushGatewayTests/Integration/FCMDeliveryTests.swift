@@ -255,7 +255,8 @@ import Testing
     }
 
     /// A message FCM never answers is cut at the send limit and retried later, and takes nothing
-    /// else with it: the other message of the round, on the same connection, is delivered.
+    /// else with it: the other message of the round, on the same connection, is delivered, and the
+    /// connection stays open past the time its watchdog would close one left unanswered.
     @Test func aMessageNeverAnsweredIsCutAtTheSendLimitAlone() async throws {
         try await SandboxFixture.with { sandbox in
             let sender = try FCMSender(settings: try sandbox.fcm, logger: TestDatabase.logger, sendLimit: .seconds(3))
@@ -268,6 +269,32 @@ import Testing
             #expect(elapsed >= .seconds(3) && elapsed < .seconds(10), "cut at the limit, not left to the service: \(elapsed)")
             #expect(Self.deliveries(sandbox, to: stalled).count == 1, "the request did reach FCM")
             #expect(Self.deliveries(sandbox, to: healthy).map(\.status) == [200])
+            // The stalled stream was reset, so the watchdog (every 2 s, for requests older than
+            // 3 s) finds nothing overdue: the connection is still open, and carries the next send.
+            let open = sandbox.state.statistics.openConnections
+            try await Task.sleep(for: .seconds(5))
+            #expect(sandbox.state.statistics.openConnections == open, "the connection stayed open")
+            let later = Self.token("healthy", 1)
+            #expect(await sender.send(Self.job(6, token: later)).outcome == .delivered)
+            #expect(sandbox.state.statistics.openConnections == open, "and carried the next message")
+            await sender.shutdown()
+        }
+    }
+
+    /// A message still waiting for a stream when the limit passes is never sent: with one stream
+    /// allowed and a stalled message on it, the message behind it fails as a timeout and FCM never
+    /// sees it (sent late, it could arrive after the job was already given up and retried).
+    @Test func aMessageCutBeforeItsStreamOpensIsNeverSent() async throws {
+        try await SandboxFixture.with(maxConcurrentStreams: 1) { sandbox in
+            let sender = try FCMSender(settings: try sandbox.fcm, logger: TestDatabase.logger, sendLimit: .seconds(2))
+            let stalled = Self.token("stall", 2), waiting = Self.token("waiting")
+            let results = await sender.send([Self.job(2, token: stalled), Self.job(4, token: waiting)])
+            #expect(results.map(\.outcome) == [.retry(reason: "Timeout"), .retry(reason: "Timeout")], "\(results)")
+            #expect(Self.deliveries(sandbox, to: stalled).count == 1)
+            // The stalled stream's reset frees the only stream: had the waiting message stayed
+            // queued, it would go out now.
+            try await Task.sleep(for: .seconds(1))
+            #expect(Self.deliveries(sandbox, to: waiting).isEmpty, "the message cut while it waited never reached FCM")
             await sender.shutdown()
         }
     }
