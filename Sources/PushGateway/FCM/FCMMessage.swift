@@ -24,6 +24,11 @@ package struct FCMMessage: Sendable, Equatable {
     package var body: JSONValue
 
     package init(_ job: ClaimedJob, token: String, now: Date = Date()) {
+        self.init(job, token: token, pushID: job.apnsID.uuidString.lowercased(), now: now)
+    }
+
+    /// With `pushID` in place of the job's id (`FCMMessageShape` puts a mark there).
+    init(_ job: ClaimedJob, token: String, pushID: String, now: Date) {
         let notification = job.notification
         var data: [String: JSONValue] = [:]
         for (key, value) in notification.portableFields {
@@ -34,7 +39,7 @@ package struct FCMMessage: Sendable, Equatable {
             default: continue
             }
         }
-        data["push_id"] = .string(job.apnsID.uuidString.lowercased())
+        data["push_id"] = .string(pushID)
         let call = notification.type.isCall
         let remaining = max(0, Int64(job.expiresAt.timeIntervalSince(now).rounded(.down)))
         var android: [String: JSONValue] = [

@@ -104,6 +104,8 @@ public final class FCMSender: PushSender {
         var pending: [Int] = []
         pending.reserveCapacity(jobs.count)
         let sentAt = now()
+        // The last message's shared parts: the devices of a typed push come together and share them.
+        var shape: FCMMessageShape?
         for (index, job) in jobs.enumerated() {
             guard case .fcm(let token) = job.destination else {
                 answers.withLock {
@@ -111,7 +113,10 @@ public final class FCMSender: PushSender {
                 }
                 continue
             }
-            bodies[index] = ByteBuffer(string: FCMMessage(job, token: token, now: sentAt).body.serialized)
+            if shape?.fits(job) != true { shape = FCMMessageShape(job: job, now: sentAt) }
+            bodies[index] =
+                shape?.body(token: token, pushID: job.apnsID.uuidString.lowercased())
+                ?? ByteBuffer(string: FCMMessage(job, token: token, now: sentAt).body.serialized)
             pending.append(index)
         }
         for sending in 1...2 where !pending.isEmpty {

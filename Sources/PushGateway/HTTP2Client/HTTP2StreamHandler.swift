@@ -250,6 +250,17 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
             }
             if let waiting = waitingForSettings {
                 waitingForSettings = nil
+                // The connection's receive window opened to its maximum once, before any request:
+                // an answer that crosses the reset of its stream (`CutExpiredRequests`) is dropped
+                // by NIOHTTP2 unseen, so its bytes are never handed back below. At 65,535 a few
+                // hundred such answers would close the window for good, and every later answer on
+                // the connection would wait for it; at 2^31 − 1 they never add up. Streams' own
+                // windows still bound each answer.
+                context.write(
+                    wrapOutboundOut(
+                        HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: Int(Int32.max) - 65_535))),
+                    promise: nil)
+                context.flush()
                 for (request, promise) in waiting { submit(request, context: context, promise: promise) }
             } else if !waitingForWindow.isEmpty {
                 sendWaiting(context: context)

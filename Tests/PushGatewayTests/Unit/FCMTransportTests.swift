@@ -1,6 +1,7 @@
 import APNsSandbox
 import Foundation
 import GatewayWire
+import NIOCore
 import NostrProtocol
 import PushGateway
 import Testing
@@ -136,6 +137,41 @@ struct FCMTransportTests {
         #expect(message?["android"]?["notification"]?["tag"] == "bob", "and one notification on screen")
         #expect(message?["data"]?["wrap_id"] == "w1")
         #expect(message?["notification"]?["body"] == "New activity")
+    }
+
+    /// The devices of one push share a shape: each message made of its pieces is byte for byte the
+    /// message built whole, for every kind of push. A notification whose own ids hold a mark, or a
+    /// token JSON would escape, gets no pieces (the sender then builds that message whole).
+    @Test func aShapesMessagesAreTheWholeMessagesByteForByte() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let notifications = [
+            APNsNotification(type: .mention, eventID: "e1", conversationID: "c1"),
+            APNsNotification(type: .incomingCall, eventID: "call", conversationID: "c"),
+            APNsNotification(type: .newMessage, eventID: "e", conversationID: "c", background: true),
+            APNsNotification.giftWrap(wrapID: "w1", relay: "wss://relay.example", count: 3, recipient: "bob"),
+        ]
+        for notification in notifications {
+            let first = Self.job(notification, expiresIn: 600, now: now)
+            let shape = FCMMessageShape(job: first, now: now)
+            for seed in 0..<3 {
+                var job = first
+                job.apnsID = UUID()
+                let token = "cZ1q2-Xy_3:APA91bH\(seed)"
+                #expect(shape.fits(job))
+                let body = try #require(shape.body(token: token, pushID: job.apnsID.uuidString.lowercased()))
+                #expect(String(buffer: body) == FCMMessage(job, token: token, now: now).body.serialized, "\(notification.type)")
+            }
+            #expect(!shape.fits(Self.job(notification, expiresIn: 601, now: now)), "another expiry is another ttl")
+            #expect(shape.body(token: "to\"k", pushID: "id") == nil, "a token JSON must escape")
+        }
+        let other = APNsNotification(type: .mention, eventID: "e2", conversationID: "c1")
+        #expect(
+            !FCMMessageShape(job: Self.job(notifications[0], expiresIn: 600, now: now), now: now).fits(
+                Self.job(other, expiresIn: 600, now: now)))
+        for mark in [FCMMessageShape.tokenMark, FCMMessageShape.pushIDMark] {
+            let marked = Self.job(APNsNotification(type: .mention, eventID: mark, conversationID: "c"), expiresIn: 600, now: now)
+            #expect(FCMMessageShape(job: marked, now: now).body(token: "tok", pushID: "id") == nil, "a client's id holding \(mark)")
+        }
     }
 
     static let sandboxAccount: (service: FCMService, json: String) = {
