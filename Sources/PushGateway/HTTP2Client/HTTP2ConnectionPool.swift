@@ -29,6 +29,23 @@ package final class HTTP2ConnectionPool: APNsTransport {
     private let connectionsPerHost: Int
     private let requestTimeout: TimeAmount
     private let slots = Locked<(attempts: Int, byEndpoint: [HTTPSEndpoint: [Slot?]])>((0, [:]))
+    /// NIOHTTP2's settings for every connection.
+    /// - Header validation is off: the request headers are built here from validated parts, and
+    ///   checking every name and value again cost ~2 % of the gateway's CPU per push.
+    /// - NIOHTTP2 takes a frame for a stream it reset as a connection error unless the stream is
+    ///   among the last `maximumRecentlyResetStreams` it reset (32 by default). A round cut at its
+    ///   deadline resets every stream it still has open, up to the server's stream limit (1,000 or
+    ///   more at APNs), and their answers may already be on the way: remembering fewer would let
+    ///   one late answer close the connection and fail every other request on it.
+    /// - The initial settings leave `SETTINGS_INITIAL_WINDOW_SIZE` alone: `HTTP2StreamHandler`
+    ///   opens the connection's receive window from 65,535, NIOHTTP2's starting figure without it.
+    static let http2: NIOHTTP2Handler.ConnectionConfiguration = {
+        var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+        configuration.headerBlockValidation = .disabled
+        configuration.maximumRecentlyResetStreams = 4_096
+        return configuration
+    }()
+
     /// How long a new connection may take to connect (TCP) before its requests fail.
     package static let connectTimeout: TimeAmount = .seconds(10)
     /// Told how many requests a GOAWAY refused and were sent again on a fresh connection.
@@ -241,9 +258,7 @@ package final class HTTP2ConnectionPool: APNsTransport {
                     let tls = try NIOSSLClientHandler(context: sslContext, serverHostname: endpoint.serverName)
                     try channel.pipeline.syncOperations.addHandler(tls)
                     try channel.pipeline.syncOperations.addHandler(FlushCoalescingHandler())
-                    // Header validation is off: the request headers are built here from validated parts,
-                    // and checking every name and value again cost ~2 % of the gateway's CPU per push.
-                    try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client, headerBlockValidation: .disabled))
+                    try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: Self.http2))
                     try channel.pipeline.syncOperations.addHandler(HTTP2StreamHandler(requestTimeout: timeout))
                 }
             }

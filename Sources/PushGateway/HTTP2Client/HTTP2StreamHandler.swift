@@ -145,14 +145,15 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
     }
 
     private func send(_ request: HTTP2StreamRequest, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
-        guard isUsable else {
-            request.promise.fail(HTTP2ConnectionError.goingAway)
+        // Its caller gave up while it waited for a stream or the window: it must not go out now,
+        // here or (as going away) on a fresh connection.
+        if let deadline = request.deadline, deadline <= .now() {
+            request.promise.fail(HTTP2ConnectionError.timedOut)
             promise?.succeed()
             return
         }
-        // Its caller gave up while it waited for a stream or the window: it must not go out now.
-        if let deadline = request.deadline, deadline <= .now() {
-            request.promise.fail(HTTP2ConnectionError.timedOut)
+        guard isUsable else {
+            request.promise.fail(HTTP2ConnectionError.goingAway)
             promise?.succeed()
             return
         }
