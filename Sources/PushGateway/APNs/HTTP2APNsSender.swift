@@ -216,7 +216,7 @@ public final class HTTP2APNsSender: PushSender {
         headers.append(("apns-id", job.apnsID.uuidString.lowercased()))
         headers += shape.headers
         return HTTP2Request(
-            endpoint: job.environment == .production ? production : sandbox, slot: Int(job.id.magnitude % UInt64(Int.max)),
+            endpoint: job.environment == .production ? production : sandbox, slot: HTTP2Request.slot(of: job),
             path: "/3/device/" + job.deviceToken, headers: headers, body: shape.body,
             uniqueHeaders: job.notification.type == .giftWrap ? Self.giftWrapUniqueHeaders : Self.typedUniqueHeaders)
     }

@@ -24,8 +24,8 @@ package struct FCMMessageShape {
         notification = job.notification
         expiresAt = job.expiresAt
         let body = Array(FCMMessage(job, token: Self.tokenMark, pushID: Self.pushIDMark, now: now).body.serialized.utf8)
-        let tokenAt = Self.occurrences(of: Array(Self.tokenMark.utf8), in: body)
-        let pushIDAt = Self.occurrences(of: Array(Self.pushIDMark.utf8), in: body)
+        let tokenAt = body.ranges(of: Array(Self.tokenMark.utf8))
+        let pushIDAt = body.ranges(of: Array(Self.pushIDMark.utf8))
         guard tokenAt.count == 1, pushIDAt.count == 1 else {
             pieces = nil
             return
@@ -59,19 +59,4 @@ package struct FCMMessageShape {
 
     /// A byte JSON writes as it is inside a string (anything but `"`, `\` and controls).
     private static func isPlain(_ byte: UInt8) -> Bool { byte >= 0x20 && byte != 0x22 && byte != 0x5C }
-
-    private static func occurrences(of mark: [UInt8], in bytes: [UInt8]) -> [Range<Int>] {
-        guard let first = mark.first, bytes.count >= mark.count else { return [] }
-        var found: [Range<Int>] = []
-        var index = 0
-        while index <= bytes.count - mark.count {
-            if bytes[index] == first, bytes[index..<(index + mark.count)].elementsEqual(mark) {
-                found.append(index..<(index + mark.count))
-                index += mark.count
-            } else {
-                index += 1
-            }
-        }
-        return found
-    }
 }

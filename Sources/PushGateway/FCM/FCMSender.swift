@@ -144,7 +144,7 @@ public final class FCMSender: PushSender {
             let authorization = "Bearer " + accessToken.value
             let requests = pending.map { index in
                 HTTP2Request(
-                    endpoint: endpoint, slot: Int(jobs[index].id.magnitude % UInt64(Int.max)), path: path,
+                    endpoint: endpoint, slot: HTTP2Request.slot(of: jobs[index]), path: path,
                     headers: [
                         ("authorization", authorization), ("content-type", "application/json"),
                         // What firebase-admin sends: v2 error format (the `details` the classifier reads).

@@ -15,3 +15,9 @@ package struct HTTP2Request: Sendable {
     /// then Huffman-code again.
     var uniqueHeaders: [String]
 }
+
+extension HTTP2Request {
+    /// The slot of `job`'s request: its id, so that a job (and every member of a batch, which
+    /// share the batch's id) always takes the same connection.
+    static func slot(of job: ClaimedJob) -> Int { Int(job.id.magnitude % UInt64(Int.max)) }
+}
