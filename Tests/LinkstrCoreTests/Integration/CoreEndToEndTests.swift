@@ -358,13 +358,18 @@ import Testing
             plan.append(
                 (LinkstrPayload(conversationID: session, kind: .root, url: "https://example.com/\(index)"), now - 999 + Int64(index)))
         }
+        // Wraps backdated by at most a day: one backdated to within seconds of the full two days
+        // falls outside the live window the core asks for half a minute later, arrives with the
+        // next page instead, and moves every later step's messages along by one.
         let wraps = try await withThrowingTaskGroup(of: [NostrEvent].self) { group in
             for part in stride(from: 0, to: plan.count, by: 150) {
                 let slice = plan[part..<min(part + 150, plan.count)]
                 group.addTask {
                     try slice.map { payload, time in
-                        try GiftWrap.make(
-                            LinkstrRumor.make(payload, sender: alice.publicKey, createdAt: time), author: alice, recipient: bob.publicKey)
+                        let rumor = LinkstrRumor.make(payload, sender: alice.publicKey, createdAt: time)
+                        return try GiftWrap.wrap(
+                            seal: GiftWrap.seal(rumor, author: alice, recipient: bob.publicKey), recipient: bob.publicKey,
+                            createdAt: now - Int64.random(in: 0...86_400))
                     }
                 }
             }
@@ -385,11 +390,13 @@ import Testing
         // must run right behind this step, not behind the rest of the restore.
         let queuedAt = Mutex<Int?>(nil)
         let coreBox = Mutex<LinkstrAppCore?>(nil)
+        let pageHeld = Mutex<Int?>(nil)
         let core = try await Self.makeCore(
             relay: relay, identity: .importIdentity(bob.secretKey.exportNsec()), pageSize: 1_000, stepSize: 20,
             configure: { configuration in
-                configuration.willApplyHistoryStep = { applied, _ in
+                configuration.willApplyHistoryStep = { applied, total in
                     guard applied >= 200, let core = coreBox.withLock({ $0 }) else { return }
+                    pageHeld.withLock { $0 = $0 ?? total }
                     let first = queuedAt.withLock { queued in
                         defer { queued = queued ?? applied }
                         return queued == nil
@@ -409,6 +416,7 @@ import Testing
         }
         #expect(await Self.eventually(within: 60) { await core.historyComplete })
         #expect(queuedAt.withLock { $0 } == 200, "the send was queued at \(queuedAt.withLock { $0 } ?? -1) messages applied")
+        #expect(pageHeld.withLock { $0 } == 600, "the first page held \(pageHeld.withLock { $0 } ?? -1) of 600 messages")
         #expect(await core.perform(.openSession(session)) == .done)
         let restored = await core.state().feed?.posts.count, complete = await core.historyComplete
         #expect(restored == 599, "restored \(restored ?? -1) of 599 posts; history complete: \(complete)")
