@@ -120,6 +120,13 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    Benchmark("P-256 sender key from a random scalar + ECDH (WebPushEncryption's key)") { benchmark in
+        var generator = SystemRandomNumberGenerator()
+        for _ in benchmark.scaledIterations {
+            blackHole(try! WebPushEncryption.freshSenderKey(using: &generator).sharedSecretFromKeyAgreement(with: browserKey.publicKey))
+        }
+    }
+
     Benchmark("Web Push encrypt (RFC 8291, one message)") { benchmark in
         for _ in benchmark.scaledIterations {
             blackHole(try! WebPushEncryption.encrypt(message, for: subscription))

@@ -21,7 +21,25 @@ public enum WebPushEncryption {
         var salt = [UInt8](repeating: 0, count: 16)
         var generator = SystemRandomNumberGenerator()
         for index in salt.indices { salt[index] = generator.next() }
-        return try encrypt(plaintext, for: keys, senderKey: P256.KeyAgreement.PrivateKey(), salt: salt, padding: padding)
+        return try encrypt(plaintext, for: keys, senderKey: freshSenderKey(using: &generator), salt: salt, padding: padding)
+    }
+
+    /// A new sender key: a uniformly random scalar in 1..<n (n the group order), drawn until one
+    /// is in range (a draw of 32 random octets misses with odds of about 2⁻³²). Not
+    /// `P256.KeyAgreement.PrivateKey()`, which proves each new key with a FIPS pair-wise test
+    /// (another multiplication by the generator, then an ECDSA signature made and verified): more
+    /// work than the ECDH the key is made for, guarding against a faulty module rather than
+    /// anything a message's secrecy rests on.
+    public static func freshSenderKey(using generator: inout some RandomNumberGenerator) -> P256.KeyAgreement.PrivateKey {
+        var scalar = [UInt8](repeating: 0, count: 32)
+        while true {
+            for word in 0..<4 {
+                let random = generator.next()
+                for octet in 0..<8 { scalar[word * 8 + octet] = UInt8(truncatingIfNeeded: random >> (octet * 8)) }
+            }
+            // Refused (as out of range) only for zero and for n or above.
+            if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: scalar) { return key }
+        }
     }
 
     /// The same with the sender's key and the salt given: the seam that reproduces RFC 8291's
@@ -35,7 +53,7 @@ public enum WebPushEncryption {
             throw .tooLong(plaintext.count + max(padding, 0), limit: maxPlaintextLength)
         }
         let senderPoint = Array(senderKey.publicKey.x963Representation)
-        let receiverPoint = Array(keys.receiverKey.x963Representation)
+        let receiverPoint = keys.receiverPoint
         guard let shared = try? senderKey.sharedSecretFromKeyAgreement(with: keys.receiverKey) else { throw .keyAgreementFailed }
         let (key, nonce) = WebPushKeyDerivation.derive(
             sharedSecret: shared, authSecret: keys.authSecret, receiverPoint: receiverPoint, senderPoint: senderPoint, salt: salt)

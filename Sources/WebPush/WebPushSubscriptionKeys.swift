@@ -6,6 +6,9 @@ import NostrProtocol
 /// 16-byte secret, both base64url without padding (RFC 8291 §2).
 public struct WebPushSubscriptionKeys: Sendable, Equatable {
     public let receiverKey: P256.KeyAgreement.PublicKey
+    /// `receiverKey` as the 65 octets it was given in: every message's key derivation reads them,
+    /// and BoringSSL would write them out again (a field inversion) each time it is asked.
+    public let receiverPoint: [UInt8]
     public let authSecret: [UInt8]
 
     public static let pointLength = 65
@@ -27,15 +30,16 @@ public struct WebPushSubscriptionKeys: Sendable, Equatable {
         }
         guard let key = try? P256.KeyAgreement.PublicKey(x963Representation: point) else { throw .notOnCurve }
         self.receiverKey = key
+        self.receiverPoint = point
         self.authSecret = authSecret
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.receiverKey.x963Representation == rhs.receiverKey.x963Representation && lhs.authSecret == rhs.authSecret
+        lhs.receiverPoint == rhs.receiverPoint && lhs.authSecret == rhs.authSecret
     }
 
     /// The keys as a subscription carries them.
-    public var p256dh: String { Base64URL.encode(receiverKey.x963Representation) }
+    public var p256dh: String { Base64URL.encode(receiverPoint) }
     public var auth: String { Base64URL.encode(authSecret) }
 }
 

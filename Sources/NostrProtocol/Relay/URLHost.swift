@@ -49,7 +49,9 @@ public enum URLHost: Sendable, Hashable, CustomStringConvertible {
     /// `defaultPort` knows (it gives that scheme's port, nil for a scheme refused), no fragment, no
     /// user info, the authority by `parseAuthority`, and a path of URL characters.
     public static func split(_ text: String, defaultPort: (String) -> Int?) throws(SplitError) -> Parts {
-        guard !text.containsControlCharacters, text.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else { throw .notASCII }
+        // Visible ASCII only (no control character, space or other whitespace), checked by the
+        // octet: endpoints run to hundreds of characters, and each is read on every push.
+        guard text.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else { throw .notASCII }
         guard let separator = text.firstRange(of: "://") else { throw .badScheme }
         let scheme = text[..<separator.lowerBound].lowercased()
         guard let schemePort = defaultPort(scheme) else { throw .badScheme }
@@ -69,7 +71,7 @@ public enum URLHost: Sendable, Hashable, CustomStringConvertible {
             }
         }
         let pathAndQuery = rest[authorityEnd...]
-        guard pathAndQuery.allSatisfy({ pathCharacters.contains($0) }) else { throw .badPath }
+        guard pathAndQuery.utf8.allSatisfy({ pathOctets[Int($0)] }) else { throw .badPath }
         return Parts(scheme: scheme, host: host, port: port, pathAndQuery: String(pathAndQuery))
     }
 
@@ -113,6 +115,11 @@ public enum URLHost: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// RFC 3986 unreserved, sub-delims, ":", "@", "/", "?", and "%" of percent-encoding: what a
-    /// URL's path and query may hold as written.
-    static let pathCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@/?%")
+    /// URL's path and query may hold as written; a table by octet value, read only for visible
+    /// ASCII (checked first).
+    static let pathOctets: [Bool] = {
+        var table = [Bool](repeating: false, count: 128)
+        for octet in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=:@/?%".utf8 { table[Int(octet)] = true }
+        return table
+    }()
 }

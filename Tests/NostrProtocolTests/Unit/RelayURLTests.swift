@@ -34,6 +34,9 @@ import Testing
         ("ws://[2001:db8::1]/", .ipv6Host), ("wss://relay.example:0", .badPort), ("wss://relay.example:65536", .badPort),
         ("wss://relay.example:+443", .badPort), ("wss://relay.example:", .badPort), ("wss://relay.example/a b", .notASCII),
         ("wss://bücher.example", .notASCII), ("wss://relay.example/\u{7f}", .notASCII), ("wss://relay.example/<script>", .badPath),
+        ("wss://relay.example/a\tb", .notASCII), ("wss://relay.example/a\r\nb", .notASCII), ("wss://relay.example/a\u{A0}b", .notASCII),
+        ("wss://relay.example/\u{FF0F}", .notASCII), ("wss://relay.example\u{0}", .notASCII), ("wss://relay.example/a\"b", .badPath),
+        ("wss://relay.example/^", .badPath), ("wss://relay.example/a`b|c", .badPath), ("wss://relay.example/{}", .badPath),
         ("wss://relay.example/" + String(repeating: "a", count: 600), .tooLong),
         // 512 bytes as written, 513 in normal form (`?` becomes `/?`): found by the fuzzer.
         ("wss://relay.example?" + String(repeating: "a", count: 492), .tooLong),

@@ -50,6 +50,42 @@ import WebPush
         #expect(try WebPushDecryption.decrypt(second, receiverKey: receiver, authSecret: keys.authSecret) == message)
     }
 
+    /// The sender's key is drawn from 1..<n: a draw of zero, of the group order n, or above it is
+    /// drawn again, and the first in range is the key, its public point the generator times it.
+    @Test func aSenderKeyIsDrawnAgainUntilItIsBelowTheGroupOrder() throws {
+        let order = try #require(Hex.decode("ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551"))
+        let belowOrder = Array(order.dropLast()) + [order[31] - 1]
+        var draws = ScriptedDraws(scalars: [[UInt8](repeating: 0xFF, count: 32), [UInt8](repeating: 0, count: 32), order, belowOrder])
+        let key = WebPushEncryption.freshSenderKey(using: &draws)
+        #expect(draws.wordsDrawn == 16, "four draws of 32 octets, the last kept")
+        #expect(Array(key.rawRepresentation) == belowOrder)
+        let same = try P256.KeyAgreement.PrivateKey(rawRepresentation: belowOrder)
+        #expect(key.publicKey.x963Representation == same.publicKey.x963Representation)
+
+        var system = SystemRandomNumberGenerator()
+        let keys = Set((0..<8).map { _ in Array(WebPushEncryption.freshSenderKey(using: &system).rawRepresentation) })
+        #expect(keys.count == 8, "a new key each time")
+    }
+
+    /// Hands out the given 32-octet scalars, in order, as `freshSenderKey` reads its words.
+    struct ScriptedDraws: RandomNumberGenerator {
+        var words: [UInt64]
+        var wordsDrawn = 0
+
+        init(scalars: [[UInt8]]) {
+            words = scalars.flatMap { scalar in
+                (0..<4).map { word in
+                    (0..<8).reduce(UInt64(0)) { value, octet in value | UInt64(scalar[word * 8 + octet]) << (octet * 8) }
+                }
+            }
+        }
+
+        mutating func next() -> UInt64 {
+            defer { wordsDrawn += 1 }
+            return words[wordsDrawn]
+        }
+    }
+
     @Test func theLongestMessageFitsAndOneOctetMoreIsRefused() throws {
         let receiver = P256.KeyAgreement.PrivateKey()
         let keys = try WebPushSubscriptionKeys(
