@@ -27,19 +27,43 @@ public enum WebPushEncryption {
     /// A new sender key: a uniformly random scalar in 1..<n (n the group order), drawn until one
     /// is in range (a draw of 32 random octets misses with odds of about 2⁻³²). Not
     /// `P256.KeyAgreement.PrivateKey()`, which proves each new key with a FIPS pair-wise test
-    /// (another multiplication by the generator, then an ECDSA signature made and verified): more
-    /// work than the ECDH the key is made for, guarding against a faulty module rather than
-    /// anything a message's secrecy rests on.
+    /// (another multiplication by the generator, then an ECDSA signature made and verified) and by
+    /// default draws again until the key has a compact form, about two keys a key: more work than
+    /// the ECDH the key is made for, guarding against a faulty module rather than anything a
+    /// message's secrecy rests on. The range is checked here, in constant time, whatever the
+    /// crypto backend would refuse; 64 misses in a row mean a broken generator, and stop the
+    /// process rather than send under a key it chose.
     public static func freshSenderKey(using generator: inout some RandomNumberGenerator) -> P256.KeyAgreement.PrivateKey {
         var scalar = [UInt8](repeating: 0, count: 32)
-        while true {
+        defer { for index in scalar.indices { scalar[index] = 0 } }
+        for _ in 0..<64 {
             for word in 0..<4 {
                 let random = generator.next()
                 for octet in 0..<8 { scalar[word * 8 + octet] = UInt8(truncatingIfNeeded: random >> (octet * 8)) }
             }
-            // Refused (as out of range) only for zero and for n or above.
-            if let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: scalar) { return key }
+            if isInRange(scalar), let key = try? P256.KeyAgreement.PrivateKey(rawRepresentation: scalar) { return key }
         }
+        preconditionFailure("the random number generator gave 64 scalars out of 1..<n in a row")
+    }
+
+    /// P-256's group order n, big-endian.
+    static let groupOrder: [UInt8] = [
+        0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+        0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51,
+    ]
+
+    /// Whether the 32 big-endian octets are in 1..<n, reading every octet whatever they hold: the
+    /// borrow of `scalar − n` says below n, the OR of the octets says not zero. (Whether a draw
+    /// was refused may show; the refused draw is thrown away.)
+    package static func isInRange(_ scalar: [UInt8]) -> Bool {
+        var borrow: UInt16 = 0
+        var any: UInt8 = 0
+        for index in stride(from: 31, through: 0, by: -1) {
+            let difference = UInt16(scalar[index]) &- UInt16(groupOrder[index]) &- borrow
+            borrow = (difference >> 8) & 1
+            any |= scalar[index]
+        }
+        return borrow == 1 && any != 0
     }
 
     /// The same with the sender's key and the salt given: the seam that reproduces RFC 8291's

@@ -39,6 +39,7 @@ enum WebPushKeyDerivation {
 
     /// The first block of HKDF-Expand, which is all of it for `count` ≤ 32.
     private static func expand(_ key: SymmetricKey, info: [UInt8], count: Int) -> [UInt8] {
+        precondition(count <= SHA256.byteCount, "one HKDF-Expand block holds 32 octets")
         var authenticator = HMAC<SHA256>(key: key)
         authenticator.update(data: info)
         authenticator.update(data: firstBlock)

@@ -62,6 +62,11 @@ import WebPush
         let same = try P256.KeyAgreement.PrivateKey(rawRepresentation: belowOrder)
         #expect(key.publicKey.x963Representation == same.publicKey.x963Representation)
 
+        #expect(!WebPushEncryption.isInRange(order) && WebPushEncryption.isInRange(belowOrder))
+        #expect(!WebPushEncryption.isInRange([UInt8](repeating: 0, count: 32)))
+        #expect(WebPushEncryption.isInRange([UInt8](repeating: 0, count: 31) + [1]))
+        #expect(!WebPushEncryption.isInRange(Array(order.dropLast()) + [order[31] + 1]))
+
         var system = SystemRandomNumberGenerator()
         let keys = Set((0..<8).map { _ in Array(WebPushEncryption.freshSenderKey(using: &system).rawRepresentation) })
         #expect(keys.count == 8, "a new key each time")
