@@ -6,7 +6,6 @@ public enum GiftWrap {
     /// Seal and wrap timestamps are pushed up to two days into the past to blur timing.
     public static let timestampJitter: Int64 = 172_800
 
-    /// A `created_at` in [now − 2 days, now]: only into the past, since relays may refuse the future.
     /// The recipient a wrap names: the value of its one `p` tag, or nil unless it has exactly one.
     ///
     /// A NIP-59 wrap is addressed to one recipient. A wrap with several `p` tags would let one
@@ -21,6 +20,7 @@ public enum GiftWrap {
         return recipient
     }
 
+    /// A `created_at` in [now − 2 days, now]: only into the past, since relays may refuse the future.
     public static func randomizedTimestamp(now: Int64 = UnixTime.now()) -> Int64 {
         var generator = SystemRandomNumberGenerator()
         return now - Int64.random(in: 0...timestampJitter, using: &generator)

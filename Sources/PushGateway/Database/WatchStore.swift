@@ -47,10 +47,29 @@ public struct WatchStore: Sendable {
             """, logger: logger)
     }
 
+    /// The shards an instance holds after a heartbeat, and when the previous owner of each one it
+    /// took stopped watching it.
+    public struct ShardLeases: Sendable, Equatable {
+        public var held: Set<Int>
+        /// For a shard taken in this heartbeat, Unix seconds: the previous owner's last renewal (a
+        /// lease that expired: the owner died at that moment or after it) or the moment it gave
+        /// the shard back. Absent for a shard nobody held before.
+        public var watchedUntil: [Int: Int64]
+
+        public init(held: Set<Int>, watchedUntil: [Int: Int64] = [:]) {
+            self.held = held
+            self.watchedUntil = watchedUntil
+        }
+    }
+
     /// One heartbeat of `instance`: records it alive, renews its leases, gives back shards above
     /// its fair share (so a newly started instance gets some) and takes free or expired shards up
     /// to that share. Returns the shards it holds afterwards.
-    public func heartbeat(instance: String) async throws -> Set<Int> {
+    ///
+    /// A shard given back keeps the moment in `expires_at` (past, so it is free at once): the
+    /// instance that takes it reaches back from there, not from its own start, for the wraps
+    /// published while nobody watched (`RelayWatcher`).
+    public func heartbeat(instance: String) async throws -> ShardLeases {
         let lease = Double(settings.leaseSeconds)
         try await database.query(
             """
@@ -64,6 +83,7 @@ public struct WatchStore: Sendable {
             """, logger: logger
         ).decode(Int.self) { live = max(1, count) }
         var held = Set<Int>()
+        var watchedUntil: [Int: Int64] = [:]
         for shard in try await database.query(
             """
             UPDATE watch_shards SET expires_at = now() + make_interval(secs => \(lease)) WHERE owner = \(instance) RETURNING shard
@@ -74,27 +94,38 @@ public struct WatchStore: Sendable {
             let extra = Array(held.sorted().suffix(held.count - fairShare))
             try await database.query(
                 """
-                UPDATE watch_shards SET owner = NULL, expires_at = '-infinity' WHERE owner = \(instance) AND shard = ANY(\(extra))
+                UPDATE watch_shards SET owner = NULL, expires_at = now() WHERE owner = \(instance) AND shard = ANY(\(extra))
                 """, logger: logger)
             held.subtract(extra)
         } else if held.count < fairShare {
             let wanted = fairShare - held.count
-            for shard in try await database.query(
+            // The previous row, read in the statement that takes it: `expires_at` less a lease
+            // is a dead owner's last renewal; a shard given back holds the moment it was.
+            for (shard, until) in try await database.query(
                 """
-                UPDATE watch_shards SET owner = \(instance), expires_at = now() + make_interval(secs => \(lease))
-                WHERE shard IN (SELECT shard FROM watch_shards WHERE (owner IS NULL OR expires_at < now()) AND shard < \(settings.shards)
-                                ORDER BY shard LIMIT \(wanted) FOR UPDATE SKIP LOCKED)
-                RETURNING shard
+                WITH taken AS (
+                    SELECT shard, owner, expires_at FROM watch_shards
+                    WHERE (owner IS NULL OR expires_at < now()) AND shard < \(settings.shards)
+                    ORDER BY shard LIMIT \(wanted) FOR UPDATE SKIP LOCKED)
+                UPDATE watch_shards s SET owner = \(instance), expires_at = now() + make_interval(secs => \(lease))
+                FROM taken WHERE s.shard = taken.shard
+                RETURNING s.shard,
+                    CASE WHEN NOT isfinite(taken.expires_at) THEN NULL
+                         WHEN taken.owner IS NULL THEN floor(extract(epoch FROM taken.expires_at))::bigint
+                         ELSE floor(extract(epoch FROM taken.expires_at - make_interval(secs => \(lease))))::bigint END
                 """, logger: logger
-            ).decode(Int.self) { held.insert(shard) }
+            ).decode((Int, Int64?).self) {
+                held.insert(shard)
+                if let until { watchedUntil[shard] = until }
+            }
         }
-        return held
+        return ShardLeases(held: held, watchedUntil: watchedUntil)
     }
 
     /// Gives every lease of `instance` back at once (graceful shutdown), so another instance
     /// takes its shards on its next heartbeat instead of after the lease expiry.
     public func release(instance: String) async throws {
-        try await database.query("UPDATE watch_shards SET owner = NULL, expires_at = '-infinity' WHERE owner = \(instance)", logger: logger)
+        try await database.query("UPDATE watch_shards SET owner = NULL, expires_at = now() WHERE owner = \(instance)", logger: logger)
         try await database.query("DELETE FROM watch_instances WHERE instance_id = \(instance)", logger: logger)
         try await database.query("DELETE FROM watch_relay_states WHERE instance_id = \(instance)", logger: logger)
     }

@@ -11,7 +11,9 @@ public import ServiceLifecycle
 ///
 /// - Shards: a heartbeat every second renews this instance's leases and takes free or expired
 ///   shards up to its fair share (`WatchStore.heartbeat`); the pubkeys of gained shards are
-///   subscribed, those of lost shards dropped.
+///   subscribed, those of lost shards dropped. For a gained shard's pubkeys that were live under
+///   its previous owner, the REQ reaches back from when that owner stopped watching
+///   (`WatchStore.ShardLeases.watchedUntil`) until their first EOSE here.
 /// - Changes: a trigger on `devices` notifies `linkstr_watch` with the pubkey concerned; the
 ///   watcher re-reads just that pubkey and re-issues the one chunk that changed (`WatchChunks`).
 ///   A full re-read every minute catches anything a dropped LISTEN connection missed.
@@ -24,7 +26,7 @@ public import ServiceLifecycle
 ///   group (`{"kinds":[10050],"authors":[…]}`), so a new list moves the watch within seconds.
 /// - Subscriptions: one REQ per chunk per relay, `{"kinds":[1059],"#p":[…],"since":now−2d}` (the
 ///   `since` recomputed whenever the REQ is re-sent, reaching back over a lost connection's
-///   downtime: `SubscriptionRequestContext`). A changed chunk gets a new subscription id,
+///   downtime: `SubscriptionRequestContext`; never past what `seen_wraps` remembers: `since`). A changed chunk gets a new subscription id,
 ///   so an EOSE of the old REQ can never be mistaken for the new one's.
 /// - History: events before a subscription's first EOSE are recorded as seen and never pushed,
 ///   except for pubkeys that were already live on that relay (a re-issued chunk), whose unseen
@@ -93,6 +95,13 @@ public actor RelayWatcher: Service {
     private var recordedStates: [String: RelayWatchPlan.RelayState]?
     /// Per relay: pubkeys whose subscription has reached EOSE there.
     private var livePubkeys: [String: Set<String>] = [:]
+    /// Per relay: pubkeys that were live there under the previous owner of their shard, until
+    /// their first EOSE here, with the moment that owner stopped watching (Unix seconds). Their
+    /// REQ reaches back a window from that moment, not from now: a wrap published while the shard
+    /// had no watcher may be dated up to the window before it.
+    private var takeoverFloors: [String: [String: Int64]] = [:]
+    /// `WatchStore.ShardLeases.watchedUntil` of the shards taken and not yet read in full.
+    private var takenShardsWatchedUntil: [Int: Int64] = [:]
     /// When each relay last sent a wrap that went on, to the second. Written by consumers (at
     /// most once a second each), so behind a lock rather than the actor.
     private let lastEventAt = Locked<[String: Date]>([:])
@@ -240,6 +249,7 @@ public actor RelayWatcher: Service {
         connections[url] = nil
         connectionStates[url] = nil
         livePubkeys[url] = nil
+        takeoverFloors[url] = nil
         relayRefusals[url] = nil
         lastEventAt.withLock { $0[url] = nil }
         connectionTasks.removeValue(forKey: url)?.cancel()
@@ -337,7 +347,12 @@ public actor RelayWatcher: Service {
     }
 
     private func heartbeat() async throws {
-        let held = try await store.heartbeat(instance: instanceID)
+        let leases = try await store.heartbeat(instance: instanceID)
+        let held = leases.held
+        // Kept until the shard's pubkeys are read in full: a read that fails is retried by the
+        // next heartbeat, which sees the shard as held already.
+        takenShardsWatchedUntil.merge(leases.watchedUntil, uniquingKeysWith: min)
+        takenShardsWatchedUntil = takenShardsWatchedUntil.filter { held.contains($0.key) }
         let gained = held.subtracting(heldShards)
         let lost = heldShards.subtracting(held)
         guard !gained.isEmpty || !lost.isEmpty else { return }
@@ -352,7 +367,9 @@ public actor RelayWatcher: Service {
             // The page's own strings are kept, which the chunks share, not the query's copies.
             for url in settings.relays {
                 let live = try await store.livePubkeys(Array(page.keys), relay: url)
-                livePubkeys[url, default: []].formUnion(page.keys.filter(live.contains))
+                let wereLive = page.keys.filter(live.contains)
+                livePubkeys[url, default: []].formUnion(wereLive)
+                noteTakeover(wereLive, on: url)
             }
             added += page.count
             await applyUsers(watched: page, unwatched: [], replanning: false)
@@ -360,12 +377,23 @@ public actor RelayWatcher: Service {
         heldShards = held
         metrics.watchState(pubkeys: watched.count, shards: heldShards.count)
         if planStale { await replan() }
+        for shard in gained { takenShardsWatchedUntil[shard] = nil }
         logger.info(
             "watch shards changed",
             metadata: [
                 "watch.gained": "\(gained.count)", "watch.lost": "\(lost.count)", "watch.held": "\(held.count)",
                 "watch.pubkeys_read": "\(added)",
             ])
+    }
+
+    /// `pubkeys` were live on `url` under their shard's previous owner: until their first EOSE
+    /// there, their chunk's REQ reaches back from when that owner stopped.
+    private func noteTakeover(_ pubkeys: some Sequence<String>, on url: String) {
+        guard !takenShardsWatchedUntil.isEmpty else { return }
+        for pubkey in pubkeys {
+            guard let until = takenShardsWatchedUntil[WatchShard.of(pubkey: pubkey, shards: settings.shards)] else { continue }
+            takeoverFloors[url, default: [:]][pubkey] = until
+        }
     }
 
     /// Re-reads every held shard and brings the watched set in line: what a lost notification
@@ -445,6 +473,7 @@ public actor RelayWatcher: Service {
         for pubkey in unwatched {
             if ownRelays.removeValue(forKey: pubkey) != nil { planStale = true }
             inboxStamps[pubkey] = nil
+            for url in Array(takeoverFloors.keys) { takeoverFloors[url]?[pubkey] = nil }
         }
         let current = watched
         await apply(.defaults, inserted: users.keys.filter { !current.contains($0) }, removed: unwatched.filter(current.contains))
@@ -477,13 +506,16 @@ public actor RelayWatcher: Service {
                 // As for a gained shard: pubkeys already served live there before.
                 do {
                     let live = try await store.livePubkeys(Array(inserted), relay: url)
-                    livePubkeys[url, default: []].formUnion(inserted.filter(live.contains))
+                    let wereLive = inserted.filter(live.contains)
+                    livePubkeys[url, default: []].formUnion(wereLive)
+                    noteTakeover(wereLive, on: url)
                 } catch {
                     logger.notice("could not read live pubkeys; their unseen wraps count as history", metadata: Self.errorMetadata(error))
                 }
             }
             await apply(.inbox(url), inserted: inserted, removed: removed)
             forgetLive(removed, on: url)
+            for pubkey in removed { takeoverFloors[url]?[pubkey] = nil }
         }
         if before.keys.sorted() != next.extraRelays.keys.sorted() {
             logger.info(
@@ -502,6 +534,7 @@ public actor RelayWatcher: Service {
         if isConfigured(url) {
             for id in group.subscriptionIDs { await connections[url]?.unsubscribe(id: id) }
             livePubkeys[url] = nil
+            takeoverFloors[url] = nil
             relayRefusals[url] = nil
         } else {
             closeConnection(url)
@@ -645,13 +678,17 @@ public actor RelayWatcher: Service {
             guard let connection = connections[url] else { continue }
             if let previous { await connection.unsubscribe(id: previous) }
             guard !pubkeys.isEmpty else { continue }
-            let window = WatchSettings.windowSeconds
             let withLists = asksForLists && settings.indexerRelays.contains(url)
-            // A REQ re-sent after a lost connection reaches back over the time it was down, so
+            let watchedUntil = takeoverFloors[url].flatMap { floors in pubkeys.lazy.compactMap { floors[$0] }.min() }
+            // A REQ re-sent after a lost connection reaches back over the time it was down, and
+            // one for pubkeys taken over from another instance over the time nobody watched, so
             // wraps published meanwhile but dated back past `now − window` are not skipped.
             let stream = await connection.subscribe(id: id) { (context: SubscriptionRequestContext) in
-                [Filter(kinds: [EventKind.giftWrap], tags: ["p": pubkeys], since: context.since(window: window, now: UnixTime.now()))]
-                    + (withLists ? [listsFilter()] : [])
+                [
+                    Filter(
+                        kinds: [EventKind.giftWrap], tags: ["p": pubkeys],
+                        since: Self.since(context, watchedUntil: watchedUntil, now: UnixTime.now()))
+                ] + (withLists ? [listsFilter()] : [])
             }
             let live = livePubkeys[url, default: []]
             let alreadyLive = SortedPubkeys(sorted: pubkeys.filter(live.contains))
@@ -674,6 +711,17 @@ public actor RelayWatcher: Service {
                 pubkeys: SortedPubkeys(sorted: pubkeys), alreadyLive: SortedPubkeys(sorted: []))
             consumers[key] = Task { await self.consumeLists(stream, context) }
         }
+    }
+
+    /// A gift-wrap REQ's `since`: the window before now, or before the moment from which wraps
+    /// may have been missed (a lost connection's, `SubscriptionRequestContext`; or when the
+    /// previous owner of a shard taken over stopped, less a minute for clocks that disagree). Never
+    /// further back than seen wraps are kept, less an hour: a wrap seen and pushed before its row
+    /// was pruned would come back as unseen, and be pushed again.
+    package static func since(_ context: SubscriptionRequestContext, watchedUntil: Int64?, now: Int64) -> Int64 {
+        let window = WatchSettings.windowSeconds
+        let reach = min(context.since(window: window, now: now), (watchedUntil.map { $0 - 60 } ?? now) - window)
+        return max(reach, now - WatchSettings.seenRetentionSeconds + 3_600)
     }
 
     struct ConsumerContext: Sendable {
@@ -828,6 +876,11 @@ public actor RelayWatcher: Service {
         relayRefusals[context.relay] = nil
         let live = context.pubkeys.filter(group.chunks.contains)
         livePubkeys[context.relay, default: []].formUnion(live)
+        // Caught up here: a REQ re-sent later reaches back from its own loss, not the takeover.
+        if var floors = takeoverFloors[context.relay] {
+            for pubkey in live { floors[pubkey] = nil }
+            takeoverFloors[context.relay] = floors.isEmpty ? nil : floors
+        }
         if !live.isEmpty { liveWrites.add(.mark(relay: context.relay, pubkeys: Array(live))) }
     }
 

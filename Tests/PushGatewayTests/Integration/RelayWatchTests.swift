@@ -31,6 +31,18 @@ import Testing
         return try GiftWrap.make(rumor, author: sender, recipient: recipient.publicKey)
     }
 
+    /// A gift wrap made before the REQ that must find it, backdated by at most a day.
+    ///
+    /// A wrap's `created_at` may lie up to two days back, and a REQ asks for `since` two days
+    /// before it is sent: a wrap made at T and fully backdated falls outside a REQ sent at T + s
+    /// with odds s / 172,800. Half the jitter keeps such a wrap inside every window these tests open.
+    static func storedWrap(to recipient: Keys, from sender: Keys = Keys.generate(), _ text: String = "hello") throws -> NostrEvent {
+        let rumor = UnsignedEvent(pubkey: sender.publicKey, kind: 14, tags: [["p", recipient.publicKey.hex]], content: text)
+        let seal = try GiftWrap.seal(rumor, author: sender, recipient: recipient.publicKey)
+        return try GiftWrap.wrap(
+            seal: seal, recipient: recipient.publicKey, createdAt: UnixTime.now() - Int64.random(in: 0...GiftWrap.timestampJitter / 2))
+    }
+
     /// Publishes through a fresh client connection and waits for the relay's OK.
     static func publish(_ events: [NostrEvent], to relay: RelayFixture) async throws {
         var configuration = RelayConfiguration()
@@ -84,7 +96,7 @@ import Testing
         try await relay.start()
         let bob = Keys.generate(), carol = Keys.generate(), stranger = Keys.generate()
         // On the relay before anyone watched: history.
-        let old = try Self.wrap(to: bob, "before")
+        let old = try Self.storedWrap(to: bob, "before")
         try await Self.publish([old], to: relay)
         try await SandboxFixture.with { sandbox in
             try await GatewayHarness.run(deliver: true, apns: sandbox.apns, watch: Self.settings([relay])) { gateway in
@@ -529,6 +541,59 @@ import Testing
         }
     }
 
+    /// An instance that takes a shard over asks for the wraps dated a window before the moment
+    /// the shard's previous owner stopped, not a window before its own start: a wrap published
+    /// while nobody watched, dated back the most NIP-59 allows, is pushed. Ten minutes without a
+    /// watcher are set in the database (the stopped owner's release moved back), not waited for.
+    @Test func aShardTakenOverReachesBackFromWhenItsOwnerStopped() async throws {
+        let relay = try RelayFixture()
+        try await relay.start()
+        let bob = Keys.generate()
+        try await SandboxFixture.with { sandbox in
+            try await TestDatabase.with { url, database in
+                try await GatewayHarness.run(url: url, database: database, watch: Self.settings([relay])) { gateway in
+                    try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xBA))
+                    #expect(try await Self.waitLive(gateway, pubkeys: 1))
+                    #expect(
+                        try await GatewayHarness.eventually {
+                            try await gateway.count("SELECT count(*)::int FROM watch_live WHERE pubkey = '\(bob.publicKey.hex)'") == 1
+                        }, "bob recorded live for whoever watches next")
+                }
+                // The graceful stop gave every shard back, dated.
+                #expect(
+                    try await TestDatabase.count(
+                        database, "SELECT count(*)::int FROM watch_shards WHERE owner IS NULL AND expires_at > now() - interval '1 minute'")
+                        == 8)
+                try await database.query(
+                    "UPDATE watch_shards SET expires_at = expires_at - interval '10 minutes'", logger: TestDatabase.logger)
+                let window = WatchSettings.windowSeconds
+                // Made in the gap: dated back further than `now − window`, within the window of
+                // the moment the owner stopped. And one dated before that window, which no wrap
+                // made in the gap can be: the reach is what it says, not unbounded.
+                func dated(_ createdAt: Int64, _ text: String) throws -> NostrEvent {
+                    let rumor = UnsignedEvent(pubkey: bob.publicKey, kind: 14, tags: [["p", bob.publicKey.hex]], content: text)
+                    let seal = try GiftWrap.seal(rumor, author: bob, recipient: bob.publicKey)
+                    return try GiftWrap.wrap(seal: seal, recipient: bob.publicKey, createdAt: createdAt)
+                }
+                let inGap = try dated(UnixTime.now() - window - 300, "in the gap")
+                let beforeReach = try dated(UnixTime.now() - window - 3_600, "before the reach")
+                try await Self.publish([inGap, beforeReach], to: relay)
+                try await GatewayHarness.run(url: url, database: database, deliver: true, apns: sandbox.apns, watch: Self.settings([relay]))
+                { gateway in
+                    #expect(try await Self.waitLive(gateway, pubkeys: 1))
+                    #expect(try await GatewayHarness.eventually { Self.giftWrapDeliveries(sandbox).count == 1 }, "the gap's wrap pushed")
+                    let record = try #require(Self.giftWrapDeliveries(sandbox).first)
+                    #expect(try JSONValue(parsing: record.payload)["wrap_id"] == .string(inGap.id.hex))
+                    try await Task.sleep(for: .milliseconds(500))
+                    #expect(Self.giftWrapDeliveries(sandbox).count == 1)
+                    #expect(
+                        try await gateway.count("SELECT count(*)::int FROM seen_wraps WHERE wrap_id = '\(beforeReach.id.hex)'") == 0,
+                        "never asked for")
+                }
+            }
+        }
+    }
+
     /// The same new wrap reaches a relay whose subscription for the recipient is fresh (it comes
     /// back as stored history) before another relay, where the recipient is already live,
     /// forwards it in real time: it is pushed once, not lost as "history".
@@ -537,7 +602,7 @@ import Testing
         try await fast.start()
         try await slow.start()
         let bob = Keys.generate()
-        let wrap = try Self.wrap(to: bob, "new")
+        let wrap = try Self.storedWrap(to: bob, "new")
         // Already stored on the slower relay when the gateway's REQ for bob first reaches it.
         try await Self.publish([wrap], to: slow)
         try await SandboxFixture.with { sandbox in

@@ -1,0 +1,64 @@
+import Foundation
+import PostgresNIO
+import PushGateway
+import Testing
+
+/// Shard leases in a real PostgreSQL (`WatchStore.heartbeat`): what an instance that takes a
+/// shard learns of when its previous owner stopped watching it.
+struct ShardLeaseTests {
+    static let settings = WatchSettings(relays: [], chunkSize: 500, coalesceSeconds: 0, shards: 8, leaseSeconds: 30)
+
+    static func databaseNow(_ database: PostgresClient) async throws -> Int64 {
+        Int64(try await TestDatabase.count(database, "SELECT floor(extract(epoch FROM now()))::int"))
+    }
+
+    @Test func aTakerLearnsWhenThePreviousOwnerStopped() async throws {
+        try await TestDatabase.with { _, database in
+            let store = WatchStore(client: database, settings: Self.settings, logger: TestDatabase.logger)
+            try await store.prepareShards()
+            let first = try await store.heartbeat(instance: "a")
+            #expect(first.held == Set(0..<8))
+            #expect(first.watchedUntil.isEmpty, "nobody held them before")
+            #expect(try await store.heartbeat(instance: "a") == WatchStore.ShardLeases(held: Set(0..<8)), "a renewal takes nothing")
+
+            // A graceful stop gives the shards back with the moment it did.
+            try await store.release(instance: "a")
+            let released = try await Self.databaseNow(database)
+            let second = try await store.heartbeat(instance: "b")
+            #expect(second.held == Set(0..<8))
+            #expect(Set(second.watchedUntil.keys) == Set(0..<8))
+            #expect(second.watchedUntil.values.allSatisfy { abs($0 - released) <= 2 }, "\(second.watchedUntil) against \(released)")
+
+            // b dies: its leases lapse. Its last renewal is when it was last known to watch.
+            try await database.query(
+                "UPDATE watch_shards SET expires_at = now() - interval '5 seconds' WHERE owner = 'b'", logger: TestDatabase.logger)
+            let lapsed = try await Self.databaseNow(database)
+            let third = try await store.heartbeat(instance: "c")
+            // b's heartbeat row is still fresh: c takes its fair half.
+            #expect(third.held.count == 4)
+            #expect(Set(third.watchedUntil.keys) == third.held)
+            #expect(
+                third.watchedUntil.values.allSatisfy { abs($0 - (lapsed - 35)) <= 2 }, "\(third.watchedUntil) against \(lapsed - 35)")
+        }
+    }
+
+    /// A shard given back above an instance's fair share is dated too: the instance that takes
+    /// it reaches back from there.
+    @Test func aShardGivenBackToANewcomerIsDated() async throws {
+        try await TestDatabase.with { _, database in
+            let store = WatchStore(client: database, settings: Self.settings, logger: TestDatabase.logger)
+            try await store.prepareShards()
+            #expect(try await store.heartbeat(instance: "a").held.count == 8)
+            // b is alive: a's next heartbeat gives half back.
+            #expect(try await store.heartbeat(instance: "b").held.isEmpty, "nothing free yet")
+            #expect(try await store.heartbeat(instance: "a").held.count == 4)
+            let givenBack = try await Self.databaseNow(database)
+            let taken = try await store.heartbeat(instance: "b")
+            #expect(taken.held.count == 4)
+            #expect(Set(taken.watchedUntil.keys) == taken.held)
+            #expect(taken.watchedUntil.values.allSatisfy { abs($0 - givenBack) <= 2 })
+            #expect(
+                try await TestDatabase.count(database, "SELECT count(DISTINCT owner)::int FROM watch_shards WHERE expires_at > now()") == 2)
+        }
+    }
+}
