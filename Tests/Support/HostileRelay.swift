@@ -78,6 +78,8 @@ public final class HostileRelay: Sendable {
         public var closed: ContinuousClock.Instant?
         /// REQs received.
         public var requests = 0
+        /// The `since` of each gift-wrap filter the REQs carried, in order (nil: none asked).
+        public var giftWrapSinces: [Int64?] = []
         /// Flood messages written.
         public var flooded = 0
         /// Published events dropped because the socket was unwritable (`SlowReader.dropEvents`).
@@ -191,6 +193,14 @@ public final class HostileRelay: Sendable {
             try? await handler.eventLoop.submit { handler.value.close() }.get()
         }
         try? await group.shutdownGracefully()
+    }
+
+    /// Closes every open connection and keeps listening, as a relay that restarts.
+    public func dropConnections() async {
+        let handlers = state.withLock { Array($0.handlers.values) }
+        for handler in handlers {
+            try? await handler.eventLoop.submit { handler.value.close() }.get()
+        }
     }
 
     /// Stores `event` and sends it to every subscription it matches.
@@ -331,7 +341,10 @@ public final class HostileRelay: Sendable {
             case .req(let id, let filters):
                 let first = !requested
                 requested = true
-                relay.update(number) { $0.requests += 1 }
+                relay.update(number) { record in
+                    record.requests += 1
+                    record.giftWrapSinces += filters.filter { $0.kinds?.contains(EventKind.giftWrap) == true }.map(\.since)
+                }
                 if let text = relay.closesGiftWrapRequests, filters.contains(where: { $0.kinds?.contains(EventKind.giftWrap) == true }) {
                     send(#"["CLOSED",\#(quoted(id)),\#(quoted(text))]"#)
                     context.flush()

@@ -51,9 +51,11 @@ public struct WatchStore: Sendable {
     /// took stopped watching it.
     public struct ShardLeases: Sendable, Equatable {
         public var held: Set<Int>
-        /// For a shard taken in this heartbeat, Unix seconds: the previous owner's last renewal (a
-        /// lease that expired: the owner died at that moment or after it) or the moment it gave
-        /// the shard back. Absent for a shard nobody held before.
+        /// For a shard taken in this heartbeat, Unix seconds: from when wraps to its pubkeys may
+        /// have gone unseen. The previous owner's last renewal (a lease that expired: the owner
+        /// died at that moment or after it) or the moment it gave the shard back; earlier when
+        /// that owner had itself taken the shard and not caught up (`resume_from`, migration
+        /// 0026). Absent for a shard nobody held before.
         public var watchedUntil: [Int: Int64]
 
         public init(held: Set<Int>, watchedUntil: [Int: Int64] = [:]) {
@@ -68,8 +70,9 @@ public struct WatchStore: Sendable {
     ///
     /// A shard given back keeps the moment in `expires_at` (past, so it is free at once): the
     /// instance that takes it reaches back from there, not from its own start, for the wraps
-    /// published while nobody watched (`RelayWatcher`).
-    public func heartbeat(instance: String) async throws -> ShardLeases {
+    /// published while nobody watched (`RelayWatcher`). `catchingUp`: the held shards whose
+    /// taken-over pubkeys have not all caught up; the others' `resume_from` is cleared.
+    public func heartbeat(instance: String, catchingUp: Set<Int> = []) async throws -> ShardLeases {
         let lease = Double(settings.leaseSeconds)
         try await database.query(
             """
@@ -86,7 +89,9 @@ public struct WatchStore: Sendable {
         var watchedUntil: [Int: Int64] = [:]
         for shard in try await database.query(
             """
-            UPDATE watch_shards SET expires_at = now() + make_interval(secs => \(lease)) WHERE owner = \(instance) RETURNING shard
+            UPDATE watch_shards SET expires_at = now() + make_interval(secs => \(lease)),
+                                    resume_from = CASE WHEN shard = ANY(\(Array(catchingUp))) THEN resume_from END
+            WHERE owner = \(instance) RETURNING shard
             """, logger: logger
         ).decode(Int.self) { held.insert(shard) }
         let fairShare = (settings.shards + live - 1) / live
@@ -100,19 +105,23 @@ public struct WatchStore: Sendable {
         } else if held.count < fairShare {
             let wanted = fairShare - held.count
             // The previous row, read in the statement that takes it: `expires_at` less a lease
-            // is a dead owner's last renewal; a shard given back holds the moment it was.
+            // is a dead owner's last renewal; a shard given back holds the moment it was. The
+            // earlier of that and an inherited `resume_from` stays in the row until this instance
+            // has caught up.
             for (shard, until) in try await database.query(
                 """
                 WITH taken AS (
-                    SELECT shard, owner, expires_at FROM watch_shards
+                    SELECT shard, resume_from,
+                           CASE WHEN NOT isfinite(expires_at) THEN NULL
+                                WHEN owner IS NULL THEN expires_at
+                                ELSE expires_at - make_interval(secs => \(lease)) END AS stopped_at
+                    FROM watch_shards
                     WHERE (owner IS NULL OR expires_at < now()) AND shard < \(settings.shards)
                     ORDER BY shard LIMIT \(wanted) FOR UPDATE SKIP LOCKED)
-                UPDATE watch_shards s SET owner = \(instance), expires_at = now() + make_interval(secs => \(lease))
+                UPDATE watch_shards s SET owner = \(instance), expires_at = now() + make_interval(secs => \(lease)),
+                                          resume_from = least(taken.stopped_at, taken.resume_from)
                 FROM taken WHERE s.shard = taken.shard
-                RETURNING s.shard,
-                    CASE WHEN NOT isfinite(taken.expires_at) THEN NULL
-                         WHEN taken.owner IS NULL THEN floor(extract(epoch FROM taken.expires_at))::bigint
-                         ELSE floor(extract(epoch FROM taken.expires_at - make_interval(secs => \(lease))))::bigint END
+                RETURNING s.shard, floor(extract(epoch FROM s.resume_from))::bigint
                 """, logger: logger
             ).decode((Int, Int64?).self) {
                 held.insert(shard)
@@ -123,9 +132,15 @@ public struct WatchStore: Sendable {
     }
 
     /// Gives every lease of `instance` back at once (graceful shutdown), so another instance
-    /// takes its shards on its next heartbeat instead of after the lease expiry.
+    /// takes its shards on its next heartbeat instead of after the lease expiry. Dated by the
+    /// last renewal, not now: it runs once the watcher has stopped reading, which can be a while
+    /// after that renewal (its queues drained first).
     public func release(instance: String) async throws {
-        try await database.query("UPDATE watch_shards SET owner = NULL, expires_at = now() WHERE owner = \(instance)", logger: logger)
+        try await database.query(
+            """
+            UPDATE watch_shards SET owner = NULL, expires_at = least(now(), expires_at - make_interval(secs => \(Double(settings.leaseSeconds))))
+            WHERE owner = \(instance)
+            """, logger: logger)
         try await database.query("DELETE FROM watch_instances WHERE instance_id = \(instance)", logger: logger)
         try await database.query("DELETE FROM watch_relay_states WHERE instance_id = \(instance)", logger: logger)
     }

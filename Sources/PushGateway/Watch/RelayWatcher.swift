@@ -347,7 +347,7 @@ public actor RelayWatcher: Service {
     }
 
     private func heartbeat() async throws {
-        let leases = try await store.heartbeat(instance: instanceID)
+        let leases = try await store.heartbeat(instance: instanceID, catchingUp: catchingUpShards())
         let held = leases.held
         // Kept until the shard's pubkeys are read in full: a read that fails is retried by the
         // next heartbeat, which sees the shard as held already.
@@ -369,7 +369,8 @@ public actor RelayWatcher: Service {
                 let live = try await store.livePubkeys(Array(page.keys), relay: url)
                 let wereLive = page.keys.filter(live.contains)
                 livePubkeys[url, default: []].formUnion(wereLive)
-                noteTakeover(wereLive, on: url)
+                // Not those a failed read of this shard already subscribed: they may be live here now.
+                noteTakeover(wereLive.filter { !watched.contains($0) }, on: url)
             }
             added += page.count
             await applyUsers(watched: page, unwatched: [], replanning: false)
@@ -394,6 +395,19 @@ public actor RelayWatcher: Service {
             guard let until = takenShardsWatchedUntil[WatchShard.of(pubkey: pubkey, shards: settings.shards)] else { continue }
             takeoverFloors[url, default: [:]][pubkey] = until
         }
+    }
+
+    /// The held shards with pubkeys taken over and not caught up on some relay, or not read in
+    /// full yet: their `resume_from` stays for whoever takes them next.
+    private func catchingUpShards() -> Set<Int> {
+        var shards = Set(takenShardsWatchedUntil.keys)
+        for floors in takeoverFloors.values {
+            for pubkey in floors.keys {
+                shards.insert(WatchShard.of(pubkey: pubkey, shards: settings.shards))
+                if shards.count >= heldShards.count { return shards }
+            }
+        }
+        return shards
     }
 
     /// Re-reads every held shard and brings the watched set in line: what a lost notification
@@ -679,7 +693,9 @@ public actor RelayWatcher: Service {
             if let previous { await connection.unsubscribe(id: previous) }
             guard !pubkeys.isEmpty else { continue }
             let withLists = asksForLists && settings.indexerRelays.contains(url)
-            let watchedUntil = takeoverFloors[url].flatMap { floors in pubkeys.lazy.compactMap { floors[$0] }.min() }
+            // Boxed: cleared at the subscription's first EOSE, so a REQ re-sent after a later loss
+            // reaches back from that loss, not the takeover.
+            let watchedUntil = Locked(takeoverFloors[url].flatMap { floors in pubkeys.lazy.compactMap { floors[$0] }.min() })
             // A REQ re-sent after a lost connection reaches back over the time it was down, and
             // one for pubkeys taken over from another instance over the time nobody watched, so
             // wraps published meanwhile but dated back past `now − window` are not skipped.
@@ -687,7 +703,7 @@ public actor RelayWatcher: Service {
                 [
                     Filter(
                         kinds: [EventKind.giftWrap], tags: ["p": pubkeys],
-                        since: Self.since(context, watchedUntil: watchedUntil, now: UnixTime.now()))
+                        since: Self.since(context, watchedUntil: watchedUntil.withLock { $0 }, now: UnixTime.now()))
                 ] + (withLists ? [listsFilter()] : [])
             }
             let live = livePubkeys[url, default: []]
@@ -695,7 +711,8 @@ public actor RelayWatcher: Service {
             let key = "\(url) \(id)"
             let context = ConsumerContext(
                 scope: scope, chunk: chunk, generation: generation, relay: url, connection: connection, subscriptionID: id,
-                pubkeys: SortedPubkeys(sorted: pubkeys), alreadyLive: alreadyLive, carriesLists: withLists)
+                pubkeys: SortedPubkeys(sorted: pubkeys), alreadyLive: alreadyLive, carriesLists: withLists,
+                takeoverFloor: watchedUntil)
             consumers[key] = Task { await self.consume(stream, context) }
         }
         guard scope == .defaults else { return }
@@ -735,6 +752,8 @@ public actor RelayWatcher: Service {
         let alreadyLive: SortedPubkeys
         /// The REQ also asks for the pubkeys' kind 10050 lists.
         var carriesLists = false
+        /// What the REQ's `since` reaches back from for pubkeys taken over, until its first EOSE.
+        var takeoverFloor: Locked<Int64?>?
     }
 
     /// Reads one subscription until it is closed. Verification runs here, off the actor. Waiting
@@ -795,6 +814,7 @@ public actor RelayWatcher: Service {
             case .endOfStoredEvents:
                 if !reachedEOSE {
                     reachedEOSE = true
+                    context.takeoverFloor?.withLock { $0 = nil }
                     await markLive(context)
                 }
             case .closed(let text):

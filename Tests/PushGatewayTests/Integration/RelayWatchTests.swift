@@ -594,6 +594,57 @@ import Testing
         }
     }
 
+    /// The REQs themselves, as the relay got them: the instance that takes a shard over asks for
+    /// the window before the moment the previous owner stopped, less a minute, and once that REQ
+    /// has caught up, a connection lost later resumes from the loss, no longer from the takeover.
+    @Test func aTakeoverReachesBackOnlyUntilItsREQCatchesUp() async throws {
+        let relay = try HostileRelay()
+        try await relay.start()
+        let bob = Keys.generate()
+        let settings = WatchSettings(relays: [relay.url], chunkSize: 500, coalesceSeconds: 0, shards: 8, leaseSeconds: 30)
+        let window = WatchSettings.windowSeconds
+        try await TestDatabase.with { url, database in
+            try await GatewayHarness.run(url: url, database: database, watch: settings) { gateway in
+                try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xBB))
+                #expect(try await Self.waitLive(gateway, pubkeys: 1))
+                #expect(
+                    try await GatewayHarness.eventually {
+                        try await gateway.count("SELECT count(*)::int FROM watch_live WHERE pubkey = '\(bob.publicKey.hex)'") == 1
+                    })
+            }
+            // As if the shards had been without a watcher for ten minutes.
+            try await database.query(
+                "UPDATE watch_shards SET expires_at = expires_at - interval '10 minutes'", logger: TestDatabase.logger)
+            let shard = WatchShard.of(pubkey: bob.publicKey.hex, shards: 8)
+            let stopped = Int64(
+                try await TestDatabase.count(
+                    database, "SELECT floor(extract(epoch FROM expires_at))::int FROM watch_shards WHERE shard = \(shard)"))
+            let firstRun = relay.records.count
+            try await GatewayHarness.run(url: url, database: database, watch: settings) { (gateway: GatewayHarness) async throws in
+                #expect(try await Self.waitLive(gateway, pubkeys: 1))
+                let taken = relay.records.dropFirst(firstRun).flatMap(\.giftWrapSinces)
+                #expect(!taken.isEmpty && taken.allSatisfy { $0 == stopped - 60 - window }, "\(taken), stopped at \(stopped)")
+                // Caught up: the shard's moment is cleared with the next heartbeat.
+                #expect(
+                    try await GatewayHarness.eventually {
+                        try await gateway.count("SELECT count(*)::int FROM watch_shards WHERE resume_from IS NOT NULL") == 0
+                    }, "nothing left to catch up")
+
+                let beforeLoss = UnixTime.now()
+                let secondRun = relay.records.count
+                await relay.dropConnections()
+                #expect(
+                    try await GatewayHarness.eventually { relay.records.dropFirst(secondRun).contains { $0.requests > 0 } },
+                    "the watcher came back and asked again")
+                let resumed = relay.records.dropFirst(secondRun).flatMap(\.giftWrapSinces)
+                #expect(
+                    !resumed.isEmpty && resumed.allSatisfy { since in since.map { $0 >= beforeLoss - 120 - window } ?? false },
+                    "from the loss, not the takeover: \(resumed), lost after \(beforeLoss)")
+            }
+        }
+        await relay.stop()
+    }
+
     /// The same new wrap reaches a relay whose subscription for the recipient is fresh (it comes
     /// back as stored history) before another relay, where the recipient is already live,
     /// forwards it in real time: it is pushed once, not lost as "history".

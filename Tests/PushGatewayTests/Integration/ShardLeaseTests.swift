@@ -61,4 +61,37 @@ struct ShardLeaseTests {
                 try await TestDatabase.count(database, "SELECT count(DISTINCT owner)::int FROM watch_shards WHERE expires_at > now()") == 2)
         }
     }
+
+    /// An owner that took a shard and stopped before catching up passes on its predecessor's
+    /// moment, not its own: the next taker reaches back over both gaps. One that caught up
+    /// (its heartbeat said so) passes on its own stop.
+    @Test func aTakerThatDidNotCatchUpPassesTheEarlierMomentOn() async throws {
+        try await TestDatabase.with { _, database in
+            let store = WatchStore(client: database, settings: Self.settings, logger: TestDatabase.logger)
+            try await store.prepareShards()
+            _ = try await store.heartbeat(instance: "a")
+            try await store.release(instance: "a")
+            // As if a had stopped ten minutes ago.
+            try await database.query(
+                "UPDATE watch_shards SET expires_at = expires_at - interval '10 minutes'", logger: TestDatabase.logger)
+            let first = Int64(
+                try await TestDatabase.count(database, "SELECT floor(extract(epoch FROM min(expires_at)))::int FROM watch_shards"))
+            let byB = try await store.heartbeat(instance: "b")
+            #expect(byB.watchedUntil.values.allSatisfy { abs($0 - first) <= 1 })
+            // b caught up on the even shards only, then died.
+            _ = try await store.heartbeat(instance: "b", catchingUp: [1, 3, 5, 7])
+            #expect(
+                try await TestDatabase.count(database, "SELECT count(*)::int FROM watch_shards WHERE resume_from IS NOT NULL") == 4,
+                "cleared where caught up")
+            try await database.query(
+                "UPDATE watch_shards SET expires_at = now() - interval '5 seconds' WHERE owner = 'b'", logger: TestDatabase.logger)
+            let lapsed = try await Self.databaseNow(database)
+            let byC = try await store.heartbeat(instance: "c")
+            #expect(byC.held == [0, 1, 2, 3], "c's half, lowest first")
+            for shard in [1, 3] { #expect(byC.watchedUntil[shard].map { abs($0 - first) <= 1 } == true, "inherited: \(byC.watchedUntil)") }
+            for shard in [0, 2] {
+                #expect(byC.watchedUntil[shard].map { abs($0 - (lapsed - 35)) <= 2 } == true, "b's own stop: \(byC.watchedUntil)")
+            }
+        }
+    }
 }
