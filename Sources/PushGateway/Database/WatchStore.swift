@@ -51,8 +51,8 @@ public struct WatchStore: Sendable {
     /// took stopped watching it.
     public struct ShardLeases: Sendable, Equatable {
         public var held: Set<Int>
-        /// For a shard taken in this heartbeat, Unix seconds: from when wraps to its pubkeys may
-        /// have gone unseen. The previous owner's last renewal (a lease that expired: the owner
+        /// For a shard taken in this heartbeat, or held and not caught up, Unix seconds: from when
+        /// wraps to its pubkeys may have gone unseen. The previous owner's last renewal (a lease that expired: the owner
         /// died at that moment or after it) or the moment it gave the shard back; earlier when
         /// that owner had itself taken the shard and not caught up (`resume_from`, migration
         /// 0026). Absent for a shard nobody held before.
@@ -70,9 +70,11 @@ public struct WatchStore: Sendable {
     ///
     /// A shard given back keeps the moment in `expires_at` (past, so it is free at once): the
     /// instance that takes it reaches back from there, not from its own start, for the wraps
-    /// published while nobody watched (`RelayWatcher`). `catchingUp`: the held shards whose
-    /// taken-over pubkeys have not all caught up; the others' `resume_from` is cleared.
-    public func heartbeat(instance: String, catchingUp: Set<Int> = []) async throws -> ShardLeases {
+    /// published while nobody watched (`RelayWatcher`). `caughtUp`: held shards whose taken-over
+    /// pubkeys have all caught up, whose `resume_from` is cleared. Only those named: a shard this
+    /// instance holds without knowing it (a take whose answer was lost) keeps its moment, and
+    /// comes back in `watchedUntil` with the renewal.
+    public func heartbeat(instance: String, caughtUp: Set<Int> = []) async throws -> ShardLeases {
         let lease = Double(settings.leaseSeconds)
         try await database.query(
             """
@@ -87,13 +89,16 @@ public struct WatchStore: Sendable {
         ).decode(Int.self) { live = max(1, count) }
         var held = Set<Int>()
         var watchedUntil: [Int: Int64] = [:]
-        for shard in try await database.query(
+        for (shard, until) in try await database.query(
             """
             UPDATE watch_shards SET expires_at = now() + make_interval(secs => \(lease)),
-                                    resume_from = CASE WHEN shard = ANY(\(Array(catchingUp))) THEN resume_from END
-            WHERE owner = \(instance) RETURNING shard
+                                    resume_from = CASE WHEN shard = ANY(\(Array(caughtUp))) THEN NULL ELSE resume_from END
+            WHERE owner = \(instance) RETURNING shard, floor(extract(epoch FROM resume_from))::bigint
             """, logger: logger
-        ).decode(Int.self) { held.insert(shard) }
+        ).decode((Int, Int64?).self) {
+            held.insert(shard)
+            if let until { watchedUntil[shard] = until }
+        }
         let fairShare = (settings.shards + live - 1) / live
         if held.count > fairShare {
             let extra = Array(held.sorted().suffix(held.count - fairShare))
@@ -107,7 +112,8 @@ public struct WatchStore: Sendable {
             // The previous row, read in the statement that takes it: `expires_at` less a lease
             // is a dead owner's last renewal; a shard given back holds the moment it was. The
             // earlier of that and an inherited `resume_from` stays in the row until this instance
-            // has caught up.
+            // has caught up. A row without a moment (never held, or given back by a release before
+            // migration 0026) drops what it holds: a moment left by an owner before that one.
             for (shard, until) in try await database.query(
                 """
                 WITH taken AS (
@@ -119,7 +125,8 @@ public struct WatchStore: Sendable {
                     WHERE (owner IS NULL OR expires_at < now()) AND shard < \(settings.shards)
                     ORDER BY shard LIMIT \(wanted) FOR UPDATE SKIP LOCKED)
                 UPDATE watch_shards s SET owner = \(instance), expires_at = now() + make_interval(secs => \(lease)),
-                                          resume_from = least(taken.stopped_at, taken.resume_from)
+                                          resume_from = CASE WHEN taken.stopped_at IS NOT NULL
+                                                             THEN least(taken.stopped_at, taken.resume_from) END
                 FROM taken WHERE s.shard = taken.shard
                 RETURNING s.shard, floor(extract(epoch FROM s.resume_from))::bigint
                 """, logger: logger

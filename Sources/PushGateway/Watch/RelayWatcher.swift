@@ -347,11 +347,12 @@ public actor RelayWatcher: Service {
     }
 
     private func heartbeat() async throws {
-        let leases = try await store.heartbeat(instance: instanceID, catchingUp: catchingUpShards())
+        let leases = try await store.heartbeat(instance: instanceID, caughtUp: heldShards.subtracting(catchingUpShards()))
         let held = leases.held
         // Kept until the shard's pubkeys are read in full: a read that fails is retried by the
-        // next heartbeat, which sees the shard as held already.
-        takenShardsWatchedUntil.merge(leases.watchedUntil, uniquingKeysWith: min)
+        // next heartbeat, which sees the shard as held already. Only shards not read yet: the
+        // moment of one read and still catching up comes back with every renewal.
+        takenShardsWatchedUntil.merge(leases.watchedUntil.filter { !heldShards.contains($0.key) }, uniquingKeysWith: min)
         takenShardsWatchedUntil = takenShardsWatchedUntil.filter { held.contains($0.key) }
         let gained = held.subtracting(heldShards)
         let lost = heldShards.subtracting(held)
@@ -397,15 +398,12 @@ public actor RelayWatcher: Service {
         }
     }
 
-    /// The held shards with pubkeys taken over and not caught up on some relay, or not read in
-    /// full yet: their `resume_from` stays for whoever takes them next.
+    /// The shards with pubkeys taken over and not caught up on some relay, or not read in full
+    /// yet: their `resume_from` stays for whoever takes them next.
     private func catchingUpShards() -> Set<Int> {
         var shards = Set(takenShardsWatchedUntil.keys)
         for floors in takeoverFloors.values {
-            for pubkey in floors.keys {
-                shards.insert(WatchShard.of(pubkey: pubkey, shards: settings.shards))
-                if shards.count >= heldShards.count { return shards }
-            }
+            for pubkey in floors.keys { shards.insert(WatchShard.of(pubkey: pubkey, shards: settings.shards)) }
         }
         return shards
     }

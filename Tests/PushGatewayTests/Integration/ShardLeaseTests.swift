@@ -29,7 +29,9 @@ struct ShardLeaseTests {
             #expect(Set(second.watchedUntil.keys) == Set(0..<8))
             #expect(second.watchedUntil.values.allSatisfy { abs($0 - released) <= 2 }, "\(second.watchedUntil) against \(released)")
 
-            // b dies: its leases lapse. Its last renewal is when it was last known to watch.
+            // b caught up everywhere, then dies: its leases lapse. Its last renewal is when it was
+            // last known to watch.
+            #expect(try await store.heartbeat(instance: "b", caughtUp: Set(0..<8)) == WatchStore.ShardLeases(held: Set(0..<8)))
             try await database.query(
                 "UPDATE watch_shards SET expires_at = now() - interval '5 seconds' WHERE owner = 'b'", logger: TestDatabase.logger)
             let lapsed = try await Self.databaseNow(database)
@@ -39,6 +41,24 @@ struct ShardLeaseTests {
             #expect(Set(third.watchedUntil.keys) == third.held)
             #expect(
                 third.watchedUntil.values.allSatisfy { abs($0 - (lapsed - 35)) <= 2 }, "\(third.watchedUntil) against \(lapsed - 35)")
+        }
+    }
+
+    /// A graceful stop is dated by its last renewal, not by when the release ran: the watcher
+    /// stopped reading before its queues drained and the release came.
+    @Test func aReleaseIsDatedByTheLastRenewal() async throws {
+        try await TestDatabase.with { _, database in
+            let store = WatchStore(client: database, settings: Self.settings, logger: TestDatabase.logger)
+            try await store.prepareShards()
+            _ = try await store.heartbeat(instance: "a")
+            // As if a had last renewed 20 s ago (a 30 s lease).
+            try await database.query(
+                "UPDATE watch_shards SET expires_at = now() + interval '10 seconds' WHERE owner = 'a'", logger: TestDatabase.logger)
+            let renewed = try await Self.databaseNow(database) - 20
+            try await store.release(instance: "a")
+            let taken = try await store.heartbeat(instance: "b")
+            #expect(Set(taken.watchedUntil.keys) == Set(0..<8))
+            #expect(taken.watchedUntil.values.allSatisfy { abs($0 - renewed) <= 2 }, "\(taken.watchedUntil) against \(renewed)")
         }
     }
 
@@ -77,9 +97,12 @@ struct ShardLeaseTests {
             let first = Int64(
                 try await TestDatabase.count(database, "SELECT floor(extract(epoch FROM min(expires_at)))::int FROM watch_shards"))
             let byB = try await store.heartbeat(instance: "b")
+            #expect(Set(byB.watchedUntil.keys) == Set(0..<8))
             #expect(byB.watchedUntil.values.allSatisfy { abs($0 - first) <= 1 })
+            // A renewal that names nothing caught up clears nothing, and says what is held back.
+            #expect(try await store.heartbeat(instance: "b").watchedUntil == byB.watchedUntil)
             // b caught up on the even shards only, then died.
-            _ = try await store.heartbeat(instance: "b", catchingUp: [1, 3, 5, 7])
+            _ = try await store.heartbeat(instance: "b", caughtUp: [0, 2, 4, 6])
             #expect(
                 try await TestDatabase.count(database, "SELECT count(*)::int FROM watch_shards WHERE resume_from IS NOT NULL") == 4,
                 "cleared where caught up")
