@@ -189,15 +189,16 @@ public final class HostileRelay: Sendable {
             return (state.server, Array(state.handlers.values))
         }
         try? await server?.close()
-        for handler in handlers {
-            try? await handler.eventLoop.submit { handler.value.close() }.get()
-        }
+        await Self.close(handlers)
         try? await group.shutdownGracefully()
     }
 
     /// Closes every open connection and keeps listening, as a relay that restarts.
     public func dropConnections() async {
-        let handlers = state.withLock { Array($0.handlers.values) }
+        await Self.close(state.withLock { Array($0.handlers.values) })
+    }
+
+    private static func close(_ handlers: [NIOLoopBound<ConnectionHandler>]) async {
         for handler in handlers {
             try? await handler.eventLoop.submit { handler.value.close() }.get()
         }

@@ -47,15 +47,15 @@ public struct WatchStore: Sendable {
             """, logger: logger)
     }
 
-    /// The shards an instance holds after a heartbeat, and when the previous owner of each one it
-    /// took stopped watching it.
+    /// The shards an instance holds after a heartbeat, and for those it took or has not caught up
+    /// on, from when wraps to their pubkeys may have gone unseen.
     public struct ShardLeases: Sendable, Equatable {
         public var held: Set<Int>
         /// For a shard taken in this heartbeat, or held and not caught up, Unix seconds: from when
-        /// wraps to its pubkeys may have gone unseen. The previous owner's last renewal (a lease that expired: the owner
-        /// died at that moment or after it) or the moment it gave the shard back; earlier when
-        /// that owner had itself taken the shard and not caught up (`resume_from`, migration
-        /// 0026). Absent for a shard nobody held before.
+        /// wraps to its pubkeys may have gone unseen. The previous owner's last renewal (a lease
+        /// that expired: the owner died at that moment or after it) or the moment it gave the
+        /// shard back; earlier when that owner had itself taken the shard and not caught up
+        /// (`resume_from`, migration 0026). Absent for a shard nobody held before.
         public var watchedUntil: [Int: Int64]
 
         public init(held: Set<Int>, watchedUntil: [Int: Int64] = [:]) {
@@ -89,16 +89,18 @@ public struct WatchStore: Sendable {
         ).decode(Int.self) { live = max(1, count) }
         var held = Set<Int>()
         var watchedUntil: [Int: Int64] = [:]
+        // Both the renewal and the take answer (shard, resume_from in Unix seconds).
+        func hold(_ shard: Int, since until: Int64?) {
+            held.insert(shard)
+            if let until { watchedUntil[shard] = until }
+        }
         for (shard, until) in try await database.query(
             """
             UPDATE watch_shards SET expires_at = now() + make_interval(secs => \(lease)),
                                     resume_from = CASE WHEN shard = ANY(\(Array(caughtUp))) THEN NULL ELSE resume_from END
             WHERE owner = \(instance) RETURNING shard, floor(extract(epoch FROM resume_from))::bigint
             """, logger: logger
-        ).decode((Int, Int64?).self) {
-            held.insert(shard)
-            if let until { watchedUntil[shard] = until }
-        }
+        ).decode((Int, Int64?).self) { hold(shard, since: until) }
         let fairShare = (settings.shards + live - 1) / live
         if held.count > fairShare {
             let extra = Array(held.sorted().suffix(held.count - fairShare))
@@ -130,10 +132,7 @@ public struct WatchStore: Sendable {
                 FROM taken WHERE s.shard = taken.shard
                 RETURNING s.shard, floor(extract(epoch FROM s.resume_from))::bigint
                 """, logger: logger
-            ).decode((Int, Int64?).self) {
-                held.insert(shard)
-                if let until { watchedUntil[shard] = until }
-            }
+            ).decode((Int, Int64?).self) { hold(shard, since: until) }
         }
         return ShardLeases(held: held, watchedUntil: watchedUntil)
     }

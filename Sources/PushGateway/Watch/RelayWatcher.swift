@@ -26,8 +26,9 @@ public import ServiceLifecycle
 ///   group (`{"kinds":[10050],"authors":[…]}`), so a new list moves the watch within seconds.
 /// - Subscriptions: one REQ per chunk per relay, `{"kinds":[1059],"#p":[…],"since":now−2d}` (the
 ///   `since` recomputed whenever the REQ is re-sent, reaching back over a lost connection's
-///   downtime: `SubscriptionRequestContext`; never past what `seen_wraps` remembers: `since`). A changed chunk gets a new subscription id,
-///   so an EOSE of the old REQ can never be mistaken for the new one's.
+///   downtime: `SubscriptionRequestContext`; never past what `seen_wraps` remembers: `since`).
+///   A changed chunk gets a new subscription id, so an EOSE of the old REQ can never be mistaken
+///   for the new one's.
 /// - History: events before a subscription's first EOSE are recorded as seen and never pushed,
 ///   except for pubkeys that were already live on that relay (a re-issued chunk), whose unseen
 ///   events are new. After a reconnect the same subscription is live from the start: unseen
@@ -895,9 +896,11 @@ public actor RelayWatcher: Service {
         let live = context.pubkeys.filter(group.chunks.contains)
         livePubkeys[context.relay, default: []].formUnion(live)
         // Caught up here: a REQ re-sent later reaches back from its own loss, not the takeover.
-        if var floors = takeoverFloors[context.relay] {
-            for pubkey in live { floors[pubkey] = nil }
-            takeoverFloors[context.relay] = floors.isEmpty ? nil : floors
+        // Removed in place: a copy of the relay's floors (every pubkey taken over) per EOSE would
+        // cost the square of a takeover.
+        if takeoverFloors[context.relay] != nil {
+            for pubkey in live { takeoverFloors[context.relay]?.removeValue(forKey: pubkey) }
+            if takeoverFloors[context.relay]?.isEmpty == true { takeoverFloors[context.relay] = nil }
         }
         if !live.isEmpty { liveWrites.add(.mark(relay: context.relay, pubkeys: Array(live))) }
     }

@@ -25,10 +25,14 @@ import Testing
         #expect(response.status == .accepted)
     }
 
-    /// A gift wrap from `sender` to `recipient`, made by the foundation module.
-    static func wrap(to recipient: Keys, from sender: Keys = Keys.generate(), _ text: String = "hello") throws -> NostrEvent {
+    /// A gift wrap from `sender` to `recipient`, made by the foundation module; dated `createdAt`
+    /// when given, else at random up to two days back as NIP-59 has it.
+    static func wrap(
+        to recipient: Keys, from sender: Keys = Keys.generate(), _ text: String = "hello", createdAt: Int64? = nil
+    ) throws -> NostrEvent {
         let rumor = UnsignedEvent(pubkey: sender.publicKey, kind: 14, tags: [["p", recipient.publicKey.hex]], content: text)
-        return try GiftWrap.make(rumor, author: sender, recipient: recipient.publicKey)
+        let seal = try GiftWrap.seal(rumor, author: sender, recipient: recipient.publicKey)
+        return try GiftWrap.wrap(seal: seal, recipient: recipient.publicKey, createdAt: createdAt)
     }
 
     /// A gift wrap made before the REQ that must find it, backdated by at most a day.
@@ -37,10 +41,28 @@ import Testing
     /// before it is sent: a wrap made at T and fully backdated falls outside a REQ sent at T + s
     /// with odds s / 172,800. Half the jitter keeps such a wrap inside every window these tests open.
     static func storedWrap(to recipient: Keys, from sender: Keys = Keys.generate(), _ text: String = "hello") throws -> NostrEvent {
-        let rumor = UnsignedEvent(pubkey: sender.publicKey, kind: 14, tags: [["p", recipient.publicKey.hex]], content: text)
-        let seal = try GiftWrap.seal(rumor, author: sender, recipient: recipient.publicKey)
-        return try GiftWrap.wrap(
-            seal: seal, recipient: recipient.publicKey, createdAt: UnixTime.now() - Int64.random(in: 0...GiftWrap.timestampJitter / 2))
+        try wrap(to: recipient, from: sender, text, createdAt: UnixTime.now() - Int64.random(in: 0...GiftWrap.timestampJitter / 2))
+    }
+
+    /// Runs a gateway until `keys` is live on its relays and recorded so in `watch_live`, stops it
+    /// gracefully (every shard given back, dated), and moves that moment ten minutes back: as if
+    /// the shards had been without a watcher that long, which a test cannot wait for.
+    static func watchThenLeaveUnwatchedTenMinutes(
+        _ keys: Keys, token: String, url: DatabaseURL, database: PostgresClient, watch settings: WatchSettings
+    ) async throws {
+        try await GatewayHarness.run(url: url, database: database, watch: settings) { gateway in
+            try await registerWatching(gateway, keys, token)
+            #expect(try await waitLive(gateway, pubkeys: 1))
+            #expect(
+                try await GatewayHarness.eventually {
+                    try await gateway.count("SELECT count(*)::int FROM watch_live WHERE pubkey = '\(keys.publicKey.hex)'") == 1
+                }, "recorded live for whoever watches next")
+        }
+        #expect(
+            try await TestDatabase.count(
+                database, "SELECT count(*)::int FROM watch_shards WHERE owner IS NULL AND expires_at > now() - interval '1 minute'")
+                == settings.shards, "the graceful stop gave every shard back, dated")
+        try await database.query("UPDATE watch_shards SET expires_at = expires_at - interval '10 minutes'", logger: TestDatabase.logger)
     }
 
     /// Publishes through a fresh client connection and waits for the relay's OK.
@@ -551,32 +573,14 @@ import Testing
         let bob = Keys.generate()
         try await SandboxFixture.with { sandbox in
             try await TestDatabase.with { url, database in
-                try await GatewayHarness.run(url: url, database: database, watch: Self.settings([relay])) { gateway in
-                    try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xBA))
-                    #expect(try await Self.waitLive(gateway, pubkeys: 1))
-                    #expect(
-                        try await GatewayHarness.eventually {
-                            try await gateway.count("SELECT count(*)::int FROM watch_live WHERE pubkey = '\(bob.publicKey.hex)'") == 1
-                        }, "bob recorded live for whoever watches next")
-                }
-                // The graceful stop gave every shard back, dated.
-                #expect(
-                    try await TestDatabase.count(
-                        database, "SELECT count(*)::int FROM watch_shards WHERE owner IS NULL AND expires_at > now() - interval '1 minute'")
-                        == 8)
-                try await database.query(
-                    "UPDATE watch_shards SET expires_at = expires_at - interval '10 minutes'", logger: TestDatabase.logger)
+                try await Self.watchThenLeaveUnwatchedTenMinutes(
+                    bob, token: HTTP2DeliveryTests.token(0xBA), url: url, database: database, watch: Self.settings([relay]))
                 let window = WatchSettings.windowSeconds
                 // Made in the gap: dated back further than `now − window`, within the window of
                 // the moment the owner stopped. And one dated before that window, which no wrap
                 // made in the gap can be: the reach is what it says, not unbounded.
-                func dated(_ createdAt: Int64, _ text: String) throws -> NostrEvent {
-                    let rumor = UnsignedEvent(pubkey: bob.publicKey, kind: 14, tags: [["p", bob.publicKey.hex]], content: text)
-                    let seal = try GiftWrap.seal(rumor, author: bob, recipient: bob.publicKey)
-                    return try GiftWrap.wrap(seal: seal, recipient: bob.publicKey, createdAt: createdAt)
-                }
-                let inGap = try dated(UnixTime.now() - window - 300, "in the gap")
-                let beforeReach = try dated(UnixTime.now() - window - 3_600, "before the reach")
+                let inGap = try Self.wrap(to: bob, from: bob, "in the gap", createdAt: UnixTime.now() - window - 300)
+                let beforeReach = try Self.wrap(to: bob, from: bob, "before the reach", createdAt: UnixTime.now() - window - 3_600)
                 try await Self.publish([inGap, beforeReach], to: relay)
                 try await GatewayHarness.run(url: url, database: database, deliver: true, apns: sandbox.apns, watch: Self.settings([relay]))
                 { gateway in
@@ -604,19 +608,9 @@ import Testing
         let settings = WatchSettings(relays: [relay.url], chunkSize: 500, coalesceSeconds: 0, shards: 8, leaseSeconds: 30)
         let window = WatchSettings.windowSeconds
         try await TestDatabase.with { url, database in
-            try await GatewayHarness.run(url: url, database: database, watch: settings) { gateway in
-                try await Self.registerWatching(gateway, bob, HTTP2DeliveryTests.token(0xBB))
-                #expect(try await Self.waitLive(gateway, pubkeys: 1))
-                #expect(
-                    try await GatewayHarness.eventually {
-                        try await gateway.count("SELECT count(*)::int FROM watch_live WHERE pubkey = '\(bob.publicKey.hex)'") == 1
-                    })
-            }
-            // As if the shards had been without a watcher for ten minutes.
-            try await database.query(
-                "UPDATE watch_shards SET expires_at = expires_at - interval '10 minutes'", logger: TestDatabase.logger)
+            try await Self.watchThenLeaveUnwatchedTenMinutes(
+                bob, token: HTTP2DeliveryTests.token(0xBB), url: url, database: database, watch: settings)
             let shard = WatchShard.of(pubkey: bob.publicKey.hex, shards: 8)
-            #expect(try await TestDatabase.count(database, "SELECT count(*)::int FROM watch_shards WHERE owner IS NULL") == 8, "released")
             let stopped = Int64(
                 try await TestDatabase.count(
                     database, "SELECT floor(extract(epoch FROM expires_at))::int FROM watch_shards WHERE shard = \(shard)"))
