@@ -36,6 +36,7 @@ let package = Package(
         .executable(name: "apns-sandbox", targets: ["APNsSandboxCommand"]),
         .executable(name: "linkstr-load", targets: ["LinkstrLoad"]),
         .executable(name: "push-load", targets: ["PushLoad"]),
+        .executable(name: "send-path-counts", targets: ["SendPathCounts"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
@@ -191,6 +192,12 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: strictSwift
+        ),
+        // The APNs send path on its own, for instruction counts (scripts/bench-send-instructions.sh).
+        .executableTarget(
+            name: "SendPathCounts",
+            dependencies: ["GatewayWire", "PushGateway", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .executableTarget(

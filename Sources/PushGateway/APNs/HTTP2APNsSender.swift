@@ -213,7 +213,7 @@ public final class HTTP2APNsSender: PushSender {
         var headers: [(String, String)] = []
         headers.reserveCapacity(2 + shape.headers.count)
         headers.append(("authorization", authorization))
-        headers.append(("apns-id", job.apnsID.uuidString.lowercased()))
+        headers.append(("apns-id", job.apnsID.lowercasedString))
         headers += shape.headers
         return HTTP2Request(
             endpoint: job.environment == .production ? production : sandbox, slot: HTTP2Request.slot(of: job),

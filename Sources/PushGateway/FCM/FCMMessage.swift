@@ -24,7 +24,7 @@ package struct FCMMessage: Sendable, Equatable {
     package var body: JSONValue
 
     package init(_ job: ClaimedJob, token: String, now: Date = Date()) {
-        self.init(job, token: token, pushID: job.apnsID.uuidString.lowercased(), now: now)
+        self.init(job, token: token, pushID: job.apnsID.lowercasedString, now: now)
     }
 
     /// With `pushID` in place of the job's id (`FCMMessageShape` puts a mark there).

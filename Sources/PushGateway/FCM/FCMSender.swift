@@ -115,7 +115,7 @@ public final class FCMSender: PushSender {
             }
             if shape?.fits(job) != true { shape = FCMMessageShape(job: job, now: sentAt) }
             bodies[index] =
-                shape?.body(token: token, pushID: job.apnsID.uuidString.lowercased())
+                shape?.body(token: token, pushID: job.apnsID.lowercasedString)
                 ?? ByteBuffer(string: FCMMessage(job, token: token, now: sentAt).body.serialized)
             pending.append(index)
         }

@@ -129,13 +129,14 @@ package final class HTTP2ConnectionPool: APNsTransport {
                         cut.cancel()
                     }
                 }
-                for request in batch {
-                    // A write that never reaches the handler (the channel closed) still answers.
-                    let promise = request.promise
-                    let written = channel.eventLoop.makePromise(of: Void.self)
-                    written.futureResult.whenFailure { promise.fail($0) }
-                    channel.write(request, promise: written)
+                // The connection's share in one write: one pipeline hop and one write promise for
+                // the round, not one per request. A write that never reaches the handler (the
+                // channel closed) still answers each request.
+                let written = channel.eventLoop.makePromise(of: Void.self)
+                written.futureResult.whenFailure { error in
+                    for request in batch { request.promise.fail(error) }
                 }
+                channel.write(batch, promise: written)
                 channel.flush()
             }
             pending.append((key, channel, indexes, batch.map(\.promise.futureResult)))
@@ -199,7 +200,7 @@ package final class HTTP2ConnectionPool: APNsTransport {
         // answer the request.
         let written = channel.eventLoop.makePromise(of: Void.self)
         written.futureResult.whenFailure { promise.fail($0) }
-        channel.writeAndFlush(HTTP2StreamRequest(headers: headers, body: body, promise: promise), promise: written)
+        channel.writeAndFlush([HTTP2StreamRequest(headers: headers, body: body, promise: promise)], promise: written)
         return try await promise.futureResult.get()
     }
 

@@ -2,7 +2,8 @@ import NIOCore
 import NIOHPACK
 import NIOHTTP2
 
-/// One request as written into a `HTTP2ConnectionPool` connection's pipeline.
+/// One request for a `HTTP2ConnectionPool` connection; a round's requests for one connection are
+/// written into its pipeline together, as one array.
 struct HTTP2StreamRequest: Sendable {
     var headers: HPACKHeaders
     var body: ByteBuffer
@@ -35,7 +36,10 @@ struct HTTP2StreamRequest: Sendable {
 /// CPU of a push for.
 final class HTTP2StreamHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTP2Frame
-    typealias OutboundIn = HTTP2StreamRequest
+    /// A round's requests for this connection, in order, in one write: one pipeline hop and one
+    /// write promise for the round instead of one per request. From the write on, this handler
+    /// answers every request it was given (`failAll` included).
+    typealias OutboundIn = [HTTP2StreamRequest]
     typealias OutboundOut = HTTP2Frame
 
     private struct Stream {
@@ -61,7 +65,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
     private var context: ChannelHandlerContext?
     /// Until the server's first SETTINGS frame its stream limit is unknown (RFC 9113 treats it as
     /// unlimited), so requests wait here instead of overrunning it.
-    private var waitingForSettings: [(HTTP2StreamRequest, EventLoopPromise<Void>?)]? = []
+    private var waitingForSettings: [HTTP2StreamRequest]? = []
     /// What the server lets this side send on the connection before its next WINDOW_UPDATE on
     /// stream 0 (RFC 9113 §6.9.1: 65,535 at first; SETTINGS do not change it; only DATA counts).
     /// Counted here, exactly, as long as NIOHTTP2 sends every DATA frame it is given. NIOHTTP2's
@@ -72,7 +76,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
     private var maxConcurrentStreams = Int.max
     /// Requests waiting for a free stream or for `connectionWindow` to hold their body, oldest
     /// first, with when they came.
-    private var waitingForWindow = CircularBuffer<(request: HTTP2StreamRequest, promise: EventLoopPromise<Void>?, since: NIODeadline)>()
+    private var waitingForWindow = CircularBuffer<(request: HTTP2StreamRequest, since: NIODeadline)>()
 
     init(requestTimeout: TimeAmount) {
         self.requestTimeout = requestTimeout
@@ -111,20 +115,21 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        let request = unwrapOutboundIn(data)
+        let requests = unwrapOutboundIn(data)
+        promise?.succeed()
         if waitingForSettings != nil {
-            waitingForSettings?.append((request, promise))
+            waitingForSettings?.append(contentsOf: requests)
             return
         }
-        submit(request, context: context, promise: promise)
+        for request in requests { submit(request, context: context) }
     }
 
     /// Sends `request` now if nothing older waits and it may go (`mayGo`); otherwise queues it.
-    private func submit(_ request: HTTP2StreamRequest, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
+    private func submit(_ request: HTTP2StreamRequest, context: ChannelHandlerContext) {
         if waitingForWindow.isEmpty, mayGo(request) {
-            send(request, context: context, promise: promise)
+            send(request, context: context)
         } else {
-            waitingForWindow.append((request, promise, .now()))
+            waitingForWindow.append((request, .now()))
         }
     }
 
@@ -140,21 +145,19 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
     private func sendWaiting(context: ChannelHandlerContext) {
         while let first = waitingForWindow.first, mayGo(first.request) {
             waitingForWindow.removeFirst()
-            send(first.request, context: context, promise: first.promise)
+            send(first.request, context: context)
         }
     }
 
-    private func send(_ request: HTTP2StreamRequest, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
+    private func send(_ request: HTTP2StreamRequest, context: ChannelHandlerContext) {
         // Its caller gave up while it waited for a stream or the window: it must not go out now,
         // here or (as going away) on a fresh connection.
         if let deadline = request.deadline, deadline <= .now() {
             request.promise.fail(HTTP2ConnectionError.timedOut)
-            promise?.succeed()
             return
         }
         guard isUsable else {
             request.promise.fail(HTTP2ConnectionError.goingAway)
-            promise?.succeed()
             return
         }
         connectionWindow -= request.body.readableBytes
@@ -174,7 +177,6 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
         // One request per flush: NIOHTTP2 sends the DATA frames of one flush in no set order
         // (`FlushCoalescingHandler` below it turns these flushes into one write per tick).
         context.flush()
-        promise?.succeed()
     }
 
     func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
@@ -185,20 +187,18 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
         promise?.succeed()
         let now = NIODeadline.now()
         func expired(_ request: HTTP2StreamRequest) -> Bool { request.deadline.map { $0 <= now } ?? false }
-        if let waiting = waitingForSettings, waiting.contains(where: { expired($0.0) }) {
-            waitingForSettings = waiting.filter { request, promise in
+        if let waiting = waitingForSettings, waiting.contains(where: expired) {
+            waitingForSettings = waiting.filter { request in
                 guard expired(request) else { return true }
                 request.promise.fail(HTTP2ConnectionError.timedOut)
-                promise?.succeed()
                 return false
             }
         }
         if waitingForWindow.contains(where: { expired($0.request) }) {
-            var kept = CircularBuffer<(request: HTTP2StreamRequest, promise: EventLoopPromise<Void>?, since: NIODeadline)>()
+            var kept = CircularBuffer<(request: HTTP2StreamRequest, since: NIODeadline)>()
             for entry in waitingForWindow {
                 if expired(entry.request) {
                     entry.request.promise.fail(HTTP2ConnectionError.timedOut)
-                    entry.promise?.succeed()
                 } else {
                     kept.append(entry)
                 }
@@ -262,7 +262,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
                         HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: Int(Int32.max) - 65_535))),
                     promise: nil)
                 context.flush()
-                for (request, promise) in waiting { submit(request, context: context, promise: promise) }
+                for request in waiting { submit(request, context: context) }
             } else if !waitingForWindow.isEmpty {
                 sendWaiting(context: context)
             }
@@ -322,16 +322,10 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
     private func failAll(_ error: HTTP2ConnectionError) {
         let waiting = waitingForSettings ?? []
         waitingForSettings = nil
-        for (request, promise) in waiting {
-            request.promise.fail(error)
-            promise?.fail(error)
-        }
+        for request in waiting { request.promise.fail(error) }
         let held = waitingForWindow
         waitingForWindow.removeAll()
-        for (request, promise, _) in held {
-            request.promise.fail(error)
-            promise?.fail(error)
-        }
+        for (request, _) in held { request.promise.fail(error) }
         let pending = streams
         streams.removeAll()
         for stream in pending.values { stream.promise.fail(error) }
