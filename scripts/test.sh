@@ -105,6 +105,13 @@ if [[ $# -eq 0 && "${LINKSTR_SKIP_EXTRAS:-}" != 1 ]]; then
     bench_smoke idle "idle_gateway_ms_per_s idle_postgres_ms_per_s postgres_alone_ms_per_s" \
         env BENCH_BIN="$BIN" IDLE_SECONDS=1 scripts/bench-idle.sh
     EVENTS=500 RUNS=1 BENCH_BIN="$BIN" scripts/bench-ingest.sh
+    # The send path under callgrind, two batches after the warm-up: it must deliver every push
+    # and print its figure.
+    send_log="$(mktemp)"
+    PUSHES=100 BATCH=50 BENCH_BIN="$BIN" scripts/bench-send-instructions.sh | tee "$send_log"
+    grep -q "^instructions per push on the APNs send path: [1-9]" "$send_log" ||
+        { echo "scripts/bench-send-instructions.sh printed no figure" >&2; exit 1; }
+    rm -f "$send_log"
 
     # Every parser of outside input under libFuzzer with AddressSanitizer, from the committed seed
     # corpus, 30 s each (FUZZ_SECONDS); a crash, hang or leak fails the run. Built after the
