@@ -1,7 +1,6 @@
 import Foundation
+import PushGateway
 import Testing
-
-@testable import PushGateway
 
 @Suite struct UUIDLowercasedStringTests {
     @Test func aKnownIDIsWrittenInItsCanonicalLowercaseForm() throws {
