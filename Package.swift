@@ -197,7 +197,7 @@ let package = Package(
         // The APNs send path on its own, for instruction counts (scripts/bench-send-instructions.sh).
         .executableTarget(
             name: "SendPathCounts",
-            dependencies: ["GatewayWire", "PushGateway", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["GatewayWire", "NostrProtocol", "PushGateway", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSwift
         ),
         .executableTarget(

@@ -8,16 +8,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/setup.sh"
 cd "$REPO_ROOT"
 ensure_swift
 ensure_apt_packages
-command -v valgrind >/dev/null || { say "installing valgrind"; apt-get install -y -qq valgrind >/dev/null; }
 
 iterations="${1:-200}"
 say "building InstructionCounts (release)"
 (cd Benchmarks && swift build -c release --product InstructionCounts >/dev/null)
 bin="$(cd Benchmarks && swift build -c release --show-bin-path)/InstructionCounts"
-# valgrind 3.19 cannot read the DWARF that Swift 6.3 emits; keep symbols, drop debug info.
 copy="$(mktemp)"
 trap 'rm -f "$copy"' EXIT
-strip --strip-debug -o "$copy" "$bin"
+callgrind_copy "$bin" "$copy"
 
 count() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$copy" "$1" "$2" 2>&1 | grep -oP 'Collected : \K[0-9]+'; }
 

@@ -4,8 +4,9 @@
 # release build of send-path-counts sends relay-watch alerts, a batch at a time, through the
 # gateway's APNs sender to the sandbox (provider tokens checked), which runs natively in its own
 # process; the figure is (count of a run that sends PUSHES pushes − count of one that builds the
-# same pushes and does not send them) / PUSHES, both runs with the same warm-up. It counts the gateway's side of a push: the request built, HTTP/2 frames and HPACK,
-# TLS, the answer read. Not the queue, not PostgreSQL.
+# same pushes and does not send them) / PUSHES, both runs with the same warm-up. It counts the
+# gateway's side of a push: the request built, HTTP/2 frames and HPACK, TLS, the answer read. Not
+# the queue, not PostgreSQL.
 #   scripts/bench-send-instructions.sh               # 2,000 pushes in batches of 100
 #   PUSHES=4000 BATCH=250 scripts/bench-send-instructions.sh
 #   BENCH_BIN=DIR scripts/bench-send-instructions.sh # DIR's send-path-counts and apns-sandbox
@@ -15,7 +16,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/bench.sh"
 cd "$REPO_ROOT"
 ensure_swift
 ensure_apt_packages
-command -v valgrind >/dev/null || { say "installing valgrind"; apt-get install -y -qq valgrind >/dev/null; }
 
 PUSHES="${PUSHES:-2000}"
 BATCH="${BATCH:-100}"
@@ -34,8 +34,7 @@ WORK="$(mktemp -d /tmp/linkstr-send-instructions.XXXXXX)"
 PIDS=()
 trap 'for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
 bench_token_sandbox sandbox
-# valgrind 3.19 cannot read the DWARF that Swift 6.3 emits; keep symbols, drop debug info.
-strip --strip-debug -o "$WORK/send-path-counts" "$BIN/send-path-counts"
+callgrind_copy "$BIN/send-path-counts" "$WORK/send-path-counts"
 
 count() {
     valgrind --tool=callgrind --callgrind-out-file=/dev/null "$WORK/send-path-counts" \

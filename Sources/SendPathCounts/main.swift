@@ -1,6 +1,7 @@
 import Foundation
 import GatewayWire
 import Logging
+import NostrProtocol
 import PushGateway
 
 // The gateway's APNs send path, run a set number of times against a running sandbox, for
@@ -32,12 +33,7 @@ let sender = try HTTP2APNsSender(configuration: configuration, logger: logger)
 
 /// 64 hex characters from `index`, the same in every run.
 func hex64(_ index: Int, _ salt: UInt8) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    let bytes = (0..<32).flatMap { position -> [UInt8] in
-        let byte = UInt8(truncatingIfNeeded: (index &* 131 &+ position &* 7) ^ Int(salt))
-        return [digits[Int(byte >> 4)], digits[Int(byte & 15)]]
-    }
-    return String(decoding: bytes, as: UTF8.self)
+    Hex.encode((0..<32).map { UInt8(truncatingIfNeeded: (index &* 131 &+ $0 &* 7) ^ Int(salt)) })
 }
 
 /// Batch `batch`'s pushes: one device each, ids and tokens the same in every run.
@@ -45,12 +41,10 @@ func jobs(batch: Int, count: Int) -> [ClaimedJob] {
     (0..<count).map { member in
         let index = batch * count + member
         let recipient = hex64(index, 0x5a)
-        var uuid = UUID().uuid
-        withUnsafeMutableBytes(of: &uuid) { bytes in
-            for position in bytes.indices { bytes[position] = UInt8(truncatingIfNeeded: index >> ((position % 4) * 8) &+ position) }
-        }
+        let idBytes = (0..<16).map { UInt8(truncatingIfNeeded: index >> (($0 % 4) * 8) &+ $0) }
+        let apnsID = UUID(uuid: idBytes.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
         return ClaimedJob(
-            id: Int64(batch), apnsID: UUID(uuid: uuid), destination: .apns(token: hex64(index, 0xa5), environment: .sandbox, kind: .alert),
+            id: Int64(batch), apnsID: apnsID, destination: .apns(token: hex64(index, 0xa5), environment: .sandbox, kind: .alert),
             pubkey: recipient, topic: topic, deviceUpdatedAt: Date(timeIntervalSince1970: 1_700_000_000),
             notification: .giftWrap(wrapID: hex64(index, 0x33), relay: "wss://relay.example.com", count: 1, recipient: recipient),
             attempts: 1, expiresAt: Date(timeIntervalSince1970: 1_900_000_000), inBatch: true)

@@ -14,8 +14,9 @@ say() { printf '==> %s\n' "$*"; }
 # render push-load's SVG chart), prometheus (promtool: the tests check the alerting rules and the
 # dashboard's queries in deploy/ with it), chromium and chromium-driver (the tests open the
 # operator console in a headless browser), libnss-wrapper (a gateway under test resolves test
-# host names from a hosts file of the test's own, as a real resolver would answer them).
-APT_PACKAGES=(libsecp256k1-dev libsqlite3-dev pkg-config postgresql curl librsvg2-bin prometheus chromium chromium-driver libnss-wrapper)
+# host names from a hosts file of the test's own, as a real resolver would answer them), valgrind
+# (the instruction counts, one of which the tests run in miniature).
+APT_PACKAGES=(libsecp256k1-dev libsqlite3-dev pkg-config postgresql curl librsvg2-bin prometheus chromium chromium-driver libnss-wrapper valgrind)
 # python3-venv only when the python3 on PATH cannot make a virtualenv by itself.
 python3 -c 'import venv, ensurepip' 2>/dev/null || APT_PACKAGES+=(python3-venv)
 
@@ -49,6 +50,10 @@ ensure_python_venv() {
     "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
     echo "$digest" > "$stamp"
 }
+
+# Copies executable $1 to $2 for callgrind: valgrind 3.19 cannot read the DWARF that Swift 6.3
+# emits, so the copy keeps its symbols and drops its debug info.
+callgrind_copy() { strip --strip-debug -o "$2" "$1"; }
 
 ensure_swift() {
     if ! command -v swift >/dev/null 2>&1; then
