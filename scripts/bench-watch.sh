@@ -24,6 +24,14 @@
 #   PGLOG=1 scripts/bench-watch.sh      # also each round's statements over 50 ms and autovacuums
 #   USER_RELAYS=200 scripts/bench-watch.sh   # 10,000 users, each registered with one of 200 relays
 #                                            # of their own, the wraps published only there
+#   CALLGRIND=1 WATCHED=10000 RATE=100 SECONDS_=20 scripts/bench-watch.sh
+#       # the gateway under valgrind's callgrind: its instructions a wrap, counted from
+#       # CALLGRIND_WARMUP seconds (default 5) after the "streaming" line, once its connections
+#       # are open and its caches warm, to the "sustained" line, over the wraps it read from the
+#       # relay in between (its own counter); the profile is left in CALLGRIND_OUT (default
+#       # /tmp/bench-watch.callgrind) for callgrind_annotate. At a rate the gateway keeps up with
+#       # under valgrind (about 200 wraps/s at most), its statements carry a few wraps each
+#       # instead of the ~50 of 10,000/s, so per-statement work weighs more than at full speed.
 # With USER_RELAYS=N the load tool is also N user relays (ws://127.0.0.1:PORT/u0 … told apart by
 # path), each device's registration names one of them, and the wraps go only to them: the
 # watcher following users' own relays, one connection per relay beside RELAYS.
@@ -46,6 +54,9 @@ DURATION="${SECONDS_:-10}"
 ROUNDS="${ROUNDS:-1}"
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "ROUNDS must be a positive integer" >&2; exit 2; }
 
+if [[ "${CALLGRIND:-}" == 1 ]]; then
+    CALLGRIND_FILE="${CALLGRIND_OUT:-/tmp/bench-watch.callgrind}"
+fi
 bench_start bench-watch
 export MIGRATIONS_DIR="$(bench_migrations)"
 APNS_DISABLE=1 "$BIN/linkstr-push" migrate >/dev/null
@@ -83,6 +94,11 @@ fi
 if [[ "${PGSTATS:-}" == 1 ]]; then bench_pgstats_enable; fi
 bench_token_sandbox sandbox
 
+# The events the gateway has read from its relays so far (its metrics), for CALLGRIND=1.
+watched_events_read() {
+    curl -s "http://$LISTEN_ADDR/metrics" | awk '/^linkstr_watch_events_total/ { n += $NF } END { printf "%d", n }'
+}
+
 # One round: a relay (the load tool) and a gateway watching it, wraps streamed, figures printed.
 # Sets ROUND_P99 (ms, empty when the load tool printed none) and ROUND_BASELINE (wraps one core
 # verified a second in this round, the machine's speed at the time); returns the load tool's status, or
@@ -108,8 +124,35 @@ watch_round() {
         # each is pushed, so that each wrap's latency is measured.
         export WATCH_ALLOW_PRIVATE_RELAYS=1 WATCH_COALESCE_SECONDS=0
     fi
-    "$BIN/linkstr-push" serve --no-migrate >"$WORK/gateway.log" 2>&1 &
-    GATEWAY_PID=$!
+    local counter=""
+    if [[ "${CALLGRIND:-}" == 1 ]]; then
+        # Instrumentation starts off, so that start-up and the subscriptions are left out, and is turned
+        # on and off between the load tool's two lines; the profile is written when the gateway
+        # stops. valgrind runs the program in its own process, so GATEWAY_PID is the gateway's.
+        # Swift's DWARF 5 is more than valgrind 3.19 reads: the copy it runs has no debug sections
+        # (the symbols stay). The preloaded sigsuspend keeps valgrind alive under the async main.
+        rm -f "$CALLGRIND_FILE"
+        [[ -x "$WORK/linkstr-push-callgrind" ]] || callgrind_copy "$BIN/linkstr-push" "$WORK/linkstr-push-callgrind"
+        [[ -f "$WORK/valgrind-sigsuspend.so" ]] \
+            || cc -O2 -shared -fPIC -o "$WORK/valgrind-sigsuspend.so" "$REPO_ROOT/scripts/bench/valgrind-sigsuspend.c"
+        LD_PRELOAD="$WORK/valgrind-sigsuspend.so" valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$CALLGRIND_FILE" \
+            "$WORK/linkstr-push-callgrind" serve --no-migrate >"$WORK/gateway.log" 2>&1 &
+        GATEWAY_PID=$!
+        (
+            await_load_line streaming
+            sleep "${CALLGRIND_WARMUP:-5}"
+            local before
+            before="$(watched_events_read)"
+            callgrind_control -i on "$GATEWAY_PID" >/dev/null
+            await_load_line sustained
+            callgrind_control -i off "$GATEWAY_PID" >/dev/null
+            echo $(($(watched_events_read) - before)) >"$WORK/callgrind-wraps"
+        ) &
+        counter=$!
+    else
+        "$BIN/linkstr-push" serve --no-migrate >"$WORK/gateway.log" 2>&1 &
+        GATEWAY_PID=$!
+    fi
     PIDS+=($GATEWAY_PID)
 
     bench_stream_figures
@@ -135,6 +178,18 @@ watch_round() {
     # A graceful stop releases the gateway's shard leases for the next round's gateway; one that
     # does not stop within 30 s is killed, and the round counts as failed.
     bench_stop_gateway || gateway_status=1
+    if [[ -n "$counter" ]]; then
+        wait "$counter" || true
+        local wraps instructions
+        wraps="$(cat "$WORK/callgrind-wraps" 2>/dev/null || true)"
+        instructions="$(sed -nE 's/^totals: ([0-9]+).*/\1/p' "$CALLGRIND_FILE" 2>/dev/null)"
+        if [[ -n "$wraps" && "$wraps" -gt 0 && -n "$instructions" ]]; then
+            echo "gateway instructions a wrap (callgrind): $((instructions / wraps)) ($instructions for $wraps wraps; profile in $CALLGRIND_FILE)"
+        else
+            echo "gateway instructions a wrap (callgrind): not counted"
+            status=1
+        fi
+    fi
     [[ $status -ne 0 ]] && return "$status"
     return "$gateway_status"
 }

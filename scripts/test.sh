@@ -112,6 +112,14 @@ if [[ $# -eq 0 && "${LINKSTR_SKIP_EXTRAS:-}" != 1 ]]; then
     grep -q "^instructions per push on the APNs send path: [1-9]" "$send_log" ||
         { echo "scripts/bench-send-instructions.sh printed no figure" >&2; exit 1; }
     rm -f "$send_log"
+    # The watcher's gateway under callgrind, a few wraps after its warm-up: it must count them.
+    watch_log="$(mktemp)"
+    watch_profile="$(mktemp)"
+    env BENCH_BIN="$BIN" CALLGRIND=1 CALLGRIND_OUT="$watch_profile" CALLGRIND_WARMUP=2 COLD=1 WATCHED=500 RATE=50 SECONDS_=6 \
+        scripts/bench-watch.sh | tee "$watch_log"
+    grep -q "^gateway instructions a wrap (callgrind): [1-9]" "$watch_log" ||
+        { echo "scripts/bench-watch.sh CALLGRIND=1 printed no figure" >&2; exit 1; }
+    rm -f "$watch_log" "$watch_profile"
 
     # Every parser of outside input under libFuzzer with AddressSanitizer, from the committed seed
     # corpus, 30 s each (FUZZ_SECONDS); a crash, hang or leak fails the run. Built after the

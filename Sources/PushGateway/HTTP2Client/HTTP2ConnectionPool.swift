@@ -104,7 +104,7 @@ package final class HTTP2ConnectionPool: APNsTransport {
         // Every connection this round needs is asked for first, so that new ones connect at once,
         // not one after the other.
         let connecting = groups.map { key, indexes in (key, indexes, channel(key.endpoint, slot: key.slot)) }
-        var pending: [(key: ConnectionKey, channel: any Channel, indexes: [Int], futures: [EventLoopFuture<HTTP2Response>])] = []
+        var pending: [(key: ConnectionKey, channel: any Channel, indexes: [Int], answers: HTTP2RoundAnswers)] = []
         for (key, indexes, future) in connecting {
             let channel: any Channel
             do {
@@ -113,37 +113,35 @@ package final class HTTP2ConnectionPool: APNsTransport {
                 for index in indexes { results[index] = .failure(error) }
                 continue
             }
-            let batch = indexes.map { index in
+            // The share's answers come back together (one promise for the round, not one per
+            // request). Not shared with the event loop until the `execute` below.
+            let answers = HTTP2RoundAnswers(count: indexes.count, on: channel.eventLoop)
+            let batch = indexes.enumerated().map { position, index in
                 HTTP2StreamRequest(
-                    headers: Self.headers(requests[index]), body: requests[index].body,
-                    promise: channel.eventLoop.makePromise(of: HTTP2Response.self), deadline: deadline)
+                    headers: Self.headers(requests[index]), body: requests[index].body, answers: answers, index: position,
+                    deadline: deadline)
             }
             channel.eventLoop.execute {
                 if let deadline {
                     // One timer for the round's share of this connection: at the deadline the
-                    // handler cuts whatever is still unanswered.
-                    let cut = channel.eventLoop.scheduleTask(deadline: deadline) {
+                    // handler cuts whatever is still unanswered. The last answer cancels it.
+                    answers.cut = channel.eventLoop.scheduleTask(deadline: deadline) {
                         channel.triggerUserOutboundEvent(HTTP2StreamHandler.CutExpiredRequests(), promise: nil)
-                    }
-                    EventLoopFuture.andAllComplete(batch.map(\.promise.futureResult), on: channel.eventLoop).whenComplete { _ in
-                        cut.cancel()
                     }
                 }
                 // The connection's share in one write: one pipeline hop and one write promise for
                 // the round, not one per request. A write that never reaches the handler (the
                 // channel closed) still answers each request.
                 let written = channel.eventLoop.makePromise(of: Void.self)
-                written.futureResult.whenFailure { error in
-                    for request in batch { request.promise.fail(error) }
-                }
+                written.futureResult.whenFailure { error in answers.failUnanswered(error) }
                 channel.write(batch, promise: written)
                 channel.flush()
             }
-            pending.append((key, channel, indexes, batch.map(\.promise.futureResult)))
+            pending.append((key, channel, indexes, answers))
         }
         var refused: [Int] = []
-        for (key, channel, indexes, futures) in pending {
-            let outcomes = (try? await EventLoopFuture.whenAllComplete(futures, on: channel.eventLoop).get()) ?? []
+        for (key, channel, indexes, answers) in pending {
+            let outcomes = (try? await answers.futureResult.get()) ?? []
             var goingAway = false
             for (index, outcome) in zip(indexes, outcomes) {
                 if case .failure(HTTP2ConnectionError.goingAway) = outcome {
@@ -195,13 +193,14 @@ package final class HTTP2ConnectionPool: APNsTransport {
     }
 
     private func attempt(on channel: any Channel, headers: HPACKHeaders, body: ByteBuffer) async throws -> HTTP2Response {
-        let promise = channel.eventLoop.makePromise(of: HTTP2Response.self)
+        let answers = HTTP2RoundAnswers(count: 1, on: channel.eventLoop)
         // A write that never reaches the handler (the channel closed in between) must still
         // answer the request.
         let written = channel.eventLoop.makePromise(of: Void.self)
-        written.futureResult.whenFailure { promise.fail($0) }
-        channel.writeAndFlush([HTTP2StreamRequest(headers: headers, body: body, promise: promise)], promise: written)
-        return try await promise.futureResult.get()
+        written.futureResult.whenFailure { error in answers.failUnanswered(error) }
+        channel.writeAndFlush([HTTP2StreamRequest(headers: headers, body: body, answers: answers, index: 0)], promise: written)
+        guard let answer = try await answers.futureResult.get().first else { throw HTTP2ConnectionError.closed }
+        return try answer.get()
     }
 
     /// Takes `channel` out of its slot (if it is still there), so the next request connects anew.

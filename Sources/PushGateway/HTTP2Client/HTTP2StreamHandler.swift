@@ -7,10 +7,15 @@ import NIOHTTP2
 struct HTTP2StreamRequest: Sendable {
     var headers: HPACKHeaders
     var body: ByteBuffer
-    var promise: EventLoopPromise<HTTP2Response>
+    /// Where its answer goes: its round's answers, at `index`.
+    var answers: HTTP2RoundAnswers
+    var index: Int
     /// When the caller stops waiting (`HTTP2ConnectionPool.send(_:answeredBy:)`): past it the
     /// request is never sent, and `CutExpiredRequests` resets its stream.
     var deadline: NIODeadline? = nil
+
+    func answer(_ result: Result<HTTP2Response, any Error>) { answers.answer(index, with: result) }
+    func fail(_ error: any Error) { answers.answer(index, with: .failure(error)) }
 }
 
 /// HTTP/2 requests straight on `NIOHTTP2Handler` frames, with no channel per stream: each request
@@ -43,12 +48,15 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
     typealias OutboundOut = HTTP2Frame
 
     private struct Stream {
-        var promise: EventLoopPromise<HTTP2Response>
+        var answers: HTTP2RoundAnswers
+        var index: Int
         var status: Int?
         var body: ByteBuffer?
         var retryAfter: String?
         let startedAt: NIODeadline
         let deadline: NIODeadline?
+
+        func fail(_ error: any Error) { answers.answer(index, with: .failure(error)) }
     }
 
     /// An outbound event: every request whose deadline has passed fails as `timedOut`; one sent
@@ -153,18 +161,18 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
         // Its caller gave up while it waited for a stream or the window: it must not go out now,
         // here or (as going away) on a fresh connection.
         if let deadline = request.deadline, deadline <= .now() {
-            request.promise.fail(HTTP2ConnectionError.timedOut)
+            request.fail(HTTP2ConnectionError.timedOut)
             return
         }
         guard isUsable else {
-            request.promise.fail(HTTP2ConnectionError.goingAway)
+            request.fail(HTTP2ConnectionError.goingAway)
             return
         }
         connectionWindow -= request.body.readableBytes
         let id = nextStreamID
         nextStreamID = HTTP2StreamID(Int32(id) + 2)
         if Int32(nextStreamID) > Int32.max - 2 { isUsable = false }
-        streams[id] = Stream(promise: request.promise, startedAt: .now(), deadline: request.deadline)
+        streams[id] = Stream(answers: request.answers, index: request.index, startedAt: .now(), deadline: request.deadline)
         context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: request.headers)))), promise: nil)
         let written = context.eventLoop.makePromise(of: Void.self)
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -190,7 +198,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
         if let waiting = waitingForSettings, waiting.contains(where: expired) {
             waitingForSettings = waiting.filter { request in
                 guard expired(request) else { return true }
-                request.promise.fail(HTTP2ConnectionError.timedOut)
+                request.fail(HTTP2ConnectionError.timedOut)
                 return false
             }
         }
@@ -198,7 +206,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
             var kept = CircularBuffer<(request: HTTP2StreamRequest, since: NIODeadline)>()
             for entry in waitingForWindow {
                 if expired(entry.request) {
-                    entry.request.promise.fail(HTTP2ConnectionError.timedOut)
+                    entry.request.fail(HTTP2ConnectionError.timedOut)
                 } else {
                     kept.append(entry)
                 }
@@ -208,7 +216,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
         let cut = streams.filter { $0.value.deadline.map { $0 <= now } ?? false }
         for (id, stream) in cut {
             streams.removeValue(forKey: id)
-            stream.promise.fail(HTTP2ConnectionError.timedOut)
+            stream.fail(HTTP2ConnectionError.timedOut)
             context.write(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.cancel))), promise: nil)
         }
         if !cut.isEmpty { context.flush() }
@@ -299,12 +307,14 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
     private func finish(_ id: HTTP2StreamID) {
         guard let stream = streams.removeValue(forKey: id) else { return }
         guard let status = stream.status else {
-            stream.promise.fail(HTTP2ConnectionError.malformedResponse)
+            stream.fail(HTTP2ConnectionError.malformedResponse)
             return
         }
-        stream.promise.succeed(
-            HTTP2Response(
-                status: status, body: stream.body ?? ByteBuffer(), retryAfter: stream.retryAfter, elapsed: .now() - stream.startedAt))
+        stream.answers.answer(
+            stream.index,
+            with: .success(
+                HTTP2Response(
+                    status: status, body: stream.body ?? ByteBuffer(), retryAfter: stream.retryAfter, elapsed: .now() - stream.startedAt)))
         if !waitingForWindow.isEmpty, let context { sendWaiting(context: context) }
         closeIfDrained()
     }
@@ -314,7 +324,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
     }
 
     private func fail(_ id: HTTP2StreamID, _ error: any Error) {
-        streams.removeValue(forKey: id)?.promise.fail(error)
+        streams.removeValue(forKey: id)?.fail(error)
         if !waitingForWindow.isEmpty, let context { sendWaiting(context: context) }
         closeIfDrained()
     }
@@ -322,12 +332,12 @@ final class HTTP2StreamHandler: ChannelDuplexHandler {
     private func failAll(_ error: HTTP2ConnectionError) {
         let waiting = waitingForSettings ?? []
         waitingForSettings = nil
-        for request in waiting { request.promise.fail(error) }
+        for request in waiting { request.fail(error) }
         let held = waitingForWindow
         waitingForWindow.removeAll()
-        for (request, _) in held { request.promise.fail(error) }
+        for (request, _) in held { request.fail(error) }
         let pending = streams
         streams.removeAll()
-        for stream in pending.values { stream.promise.fail(error) }
+        for stream in pending.values { stream.fail(error) }
     }
 }
