@@ -8,7 +8,8 @@ package import NIOCore
 ///
 /// Only the connection's event loop touches it: the pool creates it there, or before any other
 /// thread can see it, and the stream handler and the write's failure callback answer on that
-/// loop. That confinement, checked in debug builds, is why it may be `@unchecked Sendable`.
+/// loop. That confinement (asserted in debug builds; the pool's round sets `cut` in the same
+/// `execute` that writes the requests) is why it may be `@unchecked Sendable`.
 package final class HTTP2RoundAnswers: @unchecked Sendable {
     private let eventLoop: any EventLoop
     private var answers: [Result<HTTP2Response, any Error>?]
@@ -43,6 +44,7 @@ package final class HTTP2RoundAnswers: @unchecked Sendable {
 
     /// Every request not answered yet fails with `error`.
     package func failUnanswered(_ error: any Error) {
+        eventLoop.assertInEventLoop()
         for index in answers.indices where answers[index] == nil { answer(index, with: .failure(error)) }
     }
 }

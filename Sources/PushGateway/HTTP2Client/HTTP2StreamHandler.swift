@@ -14,7 +14,6 @@ struct HTTP2StreamRequest: Sendable {
     /// request is never sent, and `CutExpiredRequests` resets its stream.
     var deadline: NIODeadline? = nil
 
-    func answer(_ result: Result<HTTP2Response, any Error>) { answers.answer(index, with: result) }
     func fail(_ error: any Error) { answers.answer(index, with: .failure(error)) }
 }
 
