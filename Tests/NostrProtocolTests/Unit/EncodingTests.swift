@@ -9,6 +9,18 @@ import Testing
         #expect(Hex.decode("00017f80abff") == bytes)
     }
 
+    @Test func aUUIDsBytesAreWrittenInTheLowercaseDashedForm() {
+        let bytes: [UInt8] = [0x0F, 0x1E, 0x2D, 0x3C, 0x4B, 0x5A, 0x69, 0x78, 0x87, 0x96, 0xA5, 0xB4, 0xC3, 0xD2, 0xE1, 0xF0]
+        #expect(bytes.withUnsafeBytes(Hex.uuidForm) == "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
+        // Foundation's form, lowercased, for many ids.
+        let ids = (0..<500).map { _ in UUID() }
+        let mismatched = ids.filter { id in withUnsafeBytes(of: id.uuid, Hex.uuidForm) != id.uuidString.lowercased() }
+        #expect(mismatched.isEmpty, "mismatched: \(mismatched.prefix(3))")
+        // Another count is written the same way, and never out of bounds.
+        #expect([UInt8]().withUnsafeBytes(Hex.uuidForm) == "")
+        #expect([UInt8](repeating: 0xAB, count: 5).withUnsafeBytes(Hex.uuidForm) == "abababab-ab")
+    }
+
     @Test func rejectsUppercaseUnlessAllowed() {
         #expect(Hex.decode("ABCD") == nil)
         #expect(Hex.decode("ABCD", allowUppercase: true) == [0xab, 0xcd])

@@ -85,6 +85,7 @@ import Testing
                 #expect(uniqueID.map(APNsRequestValidator.isUUID) == true)
                 #expect(uniqueID?.count == 36 && uniqueID == uniqueID?.lowercased())
                 #expect(uniqueID.map { Array($0.utf8)[14] } == UInt8(ascii: "4"), "a version-4 UUID")
+                #expect(uniqueID.map { "89ab".utf8.contains(Array($0.utf8)[19]) } == true, "the RFC 9562 variant")
                 let next = try await http.execute(
                     try Self.push(sandbox, body: ByteBuffer(string: #"{"aps":{"alert":"hi"}}"#), apnsID: UUID().uuidString),
                     timeout: .seconds(10))
