@@ -120,6 +120,35 @@ import Testing
             ("a pseudo-header after a field", problem([("x", "1"), (":path", "/")], pseudo: [(":method", "POST"), (":scheme", "https")])),
         ]
         for (what, answer) in refused { #expect(answer != nil, "\(what)") }
+        #expect(problem([("x", "a\u{7F}b")]) == nil, "DEL is allowed in a value")
+        #expect(problem([("x\u{7F}", "a")]) != nil, "DEL is not a token character")
+        #expect(problem([("connectiom", "close"), ("tf", "gzip")]) == nil, "names of those lengths that are none of them")
+    }
+
+    /// The value check reads eight bytes at a time: each refused byte is found wherever it falls
+    /// in a long value (every offset of a word and of the tail), and bytes near them are not
+    /// mistaken for them.
+    @Test func aValuesNULCRAndLFAreFoundAtEveryOffset() {
+        let base = Array(repeating: UInt8(ascii: "a"), count: 37)
+        for refused: UInt8 in [0x00, 0x0A, 0x0D] {
+            for offset in 1..<(base.count - 1) {
+                var bytes = base
+                bytes[offset] = refused
+                let value = String(decoding: bytes, as: UTF8.self)
+                #expect(HeaderBlockCheck.problem(inValue: value) == "a NUL, CR or LF", "byte \(refused) at \(offset)")
+            }
+        }
+        for allowed: UInt8 in [0x01, 0x09, 0x0B, 0x0C, 0x0E, 0x1F, 0x7F, 0xFF] {
+            for offset in 1..<(base.count - 1) {
+                var bytes = base
+                bytes[offset] = allowed
+                bytes[offset - 1] = 0x80
+                let value = String(decoding: bytes, as: UTF8.self)
+                #expect(HeaderBlockCheck.problem(inValue: value) == nil, "byte \(allowed) at \(offset)")
+            }
+        }
+        #expect(HeaderBlockCheck.problem(inValue: String(decoding: base, as: UTF8.self)) == nil)
+        #expect(HeaderBlockCheck.problem(inValue: "") == nil)
     }
 
     @Test func scriptedFailuresByTokenPrefix() {
