@@ -58,10 +58,11 @@ public struct APNsRequestValidator: Sendable {
 
     /// The token in `/3/device/<token>`, or nil when the path is not a device path.
     public static func deviceToken(inPath path: String) -> Substring? {
-        let prefix = "/3/device/"
-        guard path.hasPrefix(prefix) else { return nil }
-        let token = path.dropFirst(prefix.count)
-        // Byte scans: `Substring.contains(String)` goes through Foundation's string search.
+        // Byte comparisons and scans: `String.hasPrefix` compares by characters, and
+        // `Substring.contains(String)` goes through Foundation's string search.
+        let prefix = "/3/device/".utf8
+        guard path.utf8.starts(with: prefix) else { return nil }
+        let token = Substring(path.utf8.dropFirst(prefix.count))
         return token.utf8.contains { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ? nil : token
     }
 

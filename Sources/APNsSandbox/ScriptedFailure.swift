@@ -17,7 +17,9 @@ public enum ScriptedFailure: Sendable, Equatable {
     case serverError(times: Int)
 
     public init?(token: some StringProtocol) {
-        let token = token.lowercased()
+        // Every prefix is digits and starts with 0, so most tokens are judged by their first byte,
+        // and none needs lowercasing (the count digit is read in either case).
+        guard token.utf8.first == UInt8(ascii: "0") else { return nil }
         func count(after prefix: String) -> Int? {
             guard token.hasPrefix(prefix), let digit = token.dropFirst(prefix.count).first?.hexDigitValue else { return nil }
             return digit
